@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: Apache-2.0
+# The dependencies of the vyre::vyre target itself, shared by the build tree and the package
+# config (vyre-config.cmake repeats the same two finds through find_dependency).
+include_guard(GLOBAL)
+
+find_package(CUDAToolkit 12.4 REQUIRED)
+# CUDA 13 moved CCCL under include/cccl; its package config tells a host compiler where.
+find_package(CCCL CONFIG REQUIRED COMPONENTS libcudacxx CUB
+  HINTS "${CUDAToolkit_LIBRARY_DIR}/cmake" "${CUDAToolkit_LIBRARY_ROOT}/lib64/cmake")

@@ -1,0 +1,13 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! The core: configuration macros, errors, policies, checked arithmetic, fallible reservation,
+//! endian staging and CUDA call checking.
+#pragma once
+
+#include "vyre/core/config.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/core/policies.hpp"
+#include "vyre/core/checked.hpp"
+#include "vyre/core/reserve.hpp"
+#include "vyre/core/staging.hpp"
+#include "vyre/core/cuda_check.hpp"

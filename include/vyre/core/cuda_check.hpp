@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! Checking CUDA runtime calls. Host-only (any C++20 compiler with the CUDA include path);
+//! builds the error (and its message) only on failure.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include "vyre/core/error.hpp"
+
+namespace vyre {
+
+//! `errc::cuda_runtime` (or `errc::out_of_memory` for cudaErrorMemoryAllocation) for a failed
+//! runtime call. Clears the thread's last-error slot so the failure is not reported twice;
+//! a sticky (context-corrupting) error stays sticky, as CUDA defines.
+//! @param context static text naming the call and its purpose.
+inline error cuda_error(cudaError_t status, const char* context) noexcept {
+  (void)cudaGetLastError();
+  const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_runtime;
+  return error(code, context).cuda(status_source::cuda_runtime, static_cast<int>(status),
+                                   cudaGetErrorName(status));
+}
+
+//! Checks a runtime status: success, or the error described above.
+inline expected<void> cuda_check(cudaError_t status, const char* context) noexcept {
+  if (status == cudaSuccess) [[likely]]
+    return {};
+  return fail(cuda_error(status, context));
+}
+
+}  // namespace vyre
+
+//! Evaluates a CUDA runtime call and returns its error from the enclosing function (which must
+//! return `vyre::expected<...>`) when it fails.
+#define VYRE_CUDA_TRY(call, context)                                       \
+  do {                                                                     \
+    if (const cudaError_t vyre_status_ = (call); vyre_status_ != cudaSuccess) \
+      return ::vyre::fail(::vyre::cuda_error(vyre_status_, context));     \
+  } while (false)

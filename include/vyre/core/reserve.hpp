@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! Fallible container growth: reserve or resize without letting `std::bad_alloc` or
+//! `std::length_error` escape. The error names what was being reserved and how many.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <stdexcept>
+
+#include "vyre/core/error.hpp"
+
+namespace vyre {
+
+namespace detail {
+template <class Container>
+error reservation_error(const char* what, std::size_t count) {
+  using value_type = typename Container::value_type;
+  const std::uint64_t bytes =
+      count > SIZE_MAX / sizeof(value_type) ? UINT64_MAX : count * sizeof(value_type);
+  return error(errc::out_of_memory, what)
+      .with("elements", count)
+      .with("bytes", bytes)
+      .fix("free host memory or process the input in smaller shards");
+}
+}  // namespace detail
+
+//! `container.reserve(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
+//! @param what static text, e.g. "snapshot rows".
+template <class Container>
+expected<void> try_reserve(Container& container, std::size_t count, const char* what) noexcept {
+  try {
+    container.reserve(count);
+    return {};
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return fail(detail::reservation_error<Container>(what, count));
+}
+
+//! `container.resize(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
+template <class Container>
+expected<void> try_resize(Container& container, std::size_t count, const char* what) noexcept {
+  try {
+    container.resize(count);
+    return {};
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return fail(detail::reservation_error<Container>(what, count));
+}
+
+}  // namespace vyre

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <type_traits>
+
+#include <vyre/core/error.hpp>
+
+namespace {
+constexpr vyre::error sample_error() {
+  return vyre::error(vyre::errc::abi_limit, "snapshot::validate: children offset exceeds u32")
+      .with("row", 7)
+      .with("offset", 4294967296ull)
+      .fix("shard the snapshot");
+}
+}  // namespace
+
+static_assert(std::is_trivially_copyable_v<vyre::error>,
+              "vyre::error must be copyable to and from the device as bytes");
+static_assert(sample_error().code() == vyre::errc::abi_limit);
+static_assert(sample_error().value_count() == 2);
+static_assert(sample_error().value_or("offset", 0) == 4294967296ull);
+static_assert(sample_error().value_or("absent", 5) == 5);
+
+TEST_CASE("error message names the context, the values and the fix", "[core][error]") {
+  const std::string message = sample_error().message();
+  CHECK(message ==
+        "snapshot::validate: children offset exceeds u32 [row=7, offset=4294967296]. "
+        "Fix: shard the snapshot");
+}
+
+TEST_CASE("error message carries the subject and the CUDA status", "[core][error]") {
+  auto err = vyre::error(vyre::errc::cuda_runtime, "backend::upload: cudaMemcpyAsync failed")
+                 .cuda(vyre::status_source::cuda_runtime, 700, "cudaErrorIllegalAddress")
+                 .about("image.vyre");
+  CHECK(err.message() ==
+        "backend::upload: cudaMemcpyAsync failed (image.vyre) "
+        "[CUDA runtime: cudaErrorIllegalAddress (700)].");
+  CHECK(err.cuda_status() == 700);
+  CHECK(err.cuda_source() == vyre::status_source::cuda_runtime);
+}
+
+TEST_CASE("a long subject keeps its tail behind an ellipsis, never silently", "[core][error]") {
+  const std::string path = "/very/long/" + std::string(300, 'd') + "/egraph.json";
+  vyre::error err(vyre::errc::io, "load");
+  err.about(path);
+  const auto subject = err.subject();
+  REQUIRE(subject.size() == vyre::error::subject_capacity);
+  CHECK(subject.substr(0, 3) == "...");
+  CHECK(subject.substr(subject.size() - 12) == "/egraph.json");
+}
+
+TEST_CASE("values beyond the capacity are dropped, never written out of bounds", "[core][error]") {
+  vyre::error err(vyre::errc::invalid_argument, "too many");
+  for (int i = 0; i < 10; ++i) err.with("v", static_cast<std::uint64_t>(i));
+  CHECK(err.value_count() == vyre::error::max_values);
+}
+
+TEST_CASE("error_exception carries the error and its message", "[core][error]") {
+  try {
+    throw vyre::error_exception(sample_error());
+  } catch (const std::runtime_error& thrown) {
+    CHECK(std::string(thrown.what()) == sample_error().message());
+    const auto& typed = dynamic_cast<const vyre::error_exception&>(thrown);
+    CHECK(typed.code() == vyre::errc::abi_limit);
+    CHECK(typed.error().value_or("row", 0) == 7);
+  }
+}
+
+TEST_CASE("every errc has a name", "[core][error]") {
+  for (int code = 1; code <= static_cast<int>(vyre::errc::invalid_state); ++code)
+    CHECK(std::string(vyre::errc_name(static_cast<vyre::errc>(code))) != "unknown error");
+}
+
+namespace {
+vyre::expected<int> half(int value) {
+  if (value % 2 != 0)
+    return vyre::fail(vyre::error(vyre::errc::invalid_argument, "half: odd").with("value", 3));
+  return value / 2;
+}
+vyre::expected<int> quarter(int value) {
+  VYRE_TRY_ASSIGN(const int h, half(value));
+  VYRE_TRY(half(h));
+  return h / 2;
+}
+}  // namespace
+
+TEST_CASE("VYRE_TRY and VYRE_TRY_ASSIGN propagate the first error", "[core][error]") {
+  CHECK(quarter(8).value() == 2);
+  REQUIRE_FALSE(quarter(6).has_value());
+  CHECK(quarter(6).error().code() == vyre::errc::invalid_argument);
+  CHECK_FALSE(quarter(3).has_value());
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+// Standard and CUDA headers a user's translation unit would already have included before a
+// late <windows.h>-style header defined min/max/small. Only these may precede the hostile macros.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <bit>
+#include <chrono>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <cuda/std/bit>
+#include <cuda/std/expected>
+#include <cuda/std/span>
+#include <cuda_runtime_api.h>
+#if defined(__CUDACC__)
+#include <cub/cub.cuh>
+#include <cuda/std/atomic>
+#endif
