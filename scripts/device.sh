@@ -35,9 +35,9 @@ stage_test() {
   ctest --test-dir "$build" -j8 -LE gpu --output-on-failure >"$out/ctest-host.log" 2>&1
   local host=$?
   tail -n 4 "$out/ctest-host.log"
-  ctest --test-dir "$build" -L gpu -j1 --output-on-failure >"$out/ctest-gpu.log" 2>&1
+  ctest --test-dir "$build" -L gpu -j1 -V >"$out/ctest-gpu.log" 2>&1
   local gpu=$?
-  grep -E "tests passed|Passed|Failed|test cases|SKIPPED" "$out/ctest-gpu.log" | tail -n 20
+  grep -E "tests passed|Passed|Failed|FAILED|test cases|SKIPPED" "$out/ctest-gpu.log" | tail -n 30
   return $((host | gpu))
 }
 stage_sanitize() {
