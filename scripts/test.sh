@@ -8,3 +8,8 @@ source scripts/deps.sh
 cmake --preset default
 cmake --build --preset default
 ctest --preset default "$@"
+
+# The host tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+cmake --preset sanitize
+cmake --build --preset sanitize
+ctest --preset sanitize "$@"

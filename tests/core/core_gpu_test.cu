@@ -64,6 +64,8 @@ TEST_CASE("a kernel writes and the host reads back what it wrote", "[core][gpu]"
 
 TEST_CASE("checked arithmetic and vyre::error work in device code", "[core][gpu]") {
   device_buffer<device_outcome> outcome(1);
+  // Poison first: the struct has padding the kernel never writes.
+  REQUIRE(vyre::cuda_check(cudaMemset(outcome.ptr, 0xA5, sizeof(device_outcome)), "poison"));
   checked_on_device<<<1, 1>>>(outcome.ptr);
   REQUIRE(vyre::cuda_check(cudaGetLastError(), "launch checked_on_device"));
   device_outcome host{0, 0, 0, vyre::error(vyre::errc::invalid_state, "unset")};

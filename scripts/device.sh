@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Runs on the lent GPU machine (no network, no apt): build with the carried Debian packages in
+# .deps/ (see scripts/fetch-device-deps.sh), then any of the stages given as arguments:
+#   info      GPU, driver and toolkit versions
+#   build     configure + build everything (-j16)
+#   test      the whole CTest suite, GPU tests included
+#   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests
+#   bench     every benchmark executable under build/default/bench (JSON lines)
+# Logs go to $OUT (or ./device-out) so they come back from the machine.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-$PWD/device-out}
+mkdir -p "$out"
+export PATH=/usr/local/cuda/bin:$PATH
+deps=$PWD/.deps/root/usr
+export LD_LIBRARY_PATH=$deps/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+build=build/default
+status=0
+
+stage_info() {
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv
+  nvcc --version | tail -n 2
+  cmake --version | head -n 1
+  nproc
+}
+stage_build() {
+  cmake --preset default -DCMAKE_PREFIX_PATH="$deps" \
+    -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" >"$out/configure.log" 2>&1 \
+    || { tail -n 40 "$out/configure.log"; return 1; }
+  cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
+  echo "build ok"
+}
+stage_test() {
+  ctest --test-dir "$build" -j8 -LE gpu --output-on-failure >"$out/ctest-host.log" 2>&1
+  local host=$?
+  tail -n 4 "$out/ctest-host.log"
+  ctest --test-dir "$build" -L gpu -j1 -V >"$out/ctest-gpu.log" 2>&1
+  local gpu=$?
+  grep -E "tests passed|Passed|Failed|FAILED|test cases|SKIPPED" "$out/ctest-gpu.log" | tail -n 30
+  return $((host | gpu))
+}
+stage_sanitize() {
+  local rc=0
+  for exe in $(ctest --test-dir "$build" -L gpu -N -V | sed -n 's/^[0-9]*: Test command: //p'); do
+    for tool in memcheck racecheck initcheck synccheck; do
+      local name
+      name=$(basename "$exe")
+      # Failure-path tests call failing CUDA APIs on purpose (a 4 EiB cudaMalloc, fault
+      # injection): those are not memory errors, so API-error reports are off.
+      local extra="--report-api-errors no"
+      [ "$tool" = memcheck ] && extra="$extra --leak-check full"
+      compute-sanitizer --tool "$tool" $extra --error-exitcode 99 "$exe" >"$out/sanitize-$name-$tool.log" 2>&1
+      local r=$?
+      echo "$name $tool: exit $r, $(grep -E 'ERROR SUMMARY' "$out/sanitize-$name-$tool.log" | tail -n 1)"
+      [ $r -ne 0 ] && rc=1
+    done
+  done
+  return $rc
+}
+stage_bench() {
+  local rc=0
+  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -name 'bench_*' | sort); do
+    echo "== $exe"
+    "$exe" | tee -a "$out/bench.jsonl" || rc=1
+  done
+  return $rc
+}
+
+for stage in "$@"; do
+  echo "==== $stage"
+  "stage_$stage" || status=1
+done
+exit $status
