@@ -64,7 +64,7 @@ using namespace fusion_bench;
   do {                                                                                      \
     const cudaError_t bench_status_ = (call);                                               \
     if (bench_status_ != cudaSuccess) {                                                     \
-      std::fprintf(stderr, "vyre_fusion_bench: %s failed: %s\n", #call,                     \
+      std::fprintf(stderr, "bench_fusion: %s failed: %s\n", #call,                     \
                    cudaGetErrorString(bench_status_));                                      \
       return 1;                                                                             \
     }                                                                                       \
@@ -82,7 +82,7 @@ int time_pipeline(const Pipeline& pipeline, const float* in, float* out, std::si
   for (int r = -3; r < repeats && rc == 0; ++r) {  // three warm-up runs
     if (cudaEventRecord(start, stream) != cudaSuccess) rc = 1;
     if (auto done = pipeline.run(in, out, count, stream); !done) {
-      std::fprintf(stderr, "vyre_fusion_bench: %s\n", done.error().message().c_str());
+      std::fprintf(stderr, "bench_fusion: %s\n", done.error().message().c_str());
       rc = 1;
     }
     float ms = 0;
@@ -95,7 +95,7 @@ int time_pipeline(const Pipeline& pipeline, const float* in, float* out, std::si
   (void)cudaEventDestroy(start);
   (void)cudaEventDestroy(stop);
   if (rc != 0) {
-    std::fprintf(stderr, "vyre_fusion_bench: timing failed: %s\n",
+    std::fprintf(stderr, "bench_fusion: timing failed: %s\n",
                  cudaGetErrorString(cudaGetLastError()));
     return rc;
   }
@@ -114,7 +114,7 @@ int verify(const float* device_out, const std::vector<float>& input, std::size_t
     BENCH_CHECK(cudaMemcpy(&got[k], device_out + i, sizeof(float), cudaMemcpyDeviceToHost));
     const float want = clamp_unit{}(square{}(shift{-0.375f}(scale{1.75f}(input[i]))));
     if (!(std::fabs(got[k] - want) <= 1e-5f * (1.0f + std::fabs(want)))) {
-      std::fprintf(stderr, "vyre_fusion_bench: wrong result at %zu: %g, want %g\n", i,
+      std::fprintf(stderr, "bench_fusion: wrong result at %zu: %g, want %g\n", i,
                    static_cast<double>(got[k]), static_cast<double>(want));
       return 1;
     }
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "vyre_fusion_bench: no CUDA device here; nothing measured.\n");
+    std::fprintf(stderr, "bench_fusion: no CUDA device here; nothing measured.\n");
     return 0;
   }
   cudaDeviceProp properties{};
@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
   BENCH_CHECK(cudaMalloc(&in, count * sizeof(float)));
   if (cudaMalloc(&out, count * sizeof(float)) != cudaSuccess) {
     (void)cudaFree(in);
-    std::fprintf(stderr, "vyre_fusion_bench: cudaMalloc of the output failed\n");
+    std::fprintf(stderr, "bench_fusion: cudaMalloc of the output failed\n");
     return 1;
   }
   int rc = 0;
@@ -179,7 +179,7 @@ int main(int argc, char** argv) {
   (void)cudaFree(in);
   (void)cudaFree(out);
   if (rc != 0) {
-    std::fprintf(stderr, "vyre_fusion_bench: failed\n");
+    std::fprintf(stderr, "bench_fusion: failed\n");
     return rc;
   }
   const double bytes_fused = 2.0 * static_cast<double>(count) * sizeof(float);

@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
     print("fusion.plan.fixed_greedy", "greedy", count, fixed, "runtime_greedy", greedy);
   }
   if (!ok || launches == 0) {
-    std::fprintf(stderr, "vyre_fusion_plan_bench: a plan failed\n");
+    std::fprintf(stderr, "bench_fusion_plan: a plan failed\n");
     return 1;
   }
   return 0;
