@@ -39,14 +39,11 @@ struct clamp_unit {
 
 using vyre::fusion::stage;
 constexpr std::uint64_t buffer_bytes = std::uint64_t{256} << 22;  // 256 M floats
-constexpr std::array<stage, 4> chain{{{.id = 1, .layout_hash = 1, .input_bytes = buffer_bytes,
-                                       .output_bytes = buffer_bytes},
-                                      {.id = 2, .layout_hash = 1, .input_bytes = buffer_bytes,
-                                       .output_bytes = buffer_bytes},
-                                      {.id = 3, .layout_hash = 1, .input_bytes = buffer_bytes,
-                                       .output_bytes = buffer_bytes},
-                                      {.id = 4, .layout_hash = 1, .input_bytes = buffer_bytes,
-                                       .output_bytes = buffer_bytes}}};
+constexpr std::array<stage, 4> chain{
+    {{.id = 1, .layout_hash = 1, .input_bytes = buffer_bytes, .output_bytes = buffer_bytes},
+     {.id = 2, .layout_hash = 1, .input_bytes = buffer_bytes, .output_bytes = buffer_bytes},
+     {.id = 3, .layout_hash = 1, .input_bytes = buffer_bytes, .output_bytes = buffer_bytes},
+     {.id = 4, .layout_hash = 1, .input_bytes = buffer_bytes, .output_bytes = buffer_bytes}}};
 // Budget for all four (input + 4 outputs): one launch. Budget for one stage: four launches.
 constexpr auto fused_plan = vyre::fusion::static_plan(chain, 5 * buffer_bytes);
 constexpr auto unfused_plan = vyre::fusion::static_plan(chain, 2 * buffer_bytes);
@@ -60,14 +57,14 @@ using chain_pipeline = vyre::fusion::fused_pipeline<Plan, float, scale, shift, s
 namespace {
 using namespace fusion_bench;
 
-#define BENCH_CHECK(call)                                                                   \
-  do {                                                                                      \
-    const cudaError_t bench_status_ = (call);                                               \
-    if (bench_status_ != cudaSuccess) {                                                     \
-      std::fprintf(stderr, "bench_fusion: %s failed: %s\n", #call,                     \
-                   cudaGetErrorString(bench_status_));                                      \
-      return 1;                                                                             \
-    }                                                                                       \
+#define BENCH_CHECK(call)                                          \
+  do {                                                             \
+    const cudaError_t bench_status_ = (call);                      \
+    if (bench_status_ != cudaSuccess) {                            \
+      std::fprintf(stderr, "bench_fusion: %s failed: %s\n", #call, \
+                   cudaGetErrorString(bench_status_));             \
+      return 1;                                                    \
+    }                                                              \
   } while (false)
 
 template <class Pipeline>
@@ -170,10 +167,13 @@ int main(int argc, char** argv) {
   if (rc == 0) rc = time_pipeline(fused, in, out, count, repeats, stream, fused_ns);
   if (rc == 0) rc = time_pipeline(unfused, in, out, count, repeats, stream, unfused_ns);
   if (rc == 0) rc = cudaMemset(out, 0xFF, count * sizeof(float)) == cudaSuccess ? 0 : 1;
-  if (rc == 0) rc = fused.run(in, out, count, stream) && cudaStreamSynchronize(stream) == cudaSuccess ? 0 : 1;
+  if (rc == 0)
+    rc = fused.run(in, out, count, stream) && cudaStreamSynchronize(stream) == cudaSuccess ? 0 : 1;
   if (rc == 0) rc = verify(out, input, count);
   if (rc == 0) rc = cudaMemset(out, 0xFF, count * sizeof(float)) == cudaSuccess ? 0 : 1;
-  if (rc == 0) rc = unfused.run(in, out, count, stream) && cudaStreamSynchronize(stream) == cudaSuccess ? 0 : 1;
+  if (rc == 0)
+    rc =
+        unfused.run(in, out, count, stream) && cudaStreamSynchronize(stream) == cudaSuccess ? 0 : 1;
   if (rc == 0) rc = verify(out, input, count);
   if (stream != nullptr) (void)cudaStreamDestroy(stream);
   (void)cudaFree(in);
@@ -190,7 +190,8 @@ int main(int argc, char** argv) {
       count, fused.launch_count, repeats, bytes_fused / fused_ns, properties.name, fused_ns,
       unfused_ns, unfused_ns / fused_ns);
   std::printf(
-      "{\"name\":\"fusion.chain4.unfused\",\"params\":{\"floats\":%zu,\"stages\":4,\"launches\":%zu,"
+      "{\"name\":\"fusion.chain4.unfused\",\"params\":{\"floats\":%zu,\"stages\":4,\"launches\":%"
+      "zu,"
       "\"repeats\":%d,\"effective_GBps\":%.1f},\"device\":\"%s\",\"median_ns\":%.0f,"
       "\"baseline\":\"fusion.chain4.fused\",\"baseline_median_ns\":%.0f,\"ratio\":%.3f}\n",
       count, unfused.launch_count, repeats, 4.0 * bytes_fused / unfused_ns, properties.name,

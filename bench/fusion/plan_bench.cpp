@@ -33,13 +33,13 @@ std::vector<stage> make_stages(std::size_t count) {
     return state;
   };
   for (std::size_t i = 0; i < count; ++i)
-    stages.push_back({.id = static_cast<std::uint32_t>(i * 2654435761u),
-                      .layout_hash = next() % 16 == 0 ? 2u : 1u,
-                      .input_bytes = next() % 4096,
-                      .output_bytes = next() % 4096,
-                      .scratch_bytes = next() % 1024,
-                      .boundary = next() % 64 == 0 ? materialization::host
-                                                   : materialization::none});
+    stages.push_back(
+        {.id = static_cast<std::uint32_t>(i * 2654435761u),
+         .layout_hash = next() % 16 == 0 ? 2u : 1u,
+         .input_bytes = next() % 4096,
+         .output_bytes = next() % 4096,
+         .scratch_bytes = next() % 1024,
+         .boundary = next() % 64 == 0 ? materialization::host : materialization::none});
   return stages;
 }
 
@@ -65,8 +65,8 @@ void print(const char* name, const char* mode, std::size_t stages, double median
       "{\"name\":\"%s\",\"params\":{\"stages\":%zu,\"mode\":\"%s\"},\"device\":\"host\","
       "\"median_ns\":%.1f,\"ns_per_stage\":%.3f,\"baseline\":\"%s\",\"baseline_median_ns\":%.1f,"
       "\"ratio\":%.3f}\n",
-      name, stages, mode, median_ns, median_ns / static_cast<double>(stages), baseline,
-      baseline_ns, baseline_ns / median_ns);
+      name, stages, mode, median_ns, median_ns / static_cast<double>(stages), baseline, baseline_ns,
+      baseline_ns / median_ns);
 }
 
 }  // namespace
@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   std::size_t count = fixed_stage_count;
   int batches = 301;
   app.add_option("--stages", count, "stages per plan (run-time planner)");
-  app.add_option("--batches", batches, "timed batches (median reported)")->check(CLI::PositiveNumber);
+  app.add_option("--batches", batches, "timed batches (median reported)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   const std::vector<stage> stages = make_stages(count);
@@ -96,8 +97,7 @@ int main(int argc, char** argv) {
 
   const double optimal = median_ns_per_call(
       [&] {
-        ok &= vyre::fusion::plan_launch_fusion(stages, 1 << 20, workspace, plan,
-                                               plan_mode::optimal)
+        ok &= vyre::fusion::plan_launch_fusion(stages, 1 << 20, workspace, plan, plan_mode::optimal)
                   .has_value();
         launches += plan.launch_count();
       },

@@ -51,7 +51,10 @@ constexpr std::array<stage, 4> stages{{
     {.id = 10, .layout_hash = row_major, .input_bytes = buffer, .output_bytes = buffer},
     {.id = 20, .layout_hash = row_major, .input_bytes = buffer, .output_bytes = buffer},
     // The host wants to log what reaches rectify: its input must be materialized.
-    {.id = 30, .layout_hash = row_major, .input_bytes = buffer, .output_bytes = buffer,
+    {.id = 30,
+     .layout_hash = row_major,
+     .input_bytes = buffer,
+     .output_bytes = buffer,
      .boundary = materialization::host},
     {.id = 40, .layout_hash = row_major, .input_bytes = buffer, .output_bytes = buffer},
 }};
@@ -65,8 +68,8 @@ static_assert(plan.avoided_launches() == 2);  // four stages, two launches
 static_assert(plan.avoided_bytes() == 2 * buffer);
 
 // Step 3: one kernel per group, from the plan.
-using pipeline = vyre::fusion::fused_pipeline<plan, float, to_celsius, calibrate, rectify,
-                                              to_kelvin>;
+using pipeline =
+    vyre::fusion::fused_pipeline<plan, float, to_celsius, calibrate, rectify, to_kelvin>;
 
 static vyre::expected<void> run_example() {
   std::vector<float> host(n);
@@ -100,9 +103,10 @@ static vyre::expected<void> run_example() {
     std::printf("%zu stages in %zu launches; %llu intermediate bytes kept in registers\n",
                 plan.stage_count(), plan.launch_count(),
                 static_cast<unsigned long long>(plan.avoided_bytes()));
-    std::printf("first reading: %.2f F -> %.2f K (logged before rectify: %.2f C); mismatches: %zu\n",
-                static_cast<double>(host[0]), static_cast<double>(kelvin[0]),
-                static_cast<double>(logged[0]), wrong);
+    std::printf(
+        "first reading: %.2f F -> %.2f K (logged before rectify: %.2f C); mismatches: %zu\n",
+        static_cast<double>(host[0]), static_cast<double>(kelvin[0]),
+        static_cast<double>(logged[0]), wrong);
     if (wrong != 0)
       return vyre::fail(vyre::error(vyre::errc::invalid_state, "fusion example: wrong results")
                             .with("mismatches", wrong));

@@ -5,5 +5,5 @@
 //! plan types. Compiles with any C++20 compiler; `vyre/fusion.cuh` adds fused kernels.
 #pragma once
 
-#include "vyre/fusion/stage.hpp"
 #include "vyre/fusion/plan.hpp"
+#include "vyre/fusion/stage.hpp"

@@ -6,4 +6,6 @@
 constexpr std::array<vyre::fusion::stage, 1> stages{
     {{.id = 3, .layout_hash = 7, .input_bytes = UINT64_MAX, .output_bytes = 1}}};
 constexpr auto plan = vyre::fusion::static_plan(stages, UINT64_MAX);
-int main() { return static_cast<int>(plan.launch_count()); }
+int main() {
+  return static_cast<int>(plan.launch_count());
+}

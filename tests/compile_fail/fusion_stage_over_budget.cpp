@@ -5,6 +5,12 @@
 #include <vyre/fusion.hpp>
 constexpr std::array<vyre::fusion::stage, 2> stages{
     {{.id = 1, .layout_hash = 7, .input_bytes = 8, .output_bytes = 8},
-     {.id = 9, .layout_hash = 7, .input_bytes = 1000, .output_bytes = 1000, .scratch_bytes = 1000}}};
+     {.id = 9,
+      .layout_hash = 7,
+      .input_bytes = 1000,
+      .output_bytes = 1000,
+      .scratch_bytes = 1000}}};
 constexpr auto plan = vyre::fusion::static_plan(stages, 1024);
-int main() { return static_cast<int>(plan.launch_count()); }
+int main() {
+  return static_cast<int>(plan.launch_count());
+}

@@ -41,7 +41,10 @@ constexpr std::uint64_t layout = 0xF10A7;
 constexpr std::array<stage, 4> chain(std::uint64_t second_layout, materialization third) {
   return {{{.id = 1, .layout_hash = layout, .input_bytes = unit, .output_bytes = unit},
            {.id = 2, .layout_hash = second_layout, .input_bytes = unit, .output_bytes = unit},
-           {.id = 3, .layout_hash = second_layout, .input_bytes = unit, .output_bytes = unit,
+           {.id = 3,
+            .layout_hash = second_layout,
+            .input_bytes = unit,
+            .output_bytes = unit,
             .boundary = third},
            {.id = 4, .layout_hash = second_layout, .input_bytes = unit, .output_bytes = unit}}};
 }
@@ -49,11 +52,14 @@ constexpr std::array<stage, 4> chain(std::uint64_t second_layout, materializatio
 // All four in one launch: 2 units for the first stage, one more for each joined output.
 constexpr auto fuse_all = vyre::fusion::static_plan(chain(layout, materialization::none), 5 * unit);
 // One launch per stage: no second stage fits beside the first.
-constexpr auto fuse_none = vyre::fusion::static_plan(chain(layout, materialization::none), 2 * unit);
+constexpr auto fuse_none =
+    vyre::fusion::static_plan(chain(layout, materialization::none), 2 * unit);
 // {1} {2 3 4}: stage 2 changes layout.
-constexpr auto fuse_tail = vyre::fusion::static_plan(chain(layout + 1, materialization::none), 8 * unit);
+constexpr auto fuse_tail =
+    vyre::fusion::static_plan(chain(layout + 1, materialization::none), 8 * unit);
 // {1 2} {3 4}: stage 3 needs its input on the host.
-constexpr auto fuse_pairs = vyre::fusion::static_plan(chain(layout, materialization::host), 8 * unit);
+constexpr auto fuse_pairs =
+    vyre::fusion::static_plan(chain(layout, materialization::host), 8 * unit);
 static_assert(fuse_all.launch_count() == 1);
 static_assert(fuse_none.launch_count() == 4);
 static_assert(fuse_tail.launch_count() == 2 && fuse_tail.groups()[1].stage_count == 3);
@@ -76,7 +82,8 @@ struct device_floats {
   float* ptr = nullptr;
   std::size_t count = 0;
   explicit device_floats(std::size_t n) : count(n) {
-    REQUIRE(vyre::cuda_check(cudaMalloc(&ptr, (n == 0 ? 1 : n) * sizeof(float)), "test cudaMalloc"));
+    REQUIRE(
+        vyre::cuda_check(cudaMalloc(&ptr, (n == 0 ? 1 : n) * sizeof(float)), "test cudaMalloc"));
   }
   ~device_floats() {
     if (ptr != nullptr) (void)cudaFree(ptr);
@@ -155,10 +162,8 @@ void check_plan_on(std::size_t count, std::size_t offset, std::uint64_t seed) {
   // `offset` elements in: pointers that are not 16-byte aligned take the scalar path.
   auto done = fused.run(in.ptr + offset, out.ptr + offset, count, nullptr);
   REQUIRE(done.has_value());
-  const std::vector<float> want =
-      reference(std::vector<float>(input.begin() + static_cast<std::ptrdiff_t>(offset),
-                                   input.end()),
-                4);
+  const std::vector<float> want = reference(
+      std::vector<float>(input.begin() + static_cast<std::ptrdiff_t>(offset), input.end()), 4);
   require_close(out.download(offset, count), want);
   // The input is read, never written.
   CHECK(in.download(0, count + offset) == input);
@@ -168,8 +173,8 @@ void check_plan_on(std::size_t count, std::size_t offset, std::uint64_t seed) {
 
 TEST_CASE("fused pipelines equal the stages applied one by one, for every plan shape",
           "[fusion][gpu]") {
-  for (const std::size_t count : {std::size_t{1}, std::size_t{3}, std::size_t{1000},
-                                  std::size_t{(1u << 20) + 5}}) {
+  for (const std::size_t count :
+       {std::size_t{1}, std::size_t{3}, std::size_t{1000}, std::size_t{(1u << 20) + 5}}) {
     for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
       const std::uint64_t seed = count * 31 + offset;
       check_plan_on<fuse_all>(count, offset, seed);
@@ -220,7 +225,8 @@ TEST_CASE("materialized boundaries hold each group's result", "[fusion][gpu]") {
   const pipeline<fuse_none> none{stage1, stage2, stage3, stage4};
   std::array<float*, 3> three{boundaries[0].ptr, boundaries[1].ptr, boundaries[2].ptr};
   REQUIRE(none.run(in.ptr, out.ptr, count, cuda::std::span<float* const>(three), nullptr));
-  for (int b = 0; b < 3; ++b) require_close(boundaries[b].download(0, count), reference(input, b + 1));
+  for (int b = 0; b < 3; ++b)
+    require_close(boundaries[b].download(0, count), reference(input, b + 1));
   require_close(out.download(0, count), reference(input, 4));
 }
 

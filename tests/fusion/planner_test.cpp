@@ -28,7 +28,10 @@ constexpr std::array<stage, 5> mixed_stages{{
     {.id = 10, .layout_hash = layout_a, .input_bytes = 100, .output_bytes = 40, .scratch_bytes = 8},
     {.id = 11, .layout_hash = layout_a, .input_bytes = 40, .output_bytes = 30, .scratch_bytes = 4},
     {.id = 12, .layout_hash = layout_b, .input_bytes = 30, .output_bytes = 20},
-    {.id = 13, .layout_hash = layout_b, .input_bytes = 20, .output_bytes = 10,
+    {.id = 13,
+     .layout_hash = layout_b,
+     .input_bytes = 20,
+     .output_bytes = 10,
      .boundary = materialization::host},
     {.id = 14, .layout_hash = layout_b, .input_bytes = 10, .output_bytes = 5, .scratch_bytes = 1},
 }};
@@ -111,8 +114,7 @@ TEST_CASE("greedy plan: layout change, host boundary and budget split groups", "
   CHECK(std::vector<std::uint32_t>(ids.begin(), ids.end()) == std::vector<std::uint32_t>{10, 11});
 }
 
-TEST_CASE("a stage needing host materialization never joins, but may start a group",
-          "[fusion]") {
+TEST_CASE("a stage needing host materialization never joins, but may start a group", "[fusion]") {
   constexpr std::array<stage, 3> stages{{
       {.id = 0, .layout_hash = layout_a, .output_bytes = 4, .boundary = materialization::host},
       {.id = 1, .layout_hash = layout_a, .output_bytes = 4},
@@ -212,16 +214,19 @@ TEST_CASE("ids colliding in the id table are told apart", "[fusion]") {
 }
 
 TEST_CASE("byte-count overflow is rejected, naming the field and the stage", "[fusion][errors]") {
-  const std::array<stage, 2> input_output{{{.id = 1, .layout_hash = 1},
-                                           {.id = 2, .layout_hash = 1,
-                                            .input_bytes = UINT64_MAX, .output_bytes = 1}}};
+  const std::array<stage, 2> input_output{
+      {{.id = 1, .layout_hash = 1},
+       {.id = 2, .layout_hash = 1, .input_bytes = UINT64_MAX, .output_bytes = 1}}};
   auto err = plan_error(input_output, UINT64_MAX);
   CHECK(err.code() == errc::overflow);
   CHECK(err.value_or("stage_id", 0) == 2);
   CHECK_THAT(err.message(), Catch::Contains("input_bytes + output_bytes overflows"));
 
-  const std::array<stage, 1> scratch{{{.id = 5, .layout_hash = 1, .input_bytes = UINT64_MAX - 4,
-                                       .output_bytes = 4, .scratch_bytes = 1}}};
+  const std::array<stage, 1> scratch{{{.id = 5,
+                                       .layout_hash = 1,
+                                       .input_bytes = UINT64_MAX - 4,
+                                       .output_bytes = 4,
+                                       .scratch_bytes = 1}}};
   err = plan_error(scratch, UINT64_MAX, plan_mode::optimal);
   CHECK(err.code() == errc::overflow);
   CHECK(err.value_or("stage_id", 0) == 5);
@@ -244,9 +249,9 @@ TEST_CASE("the plan's total avoided bytes overflowing u64 is rejected", "[fusion
 
 TEST_CASE("a stage over the budget on its own is rejected with id, required and budget",
           "[fusion][errors]") {
-  const std::array<stage, 2> stages{{{.id = 1, .layout_hash = 1, .output_bytes = 10},
-                                     {.id = 6, .layout_hash = 1, .input_bytes = 70,
-                                      .output_bytes = 20, .scratch_bytes = 11}}};
+  const std::array<stage, 2> stages{
+      {{.id = 1, .layout_hash = 1, .output_bytes = 10},
+       {.id = 6, .layout_hash = 1, .input_bytes = 70, .output_bytes = 20, .scratch_bytes = 11}}};
   const auto err = plan_error(stages, 100);
   CHECK(err.code() == errc::out_of_range);
   CHECK(err.value_or("stage_id", 0) == 6);
@@ -283,8 +288,8 @@ TEST_CASE("one workspace and plan serve lists of changing length", "[fusion]") {
   vyre::fusion::plan_workspace workspace;
   vyre::fusion::plan out;
   REQUIRE(vyre::fusion::plan_launch_fusion(mixed_stages, 1000, workspace, out, plan_mode::optimal));
-  CHECK(vyre::fusion::same_plan(
-      out, vyre::fusion::static_plan(mixed_stages, 1000, plan_mode::optimal)));
+  CHECK(vyre::fusion::same_plan(out,
+                                vyre::fusion::static_plan(mixed_stages, 1000, plan_mode::optimal)));
   REQUIRE(vyre::fusion::plan_launch_fusion(tight_stages, 30, workspace, out));
   CHECK(vyre::fusion::same_plan(out, vyre::fusion::static_plan(tight_stages, 30)));
   REQUIRE_FALSE(vyre::fusion::plan_launch_fusion(tight_stages, 0, workspace, out));
@@ -325,9 +330,10 @@ struct capped_allocator {
 TEST_CASE("failure to reserve planner storage is an out_of_memory error", "[fusion][errors]") {
   std::vector<stage> stages;
   for (std::uint32_t i = 0; i < 100; ++i) stages.push_back({.id = i, .layout_hash = 1});
-  for (const std::size_t limit : {std::size_t{0}, std::size_t{256 * 8}, std::size_t{256 * 8 + 400},
-                                  std::size_t{256 * 8 + 400 + 2000}, std::size_t{256 * 8 + 400 + 3200},
-                                  std::size_t{256 * 8 + 400 + 3200 + 404 + 100}}) {
+  for (const std::size_t limit :
+       {std::size_t{0}, std::size_t{256 * 8}, std::size_t{256 * 8 + 400},
+        std::size_t{256 * 8 + 400 + 2000}, std::size_t{256 * 8 + 400 + 3200},
+        std::size_t{256 * 8 + 400 + 3200 + 404 + 100}}) {
     allocation_budget budget{limit, 0};
     using alloc = capped_allocator<std::byte>;
     vyre::fusion::basic_plan_workspace<alloc> workspace{alloc(&budget)};

@@ -145,18 +145,20 @@ template <std::size_t... Ns>
 bool fixed_path_agrees(std::span<const stage> stages, std::uint64_t budget, plan_mode mode,
                        const vyre::fusion::plan& runtime, std::index_sequence<Ns...>) {
   bool agrees = false;
-  ((stages.size() == Ns
-        ? (void)(agrees = [&] {
-            const auto fixed = fixed_plan_of<Ns>(stages, budget, mode);
-            return fixed.has_value() && vyre::fusion::same_plan(*fixed, runtime);
-          }())
-        : void()),
+  ((stages.size() == Ns ? (void)(agrees =
+                                     [&] {
+                                       const auto fixed = fixed_plan_of<Ns>(stages, budget, mode);
+                                       return fixed.has_value() &&
+                                              vyre::fusion::same_plan(*fixed, runtime);
+                                     }())
+                        : void()),
    ...);
   return agrees;
 }
 
 std::string describe(std::span<const stage> stages, std::uint64_t budget) {
-  std::string text = "budget=" + std::to_string(budget) + " stages (id layout in out scratch host):";
+  std::string text =
+      "budget=" + std::to_string(budget) + " stages (id layout in out scratch host):";
   for (const stage& s : stages)
     text += " [" + std::to_string(s.id) + " " + std::to_string(s.layout_hash) + " " +
             std::to_string(s.input_bytes) + " " + std::to_string(s.output_bytes) + " " +
@@ -218,11 +220,10 @@ TEST_CASE("generated stage lists: invariants, greedy maximality, optimal = brute
   CHECK(nonempty > list_count * 9 / 10);
   CHECK(greedy_more_launches > 0);
   CHECK(greedy_fewer_avoided > 0);
-  WARN("greedy needed more launches than optimal on " << greedy_more_launches << " of "
-                                                      << list_count << " lists; first: "
-                                                      << first_more_launches);
-  WARN("equal launches but fewer avoided bytes on " << greedy_fewer_avoided << " lists; first: "
-                                                    << first_fewer_avoided);
+  WARN("greedy needed more launches than optimal on "
+       << greedy_more_launches << " of " << list_count << " lists; first: " << first_more_launches);
+  WARN("equal launches but fewer avoided bytes on " << greedy_fewer_avoided
+                                                    << " lists; first: " << first_fewer_avoided);
 }
 
 TEST_CASE("long generated lists: run-time plans keep every invariant", "[fusion][property]") {
@@ -235,16 +236,16 @@ TEST_CASE("long generated lists: run-time plans keep every invariant", "[fusion]
     const std::uint64_t budget = 1000;
     const std::size_t count = 200 + rng.below(800);
     for (std::uint32_t i = 0; i < count; ++i)
-      stages.push_back({.id = i * 7u + 3u,
-                        .layout_hash = rng.below(20) == 0 ? 9u : 4u,
-                        .input_bytes = rng.below(300),
-                        .output_bytes = rng.below(200),
-                        .scratch_bytes = rng.below(100),
-                        .boundary = rng.below(50) == 0 ? materialization::host
-                                                       : materialization::none});
+      stages.push_back(
+          {.id = i * 7u + 3u,
+           .layout_hash = rng.below(20) == 0 ? 9u : 4u,
+           .input_bytes = rng.below(300),
+           .output_bytes = rng.below(200),
+           .scratch_bytes = rng.below(100),
+           .boundary = rng.below(50) == 0 ? materialization::host : materialization::none});
     REQUIRE(vyre::fusion::plan_launch_fusion(stages, budget, workspace, greedy));
-    REQUIRE(vyre::fusion::plan_launch_fusion(stages, budget, workspace, optimal,
-                                             plan_mode::optimal));
+    REQUIRE(
+        vyre::fusion::plan_launch_fusion(stages, budget, workspace, optimal, plan_mode::optimal));
     check_invariants(stages, budget, greedy);
     check_invariants(stages, budget, optimal);
     REQUIRE(optimal.launch_count() <= greedy.launch_count());

@@ -22,9 +22,9 @@
 #include <type_traits>
 #include <utility>
 
+#include <cuda_runtime_api.h>
 #include <cuda/std/span>
 #include <cuda/std/tuple>
-#include <cuda_runtime_api.h>
 
 #include "vyre/core/checked.hpp"
 #include "vyre/core/config.hpp"
@@ -43,8 +43,10 @@ inline constexpr bool is_fixed_plan<fixed_plan<N>> = true;
 
 //! Elements per 16-byte access, or 1 where T does not tile 16 bytes.
 template <class T>
-inline constexpr std::size_t vector_width =
-    (sizeof(T) <= 16 && 16 % sizeof(T) == 0 && alignof(T) <= 16) ? 16 / sizeof(T) : 1;
+inline constexpr std::size_t vector_width = (sizeof(T) <= 16 && 16 % sizeof(T) == 0 &&
+                                             alignof(T) <= 16)
+                                                ? 16 / sizeof(T)
+                                                : 1;
 
 template <class T>
 struct alignas(16) vector_of {
@@ -114,9 +116,7 @@ class fused_pipeline {
   static constexpr const plan_type& plan = Plan;
   static constexpr std::size_t launch_count = Plan.launch_count();
 
-  fused_pipeline()
-    requires(std::is_default_constructible_v<Stages> && ...)
-  = default;
+  fused_pipeline() requires(std::is_default_constructible_v<Stages>&&...) = default;
   explicit fused_pipeline(Stages... stages) : stages_(stages...) {}
 
   //! Runs every group on `stream`: group 0 reads `in` and writes `out`, later groups update
@@ -139,13 +139,13 @@ class fused_pipeline {
   result_t<OnError, void> run(const T* in, T* out, std::size_t count,
                               cuda::std::span<T* const> boundaries, cudaStream_t stream) const {
     if (boundaries.size() + 1 != launch_count)
-      return apply_error_policy<OnError>(expected<void>(fail(
-          error(errc::invalid_argument,
-                "vyre::fusion::fused_pipeline::run: one boundary buffer per group boundary")
-              .with("boundaries", boundaries.size())
-              .with("expected", launch_count - 1)
-              .fix("pass launch_count - 1 buffers of count elements, or use the overload "
-                   "without boundaries"))));
+      return apply_error_policy<OnError>(expected<void>(
+          fail(error(errc::invalid_argument,
+                     "vyre::fusion::fused_pipeline::run: one boundary buffer per group boundary")
+                   .with("boundaries", boundaries.size())
+                   .with("expected", launch_count - 1)
+                   .fix("pass launch_count - 1 buffers of count elements, or use the overload "
+                        "without boundaries"))));
     return apply_error_policy<OnError>(run_groups(in, out, count, boundaries, stream));
   }
 
@@ -164,17 +164,16 @@ class fused_pipeline {
     VYRE_TRY(check_overlap(in, out, bytes));
     for (std::size_t b = 0; b < boundaries.size(); ++b)
       VYRE_TRY(check_buffer(boundaries[b], "boundary", b));
-    return launch_all(in, out, count, boundaries, stream,
-                      std::make_index_sequence<launch_count>{});
+    return launch_all(in, out, count, boundaries, stream, std::make_index_sequence<launch_count>{});
   }
 
   static expected<void> check_buffer(const T* buffer, const char* role, std::size_t index) {
     if (buffer != nullptr) return {};
-    return fail(error(errc::invalid_argument,
-                      "vyre::fusion::fused_pipeline::run: a device buffer is null")
-                    .with("boundary_index", index)
-                    .about(std::string_view(role))
-                    .fix("pass device buffers of count elements"));
+    return fail(
+        error(errc::invalid_argument, "vyre::fusion::fused_pipeline::run: a device buffer is null")
+            .with("boundary_index", index)
+            .about(std::string_view(role))
+            .fix("pass device buffers of count elements"));
   }
 
   static expected<void> check_overlap(const T* in, const T* out, std::size_t bytes) {
@@ -220,7 +219,8 @@ class fused_pipeline {
                          reinterpret_cast<std::uintptr_t>(destination) % 16 == 0;
     const std::size_t work = aligned ? (count / width) + (count % width) : count;
     constexpr std::size_t max_blocks = 0x7FFFFFFF;
-    const std::size_t wanted = (work + detail::fused_block_threads - 1) / detail::fused_block_threads;
+    const std::size_t wanted =
+        (work + detail::fused_block_threads - 1) / detail::fused_block_threads;
     const dim3 blocks(static_cast<unsigned>(wanted < max_blocks ? wanted : max_blocks));
     const dim3 threads(detail::fused_block_threads);
     if (aligned)
@@ -232,8 +232,9 @@ class fused_pipeline {
           <<<blocks, threads, 0, stream>>>(source, destination, count,
                                            cuda::std::get<First + I>(stages_)...);
     if (const cudaError_t status = cudaGetLastError(); status != cudaSuccess)
-      return fail(cuda_error(status, "vyre::fusion::fused_pipeline::run: a group's fused kernel "
-                                     "failed to launch")
+      return fail(cuda_error(status,
+                             "vyre::fusion::fused_pipeline::run: a group's fused kernel "
+                             "failed to launch")
                       .with("group", group_index)
                       .with("first_stage", First)
                       .with("stage_count", sizeof...(I))

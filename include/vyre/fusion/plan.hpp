@@ -185,8 +185,8 @@ namespace detail {
 struct plan_access {
   template <class Allocator>
   static expected<void> run(std::span<const stage> stages, std::uint64_t budget,
-                            basic_plan_workspace<Allocator>& workspace,
-                            basic_plan<Allocator>& out, plan_mode mode) noexcept {
+                            basic_plan_workspace<Allocator>& workspace, basic_plan<Allocator>& out,
+                            plan_mode mode) noexcept {
     auto done = plan_into(stages, budget, workspace, out, mode);
     if (!done) {
       // Whatever failed, the caller sees an empty plan, never a half-written one.
@@ -217,9 +217,9 @@ struct plan_access {
                           "vyre::fusion::plan_launch_fusion: optimal planner avoided-bytes table"));
       VYRE_TRY(try_resize(workspace.split_, rows,
                           "vyre::fusion::plan_launch_fusion: optimal planner split table"));
-      grouped = group_optimal(stages, budget,
-                              {workspace.launches_, workspace.avoided_, workspace.split_},
-                              out.stage_ids_, out.groups_);
+      grouped =
+          group_optimal(stages, budget, {workspace.launches_, workspace.avoided_, workspace.split_},
+                        out.stage_ids_, out.groups_);
     } else {
       grouped = group_greedy(stages, budget, out.stage_ids_, out.groups_);
     }
@@ -249,11 +249,12 @@ result_t<OnError, void> plan_launch_fusion(std::span<const stage> stages, std::u
 //! As above, returning a new plan (its allocator copied from nothing: default-constructed).
 template <class OnError = on_error::return_expected, class Allocator>
 result_t<OnError, basic_plan<Allocator>> plan_launch_fusion(
-    std::span<const stage> stages, std::uint64_t budget,
-    basic_plan_workspace<Allocator>& workspace, plan_mode mode = plan_mode::greedy) {
+    std::span<const stage> stages, std::uint64_t budget, basic_plan_workspace<Allocator>& workspace,
+    plan_mode mode = plan_mode::greedy) {
   basic_plan<Allocator> out;
   auto done = detail::plan_access::run(stages, budget, workspace, out, mode);
-  if (!done) return apply_error_policy<OnError>(expected<basic_plan<Allocator>>(fail(done.error())));
+  if (!done)
+    return apply_error_policy<OnError>(expected<basic_plan<Allocator>>(fail(done.error())));
   return apply_error_policy<OnError>(expected<basic_plan<Allocator>>(std::move(out)));
 }
 

@@ -64,7 +64,8 @@ constexpr expected<std::uint64_t> own_required_bytes(const stage& s) noexcept {
   auto with_output =
       checked_add<std::uint64_t>(s.input_bytes, s.output_bytes, text::input_plus_output_overflow);
   if (!with_output) return fail(error(with_output.error()).with("stage_id", s.id));
-  auto total = checked_add<std::uint64_t>(*with_output, s.scratch_bytes, text::plus_scratch_overflow);
+  auto total =
+      checked_add<std::uint64_t>(*with_output, s.scratch_bytes, text::plus_scratch_overflow);
   if (!total) return fail(error(total.error()).with("stage_id", s.id));
   return *total;
 }
