@@ -44,6 +44,10 @@ class graph_cache {
     if constexpr (std::same_as<OnError, on_error::throw_exception>)
       apply_error_policy<OnError>(entries_.check_limits(limits));
   }
+  graph_cache(graph_cache&&) noexcept = default;
+  graph_cache& operator=(graph_cache&&) noexcept = default;
+  ~graph_cache() {}  // user-provided: keeps nvcc from inferring a host-device destructor
+
   //! A cache with checked limits, under either policy.
   static result<graph_cache> make(cache_limits limits, graph_options options = {}) {
     auto run = [&]() -> expected<graph_cache> {

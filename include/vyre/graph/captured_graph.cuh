@@ -97,6 +97,9 @@ class graph_definition {
   graph_definition(int) = delete;
   //! Takes ownership of `graph` (destroyed exactly once).
   explicit graph_definition(cudaGraph_t graph) noexcept : graph_(graph) {}
+  graph_definition(graph_definition&&) noexcept = default;
+  graph_definition& operator=(graph_definition&&) noexcept = default;
+  ~graph_definition() {}  // user-provided: keeps nvcc from inferring a host-device destructor
 
   cudaGraph_t get() const noexcept { return graph_.get(); }
   cudaGraph_t release() noexcept { return graph_.release(); }

@@ -45,7 +45,7 @@ constexpr T capacity_class(T n) noexcept {
 //!     constexpr vyre::graph::scan_topology t(65'537);  // levels {257, 2}, 5 kernel nodes
 struct scan_topology {
   static constexpr std::uint32_t block_size = 256;
-  //! 256^8 = 2^64: no u64 input needs more levels.
+  //! A u64 input needs at most 7 levels (2^56, 2^48, ..., 2^8); 8 leaves room.
   static constexpr std::size_t max_levels = 8;
 
   std::uint64_t input_length = 0;
