@@ -57,7 +57,7 @@ VYRE_KERNEL void propagate_max(const std::uint32_t* in, std::uint32_t* out, std:
 VYRE_KERNEL void count_down(std::uint32_t* remaining, std::uint32_t* runs,
                             vyre::graph::while_condition condition) {
   *runs += 1u;
-  *remaining -= 1u;
+  if (*remaining != 0u) *remaining -= 1u;
   condition.set(*remaining != 0u);
 }
 

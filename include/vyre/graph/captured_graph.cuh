@@ -624,6 +624,8 @@ class basic_captured_graph {
         },
         values);
     params.args = pointers;
+    // The host stub is what the runtime API accepts, whatever form the node reported.
+    params.function = reinterpret_cast<void*>(kernel);
     if (shape != nullptr) params.shape = *shape;
     return core_.set_kernel_params(node, params);
   }
