@@ -186,6 +186,9 @@ TEST_CASE("capture then replay gives the results of direct launches", "[graph][g
   captured_graph graph = captured_graph::capture_on_stream(s.stream, pipeline(replay.ptr), options);
   REQUIRE(graph);
   REQUIRE(graph.node_count() == 6u);
+  CHECK(graph.kernel_nodes(&affine).size() == 5u);
+  CHECK(graph.kernel_nodes(&fill).size() == 1u);
+  CHECK(graph.kernel_nodes(&fill_twice).empty());
   require_not_capturing(s.stream);
   // Capturing launched nothing.
   replay.poison();

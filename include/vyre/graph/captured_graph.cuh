@@ -260,27 +260,52 @@ class graph_core {
     return {};
   }
 
-  //! The node's captured function, checked to be `kernel` (a host stub, or the driver's handle
-  //! for it, depending on how the node was made).
+  //! Whether a kernel node's reported function is `kernel` (a host stub; the runtime may
+  //! report it as the stub or as the driver's function or kernel handle for it).
+  static bool same_function(const void* node_function, const void* kernel) noexcept {
+    if (node_function == kernel) return true;
+    cudaFunction_t function = nullptr;
+    if (cudaGetFuncBySymbol(&function, kernel) == cudaSuccess &&
+        node_function == static_cast<const void*>(function))
+      return true;
+    cudaKernel_t handle = nullptr;
+    if (cudaGetKernel(&handle, kernel) == cudaSuccess &&
+        node_function == static_cast<const void*>(handle))
+      return true;
+    (void)cudaGetLastError();
+    return false;
+  }
+
+  //! The node's captured parameters, checked to run `kernel`.
   expected<kernel_node_params> kernel_params_for(const graph_node& node, const void* kernel,
                                                  const char* context) const noexcept {
     VYRE_TRY_ASSIGN(kernel_node_params params, kernel_params(node));
-    if (params.function == kernel) return params;
-    cudaFunction_t function = nullptr;
-    if (cudaGetFuncBySymbol(&function, kernel) == cudaSuccess &&
-        params.function == static_cast<void*>(function))
-      return params;
-    (void)cudaGetLastError();
-    cudaKernel_t handle = nullptr;
-    if (cudaGetKernel(&handle, kernel) == cudaSuccess &&
-        params.function == static_cast<void*>(handle))
-      return params;
-    (void)cudaGetLastError();
+    if (same_function(params.function, kernel)) return params;
     return fail(error(errc::invalid_argument, context)
                     .about("the node runs a different kernel than the one named")
                     .with("node_index", node.index)
                     .fix("pass the kernel the node was captured with; a kernel node cannot "
                          "change its function in place (re-capture instead)"));
+  }
+
+  //! The kernel nodes that run `kernel`, in `nodes()` order.
+  expected<std::vector<graph_node>> kernel_nodes(const void* kernel) const noexcept {
+    std::vector<graph_node> found;
+    for (std::size_t i = 0; i < inventory_.count; ++i) {
+      if (inventory_.kinds[i] != node_kind::kernel) continue;
+      const graph_node node{inventory_.handles[i], node_kind::kernel, i};
+      VYRE_TRY_ASSIGN(const kernel_node_params params, kernel_params(node));
+      if (!same_function(params.function, kernel)) continue;
+      try {
+        found.push_back(node);
+      } catch (const std::bad_alloc&) {
+        return fail(error(errc::out_of_memory, "captured_graph::kernel_nodes: host allocation "
+                                               "failed")
+                        .with("node_count", inventory_.count)
+                        .fix("free host memory"));
+      }
+    }
+    return found;
   }
 
   expected<memset_params> memset_node_params(const graph_node& node) const noexcept {
@@ -515,6 +540,12 @@ class basic_captured_graph {
   //! @throws vyre::error_exception naming both kinds when `node` is not a kernel node.
   result<kernel_node_params> kernel_params(const graph_node& node) const {
     return apply_error_policy<OnError>(core_.kernel_params(node));
+  }
+  //! The kernel nodes that run `kernel` (a `__global__` function), in `nodes()` order: the
+  //! way to find the node a typed setter should change.
+  template <class... Params>
+  result<std::vector<graph_node>> kernel_nodes(void (*kernel)(Params...)) const {
+    return apply_error_policy<OnError>(core_.kernel_nodes(reinterpret_cast<const void*>(kernel)));
   }
   //! Sets a kernel node's parameters on the executable graph (untyped: `params.args` must
   //! match the kernel's signature; prefer `set_kernel_args`). CUDA copies the arguments.
