@@ -744,10 +744,19 @@ TEST_CASE("whole-graph updates apply in place, report refusals, and can re-insta
   s.sync();
   CHECK(second.read() == fill_reference(n, 7u));
   CHECK(first.read() == std::vector<std::uint32_t>(n, 0xCDCDCDCDu));
-  // The definition was adopted: kernel_params reads the new arguments.
+  // In place: the nodes keep their identity and the readers describe the capture; per-node
+  // updates still apply on top of the whole-graph one.
+  REQUIRE(graph.node_count() == 1u);
+  const vyre::graph::graph_node node = graph.node(0);
   std::uint32_t value = 0;
-  std::memcpy(&value, graph.kernel_params(graph.node(0)).args[2], sizeof(value));
-  CHECK(value == 7u);
+  std::memcpy(&value, graph.kernel_params(node).args[2], sizeof(value));
+  CHECK(value == 1u);
+  graph.set_kernel_args(node, &fill, second.ptr, n, 9u);
+  second.poison();
+  graph.launch(s.stream);
+  s.sync();
+  CHECK(second.read() == fill_reference(n, 9u));
+  graph.set_kernel_args(node, &fill, second.ptr, n, 7u);
 
   auto memset_instead = [&](cudaStream_t stream) {
     return cudaMemsetAsync(first.ptr, 0x33, n * sizeof(std::uint32_t), stream);

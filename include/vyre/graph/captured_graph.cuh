@@ -343,8 +343,8 @@ class graph_core {
     cudaGraphExecUpdateResultInfo info{};
     const cudaError_t status = cudaGraphExecUpdate(exec_.get(), newer.get(), &info);
     if (status == cudaSuccess) {
-      graph_ = std::move(newer);
-      inventory_ = std::move(inventory);
+      // The executable keeps the identity of the nodes it was instantiated from: per-node
+      // setters take those handles, so the original graph stays and `newer` is dropped.
       hook_(graph_event::update);
       return update_outcome::updated_in_place;
     }
@@ -536,7 +536,7 @@ class basic_captured_graph {
   }
 
   //! A kernel node's parameters, read from the captured graph (not from the executable graph:
-  //! updates made with `set_kernel_*` are not reflected here).
+  //! in-place updates, per node or whole graph, are not reflected here).
   //! @throws vyre::error_exception naming both kinds when `node` is not a kernel node.
   result<kernel_node_params> kernel_params(const graph_node& node) const {
     return apply_error_policy<OnError>(core_.kernel_params(node));
@@ -595,10 +595,15 @@ class basic_captured_graph {
   }
 
   //! Whole-graph update: makes the executable graph run `newer` (same topology, new
-  //! parameters) with `cudaGraphExecUpdate`, and adopts `newer` as this graph's definition (node
-  //! handles change: read `nodes()` again). When CUDA refuses, the error names the reason and
-  //! the failing node's index in `newer`, and this graph is unchanged; with
-  //! `update_fallback::reinstantiate` a refusal instantiates `newer` instead.
+  //! parameters) with `cudaGraphExecUpdate`; `newer` is consumed.
+  //! - `updated_in_place`: like the per-node setters, only the executable graph changed. The
+  //!   nodes keep their identity (handles from `nodes()` stay valid for the setters) and the
+  //!   readers (`kernel_params`, ...) still describe the graph as captured.
+  //! - refused: the error names CUDA's reason and the failing node's index in `newer`
+  //!   (`failing_node_index`, equal to `node_count` when CUDA names none); this graph is
+  //!   unchanged and still launches.
+  //! - `reinstantiated` (only with `update_fallback::reinstantiate`): `newer` replaced both the
+  //!   graph and the executable; read `nodes()` again.
   result<update_outcome> update(graph_definition&& newer,
                                 update_fallback fallback = update_fallback::none) {
     return apply_error_policy<OnError>(
