@@ -447,6 +447,8 @@ class graph_core {
 
 //! Move-only owner of a captured graph and its executable graph; see the file comment. All
 //! calls report failures through `OnError` (`result_t<OnError, T>`).
+//! @note Like CUDA's graph objects, one captured graph must not be used from several threads
+//!       at once (launches included); give each thread its own, or guard it.
 template <class OnError = on_error::throw_exception>
 class basic_captured_graph {
   static_assert(on_error::policy<OnError>,
