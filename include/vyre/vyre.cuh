@@ -5,3 +5,4 @@
 
 #include "vyre/vyre.hpp"
 #include "vyre/fusion.cuh"
+#include "vyre/graph.cuh"

@@ -6,3 +6,4 @@
 
 #include "vyre/core.hpp"
 #include "vyre/fusion.hpp"
+#include "vyre/graph.hpp"
