@@ -32,10 +32,10 @@ stage_build() {
   echo "build ok"
 }
 stage_test() {
-  ctest --test-dir "$build" -j8 -LE gpu --output-on-failure >"$out/ctest-host.log" 2>&1
+  ctest --test-dir "$build" -j8 -LE gpu --timeout 600 --output-on-failure >"$out/ctest-host.log" 2>&1
   local host=$?
   tail -n 4 "$out/ctest-host.log"
-  ctest --test-dir "$build" -L gpu -j1 -V >"$out/ctest-gpu.log" 2>&1
+  ctest --test-dir "$build" -L gpu -j1 -V --timeout 300 >"$out/ctest-gpu.log" 2>&1
   local gpu=$?
   grep -E "tests passed|Passed|Failed|FAILED|test cases|SKIPPED" "$out/ctest-gpu.log" | tail -n 30
   return $((host | gpu))
@@ -60,7 +60,7 @@ stage_sanitize() {
 }
 stage_bench() {
   local rc=0
-  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -name 'bench_*' | sort); do
+  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' | sort); do
     echo "== $exe"
     "$exe" | tee -a "$out/bench.jsonl" || rc=1
   done
