@@ -5,3 +5,6 @@
 #pragma once
 
 #include "vyre/core.hpp"
+#include "vyre/runtime/launch_plan.hpp"
+#include "vyre/runtime/module_disk_cache.hpp"
+#include "vyre/runtime/telemetry.hpp"
