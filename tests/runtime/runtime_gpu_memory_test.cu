@@ -628,7 +628,7 @@ TEST_CASE("acquire names a bad ordinal; the throwing policy throws", "[runtime][
   CHECK(gpu.caps().total_memory > 0);
   CHECK(gpu.caps().max_threads_per_block >= 1024);
   CHECK(gpu.caps().l2_bytes > 0);
-  CHECK(!gpu.caps().name.empty());
+  CHECK(gpu.caps().name[0] != '\0');
   vyre::backend<> moved = std::move(gpu);
   CHECK(moved.id() != 0);
   CHECK(gpu.id() == 0);

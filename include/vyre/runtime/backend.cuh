@@ -107,11 +107,16 @@ class backend {
     return apply_error_policy<error_policy>(make(ordinal, options));
   }
 
-  backend(backend&&) noexcept = default;
-  backend& operator=(backend&&) noexcept = default;
+  // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
+  // members for a type held in cuda::std::expected and reject the host-only unique_ptr.
+  backend(backend&& other) noexcept : state_(std::move(other.state_)) {}
+  backend& operator=(backend&& other) noexcept {
+    state_ = std::move(other.state_);
+    return *this;
+  }
   backend(const backend&) = delete;
   backend& operator=(const backend&) = delete;
-  ~backend() = default;
+  ~backend() {}  // NOLINT(modernize-use-equals-default): see above
 
   //! Unique non-zero id of this backend (0 only for a moved-from backend).
   std::uint32_t id() const noexcept { return state_ ? state_->id : 0; }

@@ -6,7 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
+#include <cstring>
 
 #include <cuda_runtime_api.h>
 
@@ -19,7 +19,9 @@ namespace vyre {
 //! What a device can do, read when a backend acquires it.
 struct device_caps {
   int ordinal = 0;
-  std::string name;
+  //! NUL-terminated device name (a plain array keeps the struct trivially copyable, which
+  //! `cuda::std::expected` needs under nvcc).
+  char name[256] = {};
   int compute_major = 0;
   int compute_minor = 0;
   int sm_count = 0;
@@ -143,7 +145,9 @@ inline expected<device_caps> query_device(int ordinal) noexcept {
   caps.shared_memory_per_sm = detail::to_size(smem_sm);
   cudaDeviceProp props{};
   VYRE_CUDA_TRY(cudaGetDeviceProperties(&props, ordinal), "device_caps: device name");
-  caps.name = props.name;  // NUL-terminated by the runtime
+  static_assert(sizeof(props.name) == sizeof(caps.name));
+  std::memcpy(caps.name, props.name, sizeof(caps.name));
+  caps.name[sizeof(caps.name) - 1] = '\0';
   VYRE_CUDA_TRY(cudaMemGetInfo(&caps.free_memory_at_acquire, &caps.total_memory),
                 "device_caps: cudaMemGetInfo failed");
   return caps;
