@@ -117,8 +117,16 @@ void bench_device_allocation(int threads) {
   check(cudaDeviceSynchronize(), "sync");
   check(cudaMemPoolDestroy(mempool), "pool destroy");
 
+  // The same pool without telemetry: what the counters cost under contention.
+  vyre::caching_pool_resource bare(0, nullptr);
+  const double bare_ns = time_per_op(threads, 15, 20000, [&](int t) {
+    void* p = value_of(bare.try_allocate(bytes, streams[t]));
+    ok(bare.try_deallocate(p, bytes, streams[t]));
+  });
   const std::string params =
       "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
+  emit("caching_pool_hit_with_vs_without_telemetry", params, hit_ns, "same pool, no telemetry",
+       bare_ns);
   emit("caching_pool_hit_vs_cudaMalloc_cudaFree", params, hit_ns, "cudaMalloc+cudaFree", malloc_ns);
   emit("caching_pool_hit_vs_cudaMallocAsync_hit", params, hit_ns, "cudaMallocAsync+cudaFreeAsync hit",
        async_ns);

@@ -175,7 +175,9 @@ TEMPLATE_TEST_CASE("device free memory returns to its baseline after the backend
     auto pinned = gpu.acquire_pinned(std::size_t{8} << 20);
     REQUIRE_OK(pinned);
     REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
-    CHECK(device_free_bytes() + (std::size_t{256} << 20) <= baseline);
+    // 4 x 32 MiB live (one released) + 64 MiB resident at least; the caching policies also
+    // keep the 4 freed blocks.
+    CHECK(device_free_bytes() + (std::size_t{160} << 20) <= baseline);
   }
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   const std::size_t after = device_free_bytes();

@@ -24,6 +24,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <concepts>
 #include <type_traits>
@@ -240,12 +241,15 @@ class direct_resource : public mr_interface<direct_resource> {
 };
 
 //! `vyre::alloc::caching_pool`: power-of-two size classes (256 B upwards) kept per stream.
+//! Free lists are sharded by stream and the live-allocation table by pointer (16 shards
+//! each, one mutex apiece), so threads that allocate on their own streams rarely meet.
 class caching_pool_resource : public mr_interface<caching_pool_resource> {
  public:
   using policy = alloc::caching_pool;
   static constexpr const char* policy_name = "alloc::caching_pool";
   static constexpr const char* alignment_context = "alloc::caching_pool: unsupported alignment";
   static constexpr int min_class_log2 = 8;  // 256 bytes, the cudaMalloc alignment
+  static constexpr std::size_t shard_count = 16;
 
   caching_pool_resource(int ordinal, telemetry_counters* telemetry,
                         device_memory_options options = {}) noexcept
@@ -268,26 +272,22 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   expected<void*> try_allocate(std::size_t bytes, cudaStream_t stream) noexcept {
     if (bytes == 0) return fail(detail::zero_byte_error("alloc::caching_pool: zero-byte request"));
     const std::size_t held = held_bytes(bytes);
-    void* ptr = nullptr;
-    {
-      std::lock_guard lock(mutex_);
-      if (is_class(held)) ptr = take_cached(held, stream);
-      if (ptr != nullptr) {
+    if (is_class(held)) {
+      if (void* ptr = take_cached(held, stream); ptr != nullptr) {
         if (!track(ptr, bytes, held)) {
-          if (!give_back_to_cache(ptr, held, stream)) (void)cudaFree(ptr);  // rare: no host memory
+          if (!give_back_to_cache(ptr, held, stream)) (void)cudaFree(ptr);
           return fail(bookkeeping_error(bytes));
         }
+        if (telemetry_ != nullptr) {
+          telemetry_->record_pool_hit();
+          telemetry_->record_allocation(bytes, held);
+        }
+        return ptr;
       }
-    }
-    if (ptr != nullptr) {
-      if (telemetry_ != nullptr) {
-        telemetry_->record_pool_hit();
-        telemetry_->record_allocation(bytes, held);
-      }
-      return ptr;
     }
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
+    void* ptr = nullptr;
     cudaError_t status = cudaMalloc(&ptr, held);
     if (status == cudaErrorMemoryAllocation) {
       // Cached blocks are free memory the device cannot see: return them and retry once.
@@ -298,12 +298,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     if (status != cudaSuccess)
       return fail(detail::device_oom(status, "alloc::caching_pool: cudaMalloc failed", bytes)
                       .with("class_bytes", held));
-    bool tracked = false;
-    {
-      std::lock_guard lock(mutex_);
-      tracked = track(ptr, bytes, held);
-    }
-    if (!tracked) {
+    if (!track(ptr, bytes, held)) {
       (void)cudaFree(ptr);
       return fail(bookkeeping_error(bytes));
     }
@@ -318,20 +313,18 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
     detail::live_block block;
-    bool cached = false;
     {
-      std::lock_guard lock(mutex_);
-      const auto it = live_.find(ptr);
-      if (it == live_.end())
+      live_shard& shard = live_for(ptr);
+      std::lock_guard lock(shard.mutex);
+      const auto it = shard.blocks.find(ptr);
+      if (it == shard.blocks.end())
         return fail(detail::unknown_pointer(
             "alloc::caching_pool: pointer is not a live allocation of this resource", ptr));
       block = it->second;
-      live_.erase(it);
-      if (is_class(block.held) && cached_bytes_ + block.held <= retained_cap_)
-        cached = give_back_to_cache(ptr, block.held, stream);
+      shard.blocks.erase(it);
     }
     if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
-    if (cached) return {};
+    if (is_class(block.held) && give_back_to_cache(ptr, block.held, stream)) return {};
     // Over the cap, uncacheable, or no room for bookkeeping: cudaFree synchronises the device,
     // so pending work that uses the block finishes first.
     detail::device_guard guard(ordinal_);
@@ -343,17 +336,23 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   //! Frees every cached (free) block; live allocations are untouched.
   expected<void> release_cached() noexcept {
     std::vector<void*> blocks;
-    {
-      std::lock_guard lock(mutex_);
-      try {
-        for (auto& [stream, classes] : free_)
-          for (auto& list : classes) blocks.insert(blocks.end(), list.begin(), list.end());
-      } catch (...) {
-        return fail(error(errc::out_of_memory,
-                          "alloc::caching_pool: host allocation failed while releasing the cache"));
-      }
-      free_.clear();
-      cached_bytes_ = 0;
+    for (free_shard& shard : free_shards_) {
+      std::lock_guard lock(shard.mutex);
+      std::size_t released = 0;
+      for (auto& [stream, classes] : shard.lists)
+        for (std::size_t index = 0; index < classes.size(); ++index) {
+          for (void* ptr : classes[index]) {
+            try {
+              blocks.push_back(ptr);
+            } catch (...) {
+              // No host memory to batch the frees: free this block now.
+              (void)cudaFree(ptr);
+            }
+            released += std::size_t{1} << index;
+          }
+        }
+      shard.lists.clear();
+      cached_bytes_.fetch_sub(released, std::memory_order_relaxed);
     }
     detail::device_guard guard(ordinal_);
     expected<void> result;
@@ -367,28 +366,32 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   //! Frees cached blocks and every live allocation (backend teardown).
   expected<void> release_all() noexcept {
     auto result = release_cached();
-    std::unordered_map<void*, detail::live_block> live;
-    {
-      std::lock_guard lock(mutex_);
-      live.swap(live_);
-    }
     detail::device_guard guard(ordinal_);
-    for (const auto& [ptr, block] : live) {
-      if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
-      if (auto freed = cuda_check(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
-          !freed && result)
-        result = freed;
+    for (live_shard& shard : live_shards_) {
+      std::unordered_map<void*, detail::live_block> blocks;
+      {
+        std::lock_guard lock(shard.mutex);
+        blocks.swap(shard.blocks);
+      }
+      for (const auto& [ptr, block] : blocks) {
+        if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
+        if (auto freed = cuda_check(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
+            !freed && result)
+          result = freed;
+      }
     }
     return result;
   }
 
-  std::size_t cached_bytes() const {
-    std::lock_guard lock(mutex_);
-    return cached_bytes_;
-  }
+  //! Free bytes kept for reuse.
+  std::size_t cached_bytes() const noexcept { return cached_bytes_.load(std::memory_order_relaxed); }
   std::size_t live_allocations() const {
-    std::lock_guard lock(mutex_);
-    return live_.size();
+    std::size_t n = 0;
+    for (const live_shard& shard : live_shards_) {
+      std::lock_guard lock(shard.mutex);
+      n += shard.blocks.size();
+    }
+    return n;
   }
   std::size_t retained_cap() const noexcept { return retained_cap_; }
   int device() const noexcept { return ordinal_; }
@@ -397,24 +400,26 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   static constexpr int class_count = 64;
   using class_lists = std::vector<std::vector<void*>>;  // index: log2(class bytes)
 
+  struct alignas(64) free_shard {
+    mutable std::mutex mutex;
+    std::unordered_map<cudaStream_t, class_lists> lists;
+  };
+  struct alignas(64) live_shard {
+    mutable std::mutex mutex;
+    std::unordered_map<void*, detail::live_block> blocks;
+  };
+
+  static std::size_t shard_of(const void* p, int shift) noexcept {
+    const auto bits = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p)) >> shift;
+    return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> 60) % shard_count;
+  }
+  free_shard& free_for(cudaStream_t stream) noexcept { return free_shards_[shard_of(stream, 4)]; }
+  live_shard& live_for(const void* ptr) noexcept { return live_shards_[shard_of(ptr, 8)]; }
+
   static std::size_t round_up(std::size_t bytes) noexcept {
     return bytes > SIZE_MAX - (device_alignment - 1)
                ? bytes
                : (bytes + device_alignment - 1) / device_alignment * device_alignment;
-  }
-  // Under the lock. False when host memory for the bookkeeping ran out.
-  bool track(void* ptr, std::size_t bytes, std::size_t held) noexcept {
-    try {
-      live_.emplace(ptr, detail::live_block{bytes, held});
-      return true;
-    } catch (...) {
-      return false;
-    }
-  }
-  static error bookkeeping_error(std::size_t bytes) noexcept {
-    return error(errc::out_of_memory, "alloc::caching_pool: host bookkeeping allocation failed")
-        .with("bytes", bytes)
-        .fix("free host memory");
   }
   bool is_class(std::size_t held) const noexcept {
     return std::has_single_bit(held) && held >= (std::size_t{1} << min_class_log2) &&
@@ -423,37 +428,65 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   static std::size_t class_index(std::size_t held) noexcept {
     return static_cast<std::size_t>(std::countr_zero(held));
   }
+  static error bookkeeping_error(std::size_t bytes) noexcept {
+    return error(errc::out_of_memory, "alloc::caching_pool: host bookkeeping allocation failed")
+        .with("bytes", bytes)
+        .fix("free host memory");
+  }
+
+  bool track(void* ptr, std::size_t bytes, std::size_t held) noexcept {
+    live_shard& shard = live_for(ptr);
+    std::lock_guard lock(shard.mutex);
+    try {
+      shard.blocks.emplace(ptr, detail::live_block{bytes, held});
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
 
   // Own stream first (no CUDA call); else a block freed on a stream that is now idle.
   void* take_cached(std::size_t held, cudaStream_t stream) noexcept {
     const std::size_t index = class_index(held);
-    if (const auto own = free_.find(stream); own != free_.end()) {
-      auto& list = own->second[index];
-      if (!list.empty()) return pop(list, held);
+    {
+      free_shard& own = free_for(stream);
+      std::lock_guard lock(own.mutex);
+      if (const auto it = own.lists.find(stream); it != own.lists.end()) {
+        auto& list = it->second[index];
+        if (!list.empty()) return pop(list, held);
+      }
     }
-    for (auto& [other, classes] : free_) {
-      if (other == stream || classes[index].empty()) continue;
-      const cudaError_t idle = cudaStreamQuery(other);
-      if (idle == cudaSuccess) return pop(classes[index], held);
-      (void)cudaGetLastError();  // cudaErrorNotReady is not an error worth keeping
+    for (free_shard& shard : free_shards_) {
+      std::lock_guard lock(shard.mutex);
+      for (auto& [other, classes] : shard.lists) {
+        if (other == stream || classes[index].empty()) continue;
+        if (cudaStreamQuery(other) == cudaSuccess) return pop(classes[index], held);
+        (void)cudaGetLastError();  // cudaErrorNotReady is not an error worth keeping
+      }
     }
     return nullptr;
   }
   void* pop(std::vector<void*>& list, std::size_t held) noexcept {
     void* ptr = list.back();
     list.pop_back();
-    cached_bytes_ -= held;
+    cached_bytes_.fetch_sub(held, std::memory_order_relaxed);
     return ptr;
   }
-  // Under the lock. False when bookkeeping memory ran out (the caller frees the block).
+  // False when the retained cap is reached or bookkeeping memory ran out (the caller frees).
   bool give_back_to_cache(void* ptr, std::size_t held, cudaStream_t stream) noexcept {
+    std::size_t cached = cached_bytes_.load(std::memory_order_relaxed);
+    do {
+      if (held > retained_cap_ || cached > retained_cap_ - held) return false;
+    } while (!cached_bytes_.compare_exchange_weak(cached, cached + held, std::memory_order_relaxed));
+    free_shard& shard = free_for(stream);
+    std::lock_guard lock(shard.mutex);
     try {
-      auto& classes = free_[stream];
+      auto& classes = shard.lists[stream];
       if (classes.empty()) classes.resize(class_count);
       classes[class_index(held)].push_back(ptr);
-      cached_bytes_ += held;
       return true;
     } catch (...) {
+      cached_bytes_.fetch_sub(held, std::memory_order_relaxed);
       return false;
     }
   }
@@ -461,10 +494,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   int ordinal_;
   telemetry_counters* telemetry_;
   std::size_t retained_cap_;
-  mutable std::mutex mutex_;
-  std::size_t cached_bytes_ = 0;
-  std::unordered_map<cudaStream_t, class_lists> free_;
-  std::unordered_map<void*, detail::live_block> live_;
+  std::atomic<std::size_t> cached_bytes_{0};
+  free_shard free_shards_[shard_count];
+  live_shard live_shards_[shard_count];
 };
 
 //! `vyre::alloc::stream_ordered`: a dedicated `cudaMemPool_t` driven by
