@@ -436,6 +436,11 @@ TEST_CASE("resident handles from another backend, freed or stale are rejected",
   CHECK(stale.error().message().find("stale") != std::string::npos);
   CHECK(stale.error().value_or("handle_generation", 0) == ha->generation);
 
+  const auto device_source = a.upload(
+      *reused, std::span<const std::byte>(static_cast<const std::byte*>(a.resident_buffer(*reused)->data), 16));
+  REQUIRE_FALSE(device_source.has_value());
+  CHECK(device_source.error().code() == vyre::errc::invalid_argument);
+
   std::vector<std::byte> too_big(4096);
   const auto overflow = a.download(*reused, too_big);
   REQUIRE_FALSE(overflow.has_value());

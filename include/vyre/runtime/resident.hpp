@@ -179,7 +179,7 @@ class resident_store {
   //! asynchronously (keep it alive and unchanged until `stream` passes this point); a
   //! pageable one is staged through the pinned pool and the call returns once it is copied.
   //! @returns `errc::invalid_handle`; `errc::out_of_range` when the bytes do not fit the
-  //!          buffer; `errc::in_use` while `h` is being freed; CUDA errors.
+  //!          buffer; `errc::invalid_argument` for a device-memory source; CUDA errors.
   expected<void> upload(resident_handle h, std::span<const std::byte> source, std::size_t offset,
                         cudaStream_t stream, upload_options options = {}) noexcept {
     cudaPointerAttributes attributes{};
@@ -187,6 +187,11 @@ class resident_store {
       (void)cudaGetLastError();
       attributes.type = cudaMemoryTypeUnregistered;
     }
+    if (attributes.type == cudaMemoryTypeDevice)
+      return fail(error(errc::invalid_argument,
+                        "resident_store::upload: the source is device memory, not host memory")
+                      .with("bytes", source.size())
+                      .fix("copy device to device with cudaMemcpyAsync into resident_buffer()"));
     if (source.empty() || attributes.type != cudaMemoryTypeHost)
       return upload_with(
           h, offset, source.size(), stream,
@@ -208,8 +213,9 @@ class resident_store {
 
   //! Uploads `bytes` bytes to byte `offset` of `h`, produced chunk by chunk by
   //! `fill(std::size_t byte_offset, std::span<std::byte> chunk)` (which returns void or
-  //! `vyre::expected<void>`; an error stops the upload) into pinned staging memory. Host
-  //! filling of chunk k+1 overlaps the copy of chunk k. Returns once every chunk is copied.
+  //! `vyre::expected<void>`; an error stops the upload; it must not throw) into pinned
+  //! staging memory. Host filling of chunk k+1 overlaps the copy of chunk k. Returns once
+  //! every chunk is copied; on failure, once no copy still reads the staging memory.
   template <class Fill>
   expected<void> upload_with(resident_handle h, std::size_t offset, std::size_t bytes,
                              cudaStream_t stream, Fill&& fill,
