@@ -275,7 +275,10 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     if (is_class(held)) {
       if (void* ptr = take_cached(held, stream); ptr != nullptr) {
         if (!track(ptr, bytes, held)) {
-          if (!give_back_to_cache(ptr, held, stream)) (void)cudaFree(ptr);
+          if (!give_back_to_cache(ptr, held, stream)) {
+            forget(ptr);
+            (void)cudaFree(ptr);
+          }
           return fail(bookkeeping_error(bytes));
         }
         if (telemetry_ != nullptr) {
@@ -312,21 +315,23 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   //! Returns `ptr` to the pool; it is reused at once by allocations on `stream`.
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
-    detail::live_block block;
+    owned_block block;
+    live_shard& shard = live_for(ptr);
     {
-      live_shard& shard = live_for(ptr);
       std::lock_guard lock(shard.mutex);
       const auto it = shard.blocks.find(ptr);
-      if (it == shard.blocks.end())
+      if (it == shard.blocks.end() || !it->second.live)
         return fail(detail::unknown_pointer(
             "alloc::caching_pool: pointer is not a live allocation of this resource", ptr));
       block = it->second;
-      shard.blocks.erase(it);
+      it->second.live = false;
+      --shard.live_count;
     }
     if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
     if (is_class(block.held) && give_back_to_cache(ptr, block.held, stream)) return {};
     // Over the cap, uncacheable, or no room for bookkeeping: cudaFree synchronises the device,
     // so pending work that uses the block finishes first.
+    forget(ptr);
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
     VYRE_CUDA_TRY(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
@@ -346,6 +351,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
               blocks.push_back(ptr);
             } catch (...) {
               // No host memory to batch the frees: free this block now.
+              forget(ptr);
               (void)cudaFree(ptr);
             }
             released += std::size_t{1} << index;
@@ -356,10 +362,12 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     }
     detail::device_guard guard(ordinal_);
     expected<void> result;
-    for (void* ptr : blocks)
+    for (void* ptr : blocks) {
+      forget(ptr);
       if (auto freed = cuda_check(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
           !freed && result)
         result = freed;
+    }
     return result;
   }
 
@@ -368,13 +376,14 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     auto result = release_cached();
     detail::device_guard guard(ordinal_);
     for (live_shard& shard : live_shards_) {
-      std::unordered_map<void*, detail::live_block> blocks;
+      std::unordered_map<void*, owned_block> blocks;
       {
         std::lock_guard lock(shard.mutex);
         blocks.swap(shard.blocks);
+        shard.live_count = 0;
       }
       for (const auto& [ptr, block] : blocks) {
-        if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
+        if (block.live && telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
         if (auto freed = cuda_check(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
             !freed && result)
           result = freed;
@@ -389,7 +398,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     std::size_t n = 0;
     for (const live_shard& shard : live_shards_) {
       std::lock_guard lock(shard.mutex);
-      n += shard.blocks.size();
+      n += shard.live_count;
     }
     return n;
   }
@@ -404,9 +413,16 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     mutable std::mutex mutex;
     std::unordered_map<cudaStream_t, class_lists> lists;
   };
+  // Every block the pool owns, live or cached: a hit flips `live` without allocating a node.
+  struct owned_block {
+    std::size_t requested = 0;
+    std::size_t held = 0;
+    bool live = false;
+  };
   struct alignas(64) live_shard {
     mutable std::mutex mutex;
-    std::unordered_map<void*, detail::live_block> blocks;
+    std::unordered_map<void*, owned_block> blocks;
+    std::size_t live_count = 0;
   };
 
   static std::size_t shard_of(const void* p, int shift) noexcept {
@@ -434,15 +450,23 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
         .fix("free host memory");
   }
 
+  // Marks `ptr` live (a cached block already has its record: no allocation then).
   bool track(void* ptr, std::size_t bytes, std::size_t held) noexcept {
     live_shard& shard = live_for(ptr);
     std::lock_guard lock(shard.mutex);
     try {
-      shard.blocks.emplace(ptr, detail::live_block{bytes, held});
+      shard.blocks.insert_or_assign(ptr, owned_block{bytes, held, true});
+      ++shard.live_count;
       return true;
     } catch (...) {
       return false;
     }
+  }
+  // Drops the record of a block about to be freed.
+  void forget(void* ptr) noexcept {
+    live_shard& shard = live_for(ptr);
+    std::lock_guard lock(shard.mutex);
+    shard.blocks.erase(ptr);
   }
 
   // Own stream first (no CUDA call); else a block freed on a stream that is now idle.
