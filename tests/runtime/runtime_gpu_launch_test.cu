@@ -42,6 +42,34 @@ VYRE_KERNEL void noop() {}
 
 }  // namespace runtime_gpu_launch_test
 
+// A component that plugs into backend::upload / backend::kernel_view through the ADL hooks.
+namespace runtime_gpu_extension {
+struct words {
+  std::vector<std::uint32_t> values;
+};
+struct resident_words {
+  vyre::resident_handle handle;
+  std::size_t count;
+};
+struct words_view {
+  const std::uint32_t* data;
+  std::size_t count;
+};
+template <class Backend>
+typename Backend::template result<resident_words> upload_to_backend(Backend& gpu, const words& w) {
+  auto h = gpu.resident().allocate_copy(std::as_bytes(std::span(w.values)), nullptr);
+  if (!h) return vyre::apply_error_policy<typename Backend::error_policy>(
+      vyre::expected<resident_words>(vyre::fail(h.error())));
+  return vyre::apply_error_policy<typename Backend::error_policy>(
+      vyre::expected<resident_words>(resident_words{*h, w.values.size()}));
+}
+template <class Backend>
+words_view kernel_view_of(Backend& gpu, const resident_words& r) {
+  const auto span = gpu.resident().lookup(r.handle);
+  return {span ? reinterpret_cast<const std::uint32_t*>(span->data) : nullptr, r.count};
+}
+}  // namespace runtime_gpu_extension
+
 namespace {
 using namespace runtime_gpu_launch_test;
 using test_backend = vyre::backend<
@@ -351,4 +379,19 @@ TEST_CASE("telemetry agrees with what was done and exports it", "[runtime][gpu][
   const std::string text = gpu.prometheus();
   CHECK(text.find("vyre_kernel_launches_total{device=\"0\"} 25\n") != std::string::npos);
   CHECK(text.find("vyre_h2d_bytes_total{device=\"0\"} 1000\n") != std::string::npos);
+}
+
+TEST_CASE("components plug into backend::upload and backend::kernel_view",
+          "[runtime][gpu][backend]") {
+  auto gpu = acquire_or_fail();
+  const runtime_gpu_extension::words w{{5, 6, 7, 8}};
+  auto resident = gpu.upload(w);
+  REQUIRE_OK(resident);
+  const auto view = gpu.kernel_view(*resident);
+  REQUIRE(view.data != nullptr);
+  CHECK(view.count == 4);
+  std::vector<std::uint32_t> back(4, 0);
+  REQUIRE(cudaMemcpy(back.data(), view.data, 16, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(back == w.values);
+  CHECK(gpu.telemetry().snapshot().h2d_operations == 1);
 }

@@ -196,6 +196,21 @@ class backend {
   }
   result<void> clear_resident() { return apply_error_policy<error_policy>(state_->resident.clear()); }
 
+  //! Extension point for components built on the runtime: `gpu.upload(x)` calls
+  //! `upload_to_backend(gpu, x)` found by argument-dependent lookup in `x`'s namespace (the
+  //! e-graph image does this), and `gpu.kernel_view(r)` calls `kernel_view_of(gpu, r)`. The
+  //! hook applies the error policy itself (`backend::result<T>`).
+  template <class Source>
+    requires requires(backend& b, const Source& s) { upload_to_backend(b, s); }
+  decltype(auto) upload(const Source& source) {
+    return upload_to_backend(*this, source);
+  }
+  template <class Resident>
+    requires requires(backend& b, const Resident& r) { kernel_view_of(b, r); }
+  decltype(auto) kernel_view(const Resident& resident) {
+    return kernel_view_of(*this, resident);
+  }
+
   //! Modules (see `module_cache`).
   result<CUmodule> load_ptx(std::string_view ptx) {
     return apply_error_policy<error_policy>(state_->modules.load_ptx(ptx));
