@@ -128,8 +128,8 @@ void bench_device_allocation(int threads) {
   emit("caching_pool_hit_with_vs_without_telemetry", params, hit_ns, "same pool, no telemetry",
        bare_ns);
   emit("caching_pool_hit_vs_cudaMalloc_cudaFree", params, hit_ns, "cudaMalloc+cudaFree", malloc_ns);
-  emit("caching_pool_hit_vs_cudaMallocAsync_hit", params, hit_ns, "cudaMallocAsync+cudaFreeAsync hit",
-       async_ns);
+  emit("caching_pool_hit_vs_cudaMallocAsync_hit", params, hit_ns,
+       "cudaMallocAsync+cudaFreeAsync hit", async_ns);
   for (auto s : streams) check(cudaStreamDestroy(s), "stream destroy");
 }
 
@@ -151,8 +151,9 @@ void bench_stream_ordered_policy(int threads) {
     check(cudaFreeAsync(p, streams[t]), "cudaFreeAsync");
   });
   check(cudaDeviceSynchronize(), "sync");
-  emit("stream_ordered_policy_vs_raw_pool", "\"bytes\":1048576,\"threads\":" + std::to_string(threads),
-       ours, "cudaMallocFromPoolAsync+cudaFreeAsync", raw);
+  emit("stream_ordered_policy_vs_raw_pool",
+       "\"bytes\":1048576,\"threads\":" + std::to_string(threads), ours,
+       "cudaMallocFromPoolAsync+cudaFreeAsync", raw);
   for (auto s : streams) check(cudaStreamDestroy(s), "stream destroy");
 }
 

@@ -29,10 +29,10 @@ struct temp_dir {
   fs::path path;
   temp_dir() {
     path = fs::temp_directory_path() /
-           ("vyre-disk-cache-test-" + vyre::hex64(vyre::fnv1a64(
-                                          std::to_string(std::hash<std::thread::id>{}(
-                                              std::this_thread::get_id())) +
-                                          std::to_string(reinterpret_cast<std::uintptr_t>(this)))));
+           ("vyre-disk-cache-test-" +
+            vyre::hex64(vyre::fnv1a64(
+                std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())) +
+                std::to_string(reinterpret_cast<std::uintptr_t>(this)))));
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -51,8 +51,8 @@ std::vector<fs::path> files_in(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("VYRE_PTX_CACHE_DIR wins over XDG_CACHE_HOME and HOME", "[runtime][modules]") {
-  const fake_env env{{{"VYRE_PTX_CACHE_DIR", "/data/ptx"}, {"XDG_CACHE_HOME", "/xdg"},
-                      {"HOME", "/home/u"}}};
+  const fake_env env{
+      {{"VYRE_PTX_CACHE_DIR", "/data/ptx"}, {"XDG_CACHE_HOME", "/xdg"}, {"HOME", "/home/u"}}};
   const auto dir = vyre::resolve_module_cache_dir(env);
   REQUIRE(dir.has_value());
   CHECK(*dir == fs::path("/data/ptx"));

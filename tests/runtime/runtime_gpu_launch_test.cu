@@ -58,8 +58,9 @@ struct words_view {
 template <class Backend>
 typename Backend::template result<resident_words> upload_to_backend(Backend& gpu, const words& w) {
   auto h = gpu.resident().allocate_copy(std::as_bytes(std::span(w.values)), nullptr);
-  if (!h) return vyre::apply_error_policy<typename Backend::error_policy>(
-      vyre::expected<resident_words>(vyre::fail(h.error())));
+  if (!h)
+    return vyre::apply_error_policy<typename Backend::error_policy>(
+        vyre::expected<resident_words>(vyre::fail(h.error())));
   return vyre::apply_error_policy<typename Backend::error_policy>(
       vyre::expected<resident_words>(resident_words{*h, w.values.size()}));
 }
@@ -72,13 +73,14 @@ words_view kernel_view_of(Backend& gpu, const resident_words& r) {
 
 namespace {
 using namespace runtime_gpu_launch_test;
-using test_backend = vyre::backend<
-    vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian, vyre::on_error::return_expected>>;
+using test_backend =
+    vyre::backend<vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
+                                 vyre::on_error::return_expected>>;
 
-#define REQUIRE_OK(expr)                                        \
-  do {                                                          \
-    const auto& vyre_ok_ = (expr);                              \
-    if (!vyre_ok_) FAIL(vyre_ok_.error().message());            \
+#define REQUIRE_OK(expr)                             \
+  do {                                               \
+    const auto& vyre_ok_ = (expr);                   \
+    if (!vyre_ok_) FAIL(vyre_ok_.error().message()); \
   } while (false)
 
 test_backend acquire_or_fail() {
@@ -222,9 +224,9 @@ TEST_CASE("cooperative launches synchronise the grid; devices without them are r
   vyre::device_caps without = gpu.caps();
   without.cooperative_launch = false;
   const auto launches = gpu.telemetry().snapshot().kernel_launches;
-  const auto unsupported = vyre::launch_cooperative(without, &gpu.telemetry(), grid_sum, config,
-                                                    slots->as<std::uint32_t>(),
-                                                    total->as<std::uint64_t>());
+  const auto unsupported =
+      vyre::launch_cooperative(without, &gpu.telemetry(), grid_sum, config,
+                               slots->as<std::uint32_t>(), total->as<std::uint64_t>());
   REQUIRE_FALSE(unsupported.has_value());
   CHECK(unsupported.error().code() == vyre::errc::unsupported);
   CHECK(unsupported.error().message().find("cooperative") != std::string::npos);
@@ -264,7 +266,8 @@ TEST_CASE("a cubin compiled by NVRTC for this device loads and runs", "[runtime]
   nvrtcProgram program = nullptr;
   REQUIRE(nvrtcCreateProgram(&program, fill_source, "fill.cu", 0, nullptr, nullptr) ==
           NVRTC_SUCCESS);
-  const std::string arch = "--gpu-architecture=sm_" + std::to_string(gpu.caps().compute_capability());
+  const std::string arch =
+      "--gpu-architecture=sm_" + std::to_string(gpu.caps().compute_capability());
   const char* options[] = {arch.c_str()};
   REQUIRE(nvrtcCompileProgram(program, 1, options) == NVRTC_SUCCESS);
   std::size_t size = 0;
@@ -326,8 +329,10 @@ TEST_CASE("the disk cache answers a second backend's compilation", "[runtime][gp
     REQUIRE(setenv("VYRE_PTX_CACHE_DIR", dir.path.c_str(), 1) == 0);
     auto gpu = acquire_or_fail();
     auto resolved = gpu.modules().use_disk_cache_from_environment();
-    if (previous != nullptr) setenv("VYRE_PTX_CACHE_DIR", saved.c_str(), 1);
-    else unsetenv("VYRE_PTX_CACHE_DIR");
+    if (previous != nullptr)
+      setenv("VYRE_PTX_CACHE_DIR", saved.c_str(), 1);
+    else
+      unsetenv("VYRE_PTX_CACHE_DIR");
     REQUIRE_OK(resolved);
     CHECK(*resolved == dir.path);
     auto ptx = gpu.compile(fill_source);

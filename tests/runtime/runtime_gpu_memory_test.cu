@@ -39,8 +39,8 @@ namespace {
 using namespace runtime_gpu_memory_test;
 
 template <class Alloc>
-using backend_for =
-    vyre::backend<vyre::policies<Alloc, vyre::staging::little_endian, vyre::on_error::return_expected>>;
+using backend_for = vyre::backend<
+    vyre::policies<Alloc, vyre::staging::little_endian, vyre::on_error::return_expected>>;
 
 constexpr long long spin_cycles = 200'000'000;  // ~0.1 s at ~2 GHz
 
@@ -51,10 +51,10 @@ Backend acquire_or_fail(const vyre::backend_options& options = {}) {
   return std::move(*b);
 }
 
-#define REQUIRE_OK(expr)                                        \
-  do {                                                          \
-    const auto& vyre_ok_ = (expr);                              \
-    if (!vyre_ok_) FAIL(vyre_ok_.error().message());            \
+#define REQUIRE_OK(expr)                             \
+  do {                                               \
+    const auto& vyre_ok_ = (expr);                   \
+    if (!vyre_ok_) FAIL(vyre_ok_.error().message()); \
   } while (false)
 
 std::size_t device_free_bytes() {
@@ -81,8 +81,9 @@ TEMPLATE_TEST_CASE("allocations are distinct, aligned and hold their full size",
   auto gpu = acquire_or_fail<backend_for<TestType>>();
   auto stream = gpu.acquire_stream();
   REQUIRE_OK(stream);
-  const std::size_t sizes[] = {1, 3, 255, 256, 257, 1000, 4096, 4097, 65536, (1u << 20) + 3,
-                               (3u << 20) + 5, 300u << 20};  // the last exceeds the retained cap
+  const std::size_t sizes[] = {
+      1,         3, 255, 256, 257, 1000, 4096, 4097, 65536, (1u << 20) + 3, (3u << 20) + 5,
+      300u << 20};  // the last exceeds the retained cap
   std::vector<vyre::device_buffer> buffers;
   for (const std::size_t n : sizes) {
     auto b = gpu.allocate(n, stream->get());
@@ -93,7 +94,8 @@ TEMPLATE_TEST_CASE("allocations are distinct, aligned and hold their full size",
   }
   // No two allocations overlap.
   std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
-  for (const auto& b : buffers) ranges.emplace_back(reinterpret_cast<std::uintptr_t>(b.get()), b.size());
+  for (const auto& b : buffers)
+    ranges.emplace_back(reinterpret_cast<std::uintptr_t>(b.get()), b.size());
   std::sort(ranges.begin(), ranges.end());
   for (std::size_t i = 1; i < ranges.size(); ++i)
     CHECK(ranges[i - 1].first + ranges[i - 1].second <= ranges[i].first);
@@ -266,7 +268,8 @@ TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across stream
           continue;
         }
         vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
-        const std::uint32_t tag = static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
+        const std::uint32_t tag =
+            static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
         stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
         if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
         // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
@@ -338,7 +341,8 @@ TEMPLATE_TEST_CASE("resident buffers round-trip pageable and pinned uploads as o
   REQUIRE_OK(pinned);
   const auto fresh = pattern_bytes(part, 7);
   std::memcpy(pinned->data(), fresh.data(), part);
-  REQUIRE_OK(gpu.upload(*h, std::span<const std::byte>(pinned->data(), part), offset, stream->get()));
+  REQUIRE_OK(
+      gpu.upload(*h, std::span<const std::byte>(pinned->data(), part), offset, stream->get()));
   REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
   CHECK(gpu.telemetry().snapshot().h2d_operations == 2);
   std::vector<std::byte> window(part);
@@ -368,11 +372,13 @@ TEST_CASE("allocate_filled stages a callback's chunks and releases the buffer on
     }
   };
   gpu.telemetry().reset();
-  auto h = gpu.resident().allocate_filled(words * 4, stream->get(), fill, {.chunk_bytes = 1u << 16});
+  auto h =
+      gpu.resident().allocate_filled(words * 4, stream->get(), fill, {.chunk_bytes = 1u << 16});
   REQUIRE_OK(h);
   CHECK(gpu.telemetry().snapshot().h2d_operations == 1);
   std::vector<std::uint32_t> back(words, 0);
-  REQUIRE_OK(gpu.resident().download(*h, std::as_writable_bytes(std::span(back)), 0, stream->get()));
+  REQUIRE_OK(
+      gpu.resident().download(*h, std::as_writable_bytes(std::span(back)), 0, stream->get()));
   for (std::size_t w = 0; w < words; ++w)
     if (back[w] != static_cast<std::uint32_t>(w * 2654435761u)) FAIL("word " << w << " differs");
 
@@ -436,8 +442,9 @@ TEST_CASE("resident handles from another backend, freed or stale are rejected",
   CHECK(stale.error().message().find("stale") != std::string::npos);
   CHECK(stale.error().value_or("handle_generation", 0) == ha->generation);
 
-  const auto device_source = a.upload(
-      *reused, std::span<const std::byte>(static_cast<const std::byte*>(a.resident_buffer(*reused)->data), 16));
+  const auto device_source =
+      a.upload(*reused, std::span<const std::byte>(
+                            static_cast<const std::byte*>(a.resident_buffer(*reused)->data), 16));
   REQUIRE_FALSE(device_source.has_value());
   CHECK(device_source.error().code() == vyre::errc::invalid_argument);
 

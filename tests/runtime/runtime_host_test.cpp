@@ -19,16 +19,16 @@
 
 namespace {
 static_assert(VYRE_HAS_CUDA_MR == 1);
-static_assert(std::is_same_v<vyre::resource_for_t<vyre::alloc::caching_pool>,
-                             vyre::caching_pool_resource>);
+static_assert(
+    std::is_same_v<vyre::resource_for_t<vyre::alloc::caching_pool>, vyre::caching_pool_resource>);
 static_assert(std::is_same_v<vyre::resource_for_t<vyre::alloc::stream_ordered>,
                              vyre::stream_ordered_resource>);
 static_assert(std::is_same_v<vyre::resource_for_t<vyre::alloc::direct>, vyre::direct_resource>);
 static_assert(std::is_same_v<vyre::caching_pool_resource::policy, vyre::alloc::caching_pool>);
-static_assert(cuda::mr::async_resource_with<vyre::caching_pool_resource,
-                                            cuda::mr::device_accessible>);
-static_assert(cuda::mr::async_resource_with<vyre::stream_ordered_resource,
-                                            cuda::mr::device_accessible>);
+static_assert(
+    cuda::mr::async_resource_with<vyre::caching_pool_resource, cuda::mr::device_accessible>);
+static_assert(
+    cuda::mr::async_resource_with<vyre::stream_ordered_resource, cuda::mr::device_accessible>);
 static_assert(cuda::mr::async_resource_with<vyre::direct_resource, cuda::mr::device_accessible>);
 static_assert(!cuda::mr::resource_with<vyre::direct_resource, cuda::mr::host_accessible>);
 static_assert(std::is_trivially_copyable_v<vyre::resident_handle>);
@@ -79,8 +79,7 @@ TEST_CASE("device_buffer returns its memory exactly once, across moves", "[runti
   CHECK(fake.live.empty());
 }
 
-TEST_CASE("device_buffer::reset frees now and release gives ownership away",
-          "[runtime][memory]") {
+TEST_CASE("device_buffer::reset frees now and release gives ownership away", "[runtime][memory]") {
   fake_resource fake;
   vyre::device_resource_ref ref(fake);
   vyre::device_buffer a(ref, *ref.try_allocate(8, nullptr), 8, nullptr);
@@ -98,8 +97,7 @@ TEST_CASE("device_buffer::reset frees now and release gives ownership away",
   CHECK(empty.reset().has_value());
 }
 
-TEST_CASE("zero-byte requests fail before any CUDA call, naming the policy",
-          "[runtime][memory]") {
+TEST_CASE("zero-byte requests fail before any CUDA call, naming the policy", "[runtime][memory]") {
   vyre::caching_pool_resource caching(0, nullptr);
   vyre::direct_resource direct(0, nullptr);
   for (auto result : {caching.try_allocate(0, nullptr), direct.try_allocate(0, nullptr)}) {
@@ -117,8 +115,7 @@ TEST_CASE("zero-byte requests fail before any CUDA call, naming the policy",
   CHECK(lease.error().code() == vyre::errc::invalid_argument);
 }
 
-TEST_CASE("the cuda::mr interface rejects a bad alignment with an exception",
-          "[runtime][memory]") {
+TEST_CASE("the cuda::mr interface rejects a bad alignment with an exception", "[runtime][memory]") {
   vyre::caching_pool_resource caching(0, nullptr);
   try {
     (void)caching.allocate(256, 3);
@@ -167,8 +164,7 @@ TEST_CASE("driver errors carry the driver status", "[runtime][driver]") {
   if (vyre::driver_api::get().has_value())
     CHECK(std::string(err.cuda_status_name()) == "CUDA_ERROR_INVALID_VALUE");
   CHECK(vyre::cuda_driver_check(CUDA_SUCCESS, "ok").has_value());
-  CHECK(vyre::cuda_driver_error(CUDA_ERROR_OUT_OF_MEMORY, "x").code() ==
-        vyre::errc::out_of_memory);
+  CHECK(vyre::cuda_driver_error(CUDA_ERROR_OUT_OF_MEMORY, "x").code() == vyre::errc::out_of_memory);
 }
 
 TEST_CASE("query_device: no device is unsupported, a bad ordinal names the count",

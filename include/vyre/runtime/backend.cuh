@@ -168,8 +168,8 @@ class backend {
   //! Waits for `stream` (counted as a sync point).
   result<void> synchronize(cudaStream_t stream) {
     state_->telemetry.record_sync();
-    return apply_error_policy<error_policy>(
-        cuda_check(cudaStreamSynchronize(stream), "backend::synchronize: cudaStreamSynchronize failed"));
+    return apply_error_policy<error_policy>(cuda_check(
+        cudaStreamSynchronize(stream), "backend::synchronize: cudaStreamSynchronize failed"));
   }
 
   //! Resident store (see `resident_store` for the semantics).
@@ -183,8 +183,8 @@ class backend {
                       cudaStream_t stream = nullptr) {
     return apply_error_policy<error_policy>(state_->resident.upload(h, source, offset, stream));
   }
-  result<void> download(resident_handle h, std::span<std::byte> destination,
-                        std::size_t offset = 0, cudaStream_t stream = nullptr) {
+  result<void> download(resident_handle h, std::span<std::byte> destination, std::size_t offset = 0,
+                        cudaStream_t stream = nullptr) {
     return apply_error_policy<error_policy>(
         state_->resident.download(h, destination, offset, stream));
   }
@@ -194,22 +194,20 @@ class backend {
   result<void> free_resident(resident_handle h) {
     return apply_error_policy<error_policy>(state_->resident.free(h));
   }
-  result<void> clear_resident() { return apply_error_policy<error_policy>(state_->resident.clear()); }
+  result<void> clear_resident() {
+    return apply_error_policy<error_policy>(state_->resident.clear());
+  }
 
   //! Extension point for components built on the runtime: `gpu.upload(x)` calls
   //! `upload_to_backend(gpu, x)` found by argument-dependent lookup in `x`'s namespace (the
   //! e-graph image does this), and `gpu.kernel_view(r)` calls `kernel_view_of(gpu, r)`. The
   //! hook applies the error policy itself (`backend::result<T>`).
   template <class Source>
-    requires requires(backend& b, const Source& s) { upload_to_backend(b, s); }
-  decltype(auto) upload(const Source& source) {
-    return upload_to_backend(*this, source);
-  }
+  requires requires(backend& b, const Source& s) { upload_to_backend(b, s); }
+  decltype(auto) upload(const Source& source) { return upload_to_backend(*this, source); }
   template <class Resident>
-    requires requires(backend& b, const Resident& r) { kernel_view_of(b, r); }
-  decltype(auto) kernel_view(const Resident& resident) {
-    return kernel_view_of(*this, resident);
-  }
+  requires requires(backend& b, const Resident& r) { kernel_view_of(b, r); }
+  decltype(auto) kernel_view(const Resident& resident) { return kernel_view_of(*this, resident); }
 
   //! Modules (see `module_cache`).
   result<CUmodule> load_ptx(std::string_view ptx) {

@@ -34,8 +34,9 @@ struct device_caps {
   int max_threads_per_block = 0;
   int max_threads_per_sm = 0;
   int max_grid_x = 0;
-  std::size_t shared_memory_per_block = 0;        //!< without opt-in
-  std::size_t shared_memory_per_block_optin = 0;  //!< with cudaFuncAttributeMaxDynamicSharedMemorySize
+  std::size_t shared_memory_per_block = 0;  //!< without opt-in
+  std::size_t shared_memory_per_block_optin =
+      0;  //!< with cudaFuncAttributeMaxDynamicSharedMemorySize
   std::size_t shared_memory_per_sm = 0;
 
   //! Compute capability as major * 10 + minor (90 for sm_90).
@@ -96,11 +97,11 @@ inline expected<device_caps> query_device(int ordinal) noexcept {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status == cudaErrorNoDevice || status == cudaErrorInsufficientDriver ||
       (status == cudaSuccess && count == 0))
-    return fail(error(errc::unsupported, "backend::acquire: no usable CUDA device")
-                    .cuda(status_source::cuda_runtime, static_cast<int>(status),
-                          cudaGetErrorName(status))
-                    .fix("run on a machine with an NVIDIA GPU and a driver that supports this "
-                         "CUDA version (nvidia-smi should list the GPU)"));
+    return fail(
+        error(errc::unsupported, "backend::acquire: no usable CUDA device")
+            .cuda(status_source::cuda_runtime, static_cast<int>(status), cudaGetErrorName(status))
+            .fix("run on a machine with an NVIDIA GPU and a driver that supports this "
+                 "CUDA version (nvidia-smi should list the GPU)"));
   VYRE_CUDA_TRY(status, "backend::acquire: cudaGetDeviceCount failed");
   if (ordinal < 0 || ordinal >= count)
     return fail(error(errc::invalid_argument, "backend::acquire: device ordinal out of range")
@@ -116,16 +117,17 @@ inline expected<device_caps> query_device(int ordinal) noexcept {
 
   device_caps caps;
   caps.ordinal = ordinal;
-  VYRE_CUDA_TRY(cudaDeviceGetAttribute(&caps.compute_major, cudaDevAttrComputeCapabilityMajor,
-                                       ordinal),
-                "device_caps: compute capability");
+  VYRE_CUDA_TRY(
+      cudaDeviceGetAttribute(&caps.compute_major, cudaDevAttrComputeCapabilityMajor, ordinal),
+      "device_caps: compute capability");
   VYRE_TRY_ASSIGN(caps.compute_minor,
                   detail::device_attribute(cudaDevAttrComputeCapabilityMinor, ordinal));
   VYRE_TRY_ASSIGN(caps.sm_count, detail::device_attribute(cudaDevAttrMultiProcessorCount, ordinal));
   VYRE_TRY_ASSIGN(const int cooperative,
                   detail::device_attribute(cudaDevAttrCooperativeLaunch, ordinal));
   caps.cooperative_launch = cooperative != 0;
-  VYRE_TRY_ASSIGN(const int pools, detail::device_attribute(cudaDevAttrMemoryPoolsSupported, ordinal));
+  VYRE_TRY_ASSIGN(const int pools,
+                  detail::device_attribute(cudaDevAttrMemoryPoolsSupported, ordinal));
   caps.memory_pools = pools != 0;
   VYRE_TRY_ASSIGN(caps.l2_bytes, detail::device_attribute(cudaDevAttrL2CacheSize, ordinal));
   VYRE_TRY_ASSIGN(caps.warp_size, detail::device_attribute(cudaDevAttrWarpSize, ordinal));

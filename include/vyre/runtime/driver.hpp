@@ -102,8 +102,8 @@ inline expected<void> cuda_driver_check(CUresult status, const char* context) no
 
 //! Evaluates a CUDA driver call and returns its error from the enclosing function (which must
 //! return `vyre::expected<...>`) when it fails.
-#define VYRE_CU_TRY(call, context)                                             \
-  do {                                                                         \
+#define VYRE_CU_TRY(call, context)                                                \
+  do {                                                                            \
     if (const CUresult vyre_cu_status_ = (call); vyre_cu_status_ != CUDA_SUCCESS) \
-      return ::vyre::fail(::vyre::cuda_driver_error(vyre_cu_status_, context)); \
+      return ::vyre::fail(::vyre::cuda_driver_error(vyre_cu_status_, context));   \
   } while (false)

@@ -88,9 +88,9 @@ expected<std::uint64_t> max_cooperative_blocks(void (*kernel)(Params...), int bl
                                                std::size_t shared_bytes,
                                                const device_caps& caps) noexcept {
   int per_sm = 0;
-  VYRE_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads,
-                                                              shared_bytes),
-                "launch_cooperative: cudaOccupancyMaxActiveBlocksPerMultiprocessor failed");
+  VYRE_CUDA_TRY(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block_threads, shared_bytes),
+      "launch_cooperative: cudaOccupancyMaxActiveBlocksPerMultiprocessor failed");
   return static_cast<std::uint64_t>(per_sm) * static_cast<std::uint64_t>(caps.sm_count);
 }
 
@@ -103,11 +103,12 @@ expected<void> launch_cooperative(const device_caps& caps, telemetry_counters* t
                                   void (*kernel)(Params...), const launch_config& config,
                                   Args&&... args) noexcept {
   if (!caps.cooperative_launch)
-    return fail(error(errc::unsupported,
-                      "launch_cooperative: the device does not support cooperative launches")
-                    .with("device", static_cast<std::uint64_t>(caps.ordinal))
-                    .with("compute_capability", static_cast<std::uint64_t>(caps.compute_capability()))
-                    .fix("use a non-cooperative algorithm (one launch per phase) on this device"));
+    return fail(
+        error(errc::unsupported,
+              "launch_cooperative: the device does not support cooperative launches")
+            .with("device", static_cast<std::uint64_t>(caps.ordinal))
+            .with("compute_capability", static_cast<std::uint64_t>(caps.compute_capability()))
+            .fix("use a non-cooperative algorithm (one launch per phase) on this device"));
   const std::uint64_t grid = std::uint64_t{config.grid.x} * config.grid.y * config.grid.z;
   const int block = static_cast<int>(config.block.x * config.block.y * config.block.z);
   VYRE_TRY_ASSIGN(const std::uint64_t resident,
@@ -128,10 +129,10 @@ expected<void> launch_cooperative(const device_caps& caps, telemetry_counters* t
           ((pointers[i++] = static_cast<void*>(&v)), ...);
         },
         values);
-  VYRE_CUDA_TRY(cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), config.grid,
-                                            config.block, pointers, config.shared_bytes,
-                                            config.stream),
-                "launch_cooperative: cudaLaunchCooperativeKernel failed");
+  VYRE_CUDA_TRY(
+      cudaLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), config.grid, config.block,
+                                  pointers, config.shared_bytes, config.stream),
+      "launch_cooperative: cudaLaunchCooperativeKernel failed");
   if (telemetry != nullptr) telemetry->record_kernel_launch();
   return {};
 }

@@ -27,16 +27,16 @@
 #include <atomic>
 #include <bit>
 #include <concepts>
-#include <type_traits>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include <cuda/stream_ref>
 #include <cuda_runtime_api.h>
+#include <cuda/stream_ref>
 #if defined(LIBCUDACXX_ENABLE_EXPERIMENTAL_MEMORY_RESOURCE)
 #include <cuda/memory_resource>
 #endif
@@ -147,7 +147,9 @@ class mr_interface {
 #endif
 
  private:
-  Derived& self() noexcept { return static_cast<Derived&>(*this); }
+  Derived& self() noexcept {
+    return static_cast<Derived&>(*this);
+  }
 };
 
 //! `vyre::alloc::direct`: cudaMalloc and cudaFree (which synchronises the device), nothing kept.
@@ -188,7 +190,8 @@ class direct_resource : public mr_interface<direct_resource> {
   }
 
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
-  expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t /*stream*/) noexcept {
+  expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/,
+                                cudaStream_t /*stream*/) noexcept {
     detail::live_block block;
     {
       std::lock_guard lock(mutex_);
@@ -393,7 +396,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
 
   //! Free bytes kept for reuse.
-  std::size_t cached_bytes() const noexcept { return cached_bytes_.load(std::memory_order_relaxed); }
+  std::size_t cached_bytes() const noexcept {
+    return cached_bytes_.load(std::memory_order_relaxed);
+  }
   std::size_t live_allocations() const {
     std::size_t n = 0;
     for (const live_shard& shard : live_shards_) {
@@ -501,7 +506,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     std::size_t cached = cached_bytes_.load(std::memory_order_relaxed);
     do {
       if (held > retained_cap_ || cached > retained_cap_ - held) return false;
-    } while (!cached_bytes_.compare_exchange_weak(cached, cached + held, std::memory_order_relaxed));
+    } while (
+        !cached_bytes_.compare_exchange_weak(cached, cached + held, std::memory_order_relaxed));
     free_shard& shard = free_for(stream);
     std::lock_guard lock(shard.mutex);
     try {
@@ -558,8 +564,8 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
     void* ptr = nullptr;
     if (const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream);
         status != cudaSuccess)
-      return fail(detail::device_oom(status, "alloc::stream_ordered: cudaMallocFromPoolAsync failed",
-                                     bytes));
+      return fail(detail::device_oom(
+          status, "alloc::stream_ordered: cudaMallocFromPoolAsync failed", bytes));
     bool grew = false;
     {
       std::lock_guard lock(mutex_);
@@ -567,9 +573,9 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
         live_.emplace(ptr, detail::live_block{bytes, bytes});
       } catch (...) {
         (void)cudaFreeAsync(ptr, stream);
-        return fail(error(errc::out_of_memory,
-                          "alloc::stream_ordered: host bookkeeping allocation failed")
-                        .with("bytes", bytes));
+        return fail(
+            error(errc::out_of_memory, "alloc::stream_ordered: host bookkeeping allocation failed")
+                .with("bytes", bytes));
       }
       std::uint64_t reserved = 0;
       if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
@@ -579,8 +585,10 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
       }
     }
     if (telemetry_ != nullptr) {
-      if (grew) telemetry_->record_pool_miss();
-      else telemetry_->record_pool_hit();
+      if (grew)
+        telemetry_->record_pool_miss();
+      else
+        telemetry_->record_pool_hit();
       telemetry_->record_allocation(bytes, bytes);
     }
     return ptr;
@@ -610,8 +618,7 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
     VYRE_CUDA_TRY(cudaMemPoolTrimTo(pool_, keep_bytes), "alloc::stream_ordered: trim failed");
     std::lock_guard lock(mutex_);
     std::uint64_t reserved = 0;
-    if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) ==
-        cudaSuccess)
+    if (cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) == cudaSuccess)
       last_reserved_ = reserved;
     return {};
   }
@@ -646,7 +653,8 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
   std::size_t cached_bytes() const noexcept {
     std::uint64_t reserved = 0, used = 0;
     if (pool_ == nullptr ||
-        cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) != cudaSuccess ||
+        cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrReservedMemCurrent, &reserved) !=
+            cudaSuccess ||
         cudaMemPoolGetAttribute(pool_, cudaMemPoolAttrUsedMemCurrent, &used) != cudaSuccess)
       return 0;
     return static_cast<std::size_t>(reserved - used);
@@ -673,7 +681,8 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
     props.handleTypes = cudaMemHandleTypeNone;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = ordinal_;
-    VYRE_CUDA_TRY(cudaMemPoolCreate(&pool_, &props), "alloc::stream_ordered: cudaMemPoolCreate failed");
+    VYRE_CUDA_TRY(cudaMemPoolCreate(&pool_, &props),
+                  "alloc::stream_ordered: cudaMemPoolCreate failed");
     // Keep up to retained_cap free bytes across synchronisations instead of the default 0,
     // which would hand memory back to the OS at every sync and make most allocations misses.
     std::uint64_t threshold = retained_cap_;
@@ -723,11 +732,11 @@ class device_resource_ref {
   //! An empty reference (refers to no resource; `operator bool` is false).
   device_resource_ref() noexcept = default;
   template <class Resource>
-    requires(!std::is_same_v<std::remove_cv_t<Resource>, device_resource_ref>) &&
-            requires(Resource& r, void* p, std::size_t n, cudaStream_t s) {
-              { r.try_allocate(n, s) } -> std::same_as<expected<void*>>;
-              { r.try_deallocate(p, n, s) } -> std::same_as<expected<void>>;
-            }
+  requires(!std::is_same_v<std::remove_cv_t<Resource>, device_resource_ref>) &&
+      requires(Resource& r, void* p, std::size_t n, cudaStream_t s) {
+    { r.try_allocate(n, s) } -> std::same_as<expected<void*>>;
+    { r.try_deallocate(p, n, s) } -> std::same_as<expected<void>>;
+  }
   device_resource_ref(Resource& resource) noexcept  // NOLINT: implicit, like cuda::mr refs
       : self_(&resource),
         allocate_([](void* self, std::size_t bytes, cudaStream_t stream) noexcept {

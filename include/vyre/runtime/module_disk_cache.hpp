@@ -51,7 +51,9 @@ inline std::string hex64(std::uint64_t value) {
 }
 
 namespace detail {
-inline const char* system_getenv(const char* name) noexcept { return std::getenv(name); }
+inline const char* system_getenv(const char* name) noexcept {
+  return std::getenv(name);
+}
 
 template <class Getenv>
 expected<std::optional<std::filesystem::path>> cache_dir_from(Getenv& getenv_fn,
@@ -65,10 +67,10 @@ expected<std::optional<std::filesystem::path>> cache_dir_from(Getenv& getenv_fn,
                     .fix("unset the variable or set it to a directory path"));
   std::filesystem::path path(value);
   if (must_be_absolute && !path.is_absolute())
-    return fail(error(errc::invalid_argument,
-                      "module cache directory: variable must hold an absolute path")
-                    .about(std::string(variable) + '=' + value)
-                    .fix("set it to an absolute path, or set VYRE_PTX_CACHE_DIR"));
+    return fail(
+        error(errc::invalid_argument, "module cache directory: variable must hold an absolute path")
+            .about(std::string(variable) + '=' + value)
+            .fix("set it to an absolute path, or set VYRE_PTX_CACHE_DIR"));
   return std::optional<std::filesystem::path>(std::move(path));
 }
 }  // namespace detail
@@ -80,7 +82,8 @@ expected<std::optional<std::filesystem::path>> cache_dir_from(Getenv& getenv_fn,
 //!          relative) variable; `errc::not_found` when none of the three is set.
 template <class Getenv>
 expected<std::filesystem::path> resolve_module_cache_dir(Getenv&& getenv_fn) {
-  VYRE_TRY_ASSIGN(auto explicit_dir, detail::cache_dir_from(getenv_fn, "VYRE_PTX_CACHE_DIR", false));
+  VYRE_TRY_ASSIGN(auto explicit_dir,
+                  detail::cache_dir_from(getenv_fn, "VYRE_PTX_CACHE_DIR", false));
   if (explicit_dir) return *std::move(explicit_dir);
   VYRE_TRY_ASSIGN(auto xdg, detail::cache_dir_from(getenv_fn, "XDG_CACHE_HOME", true));
   if (xdg) return *xdg / "vyre" / "ptx-cache";
@@ -137,8 +140,8 @@ class module_disk_cache {
                       .about(path.string()));
     }
     if (in.bad())
-      return fail(error(errc::io, "module disk cache: reading an entry failed")
-                      .about(path.string()));
+      return fail(
+          error(errc::io, "module disk cache: reading an entry failed").about(path.string()));
     return parse(file, key_material);
   }
 
@@ -162,8 +165,8 @@ class module_disk_cache {
     {
       std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
       if (out) {
-        const std::string header = std::string(magic) + std::to_string(key_material.size()) +
-                                   '\n' + std::to_string(payload.size()) + '\n';
+        const std::string header = std::string(magic) + std::to_string(key_material.size()) + '\n' +
+                                   std::to_string(payload.size()) + '\n';
         out.write(header.data(), static_cast<std::streamsize>(header.size()));
         out.write(key_material.data(), static_cast<std::streamsize>(key_material.size()));
         out.write(payload.data(), static_cast<std::streamsize>(payload.size()));
@@ -218,10 +221,9 @@ class module_disk_cache {
   // Unique per process, thread and call: two writers never share a temporary file.
   static std::string unique_suffix() {
     static std::atomic<std::uint64_t> counter{0};
-    const std::uint64_t mix =
-        fnv1a64(std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())),
-                static_cast<std::uint64_t>(
-                    std::chrono::steady_clock::now().time_since_epoch().count()));
+    const std::uint64_t mix = fnv1a64(
+        std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id())),
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
     return hex64(mix) + '-' + std::to_string(counter.fetch_add(1, std::memory_order_relaxed));
   }
 

@@ -85,10 +85,11 @@ class module_cache {
     const CUresult status = api->module_load_data_ex(&module, owned.c_str(), 2, options, values);
     ++stats_.loads;
     if (status != CUDA_SUCCESS)
-      return fail(cuda_driver_error(status, "module_cache::load: cuModuleLoadDataEx rejected the image")
-                      .about(first_error_line(log))
-                      .fix("check the image targets this device (compute capability) and "
-                           "read the JIT log in the subject"));
+      return fail(
+          cuda_driver_error(status, "module_cache::load: cuModuleLoadDataEx rejected the image")
+              .about(first_error_line(log))
+              .fix("check the image targets this device (compute capability) and "
+                   "read the JIT log in the subject"));
     try {
       loaded_[key].push_back(entry{format, std::move(owned), module});
     } catch (...) {
@@ -134,14 +135,14 @@ class module_cache {
   //! holds this exact (source, options, NVRTC version, target).
   //! @returns `errc::invalid_argument` with the first error line of the log as subject when
   //!          the source does not compile; `errc::io` when the disk cache cannot be written.
-  expected<std::string> compile(std::string_view source,
-                                std::span<const std::string> options = {},
+  expected<std::string> compile(std::string_view source, std::span<const std::string> options = {},
                                 std::string_view name = "vyre_module.cu") {
     std::vector<std::string> all(options.begin(), options.end());
     bool has_arch = false;
     for (const std::string& o : all)
       if (o.starts_with("-arch") || o.starts_with("--gpu-architecture")) has_arch = true;
-    if (!has_arch) all.push_back("--gpu-architecture=compute_" + std::to_string(compute_capability_));
+    if (!has_arch)
+      all.push_back("--gpu-architecture=compute_" + std::to_string(compute_capability_));
     int major = 0, minor = 0;
     if (const nvrtcResult v = nvrtcVersion(&major, &minor); v != NVRTC_SUCCESS)
       return fail(nvrtc_error(v, "module_cache::compile: nvrtcVersion failed"));

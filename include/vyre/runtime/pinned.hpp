@@ -92,8 +92,8 @@ class pinned_pool {
                       .with("bytes", 0)
                       .fix("request at least one byte"));
     if (bytes > (std::size_t{1} << 62))
-      return fail(error(errc::out_of_memory, "pinned_pool: request too large")
-                      .with("bytes", bytes));
+      return fail(
+          error(errc::out_of_memory, "pinned_pool: request too large").with("bytes", bytes));
     const std::size_t cls = std::bit_ceil((std::max)(bytes, min_class));
     const std::size_t index = static_cast<std::size_t>(std::countr_zero(cls));
     {

@@ -199,8 +199,8 @@ class resident_store {
             std::memcpy(chunk.data(), source.data() + at, chunk.size());
           },
           options);
-    VYRE_TRY_ASSIGN(const resident_span target, begin_host_operation(h, offset, source.size(),
-                                                                       "resident_store::upload"));
+    VYRE_TRY_ASSIGN(const resident_span target,
+                    begin_host_operation(h, offset, source.size(), "resident_store::upload"));
     const auto copied =
         cuda_check(cudaMemcpyAsync(target.data + offset, source.data(), source.size(),
                                    cudaMemcpyHostToDevice, stream),
@@ -234,10 +234,10 @@ class resident_store {
 
   //! Copies `destination.size()` bytes from byte `offset` of `h` after the work queued on
   //! `stream`, and waits for them.
-  expected<void> download(resident_handle h, std::span<std::byte> destination,
-                          std::size_t offset, cudaStream_t stream) noexcept {
+  expected<void> download(resident_handle h, std::span<std::byte> destination, std::size_t offset,
+                          cudaStream_t stream) noexcept {
     VYRE_TRY_ASSIGN(const resident_span source, begin_host_operation(h, offset, destination.size(),
-                                                                       "resident_store::download"));
+                                                                     "resident_store::download"));
     auto copied = cuda_check(cudaMemcpyAsync(destination.data(), source.data + offset,
                                              destination.size(), cudaMemcpyDeviceToHost, stream),
                              "resident_store::download: cudaMemcpyAsync failed");
@@ -265,7 +265,8 @@ class resident_store {
     try {
       s->pending.push_back(std::move(event));
     } catch (...) {
-      return fail(error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed"));
+      return fail(
+          error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed"));
     }
     return {};
   }
@@ -288,12 +289,13 @@ class resident_store {
       VYRE_TRY_ASSIGN(slot * s, checked(h));
       prune(*s);
       if (!s->pending.empty() || s->busy != 0)
-        return fail(error(errc::in_use, "resident_store::free: the buffer is in use by pending work")
-                        .with("pending_launches", s->pending.size())
-                        .with("host_copies", s->busy)
-                        .with("bytes", s->bytes)
-                        .fix("synchronise the stream that uses it (or wait for its event) "
-                             "before freeing"));
+        return fail(
+            error(errc::in_use, "resident_store::free: the buffer is in use by pending work")
+                .with("pending_launches", s->pending.size())
+                .with("host_copies", s->busy)
+                .with("bytes", s->bytes)
+                .fix("synchronise the stream that uses it (or wait for its event) "
+                     "before freeing"));
       released = retire(h.slot);
     }
     return memory_.try_deallocate(released.data, released.bytes, released.stream);
@@ -400,10 +402,11 @@ class resident_store {
       return fail(error(errc::invalid_handle, "resident_store: the handle is empty")
                       .fix("use a handle returned by allocate()"));
     if (h.backend_id != backend_id_)
-      return fail(error(errc::invalid_handle, "resident_store: the handle belongs to another backend")
-                      .with("handle_backend", h.backend_id)
-                      .with("this_backend", backend_id_)
-                      .fix("use each handle with the backend that allocated it"));
+      return fail(
+          error(errc::invalid_handle, "resident_store: the handle belongs to another backend")
+              .with("handle_backend", h.backend_id)
+              .with("this_backend", backend_id_)
+              .fix("use each handle with the backend that allocated it"));
     if (h.slot >= slots_.size())
       return fail(error(errc::invalid_handle, "resident_store: the handle names no slot")
                       .with("slot", h.slot)
@@ -493,9 +496,9 @@ class resident_store {
         result = fill(at, view);
         if (!result) break;
       }
-      result = cuda_check(cudaMemcpyAsync(destination + at, view.data(), n,
-                                          cudaMemcpyHostToDevice, stream),
-                          "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
+      result = cuda_check(
+          cudaMemcpyAsync(destination + at, view.data(), n, cudaMemcpyHostToDevice, stream),
+          "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
       if (!result) break;
       result = cuda_check(cudaEventRecord(copied[b].get(), stream),
                           "resident_store::upload: cudaEventRecord failed");

@@ -162,7 +162,8 @@ class lease {
   lease() noexcept = default;
   lease(pool_type& pool, Handle h) noexcept : pool_(&pool), handle_(h) {}
   lease(lease&& other) noexcept
-      : pool_(std::exchange(other.pool_, nullptr)), handle_(std::exchange(other.handle_, Handle{})) {}
+      : pool_(std::exchange(other.pool_, nullptr)),
+        handle_(std::exchange(other.handle_, Handle{})) {}
   lease& operator=(lease&& other) noexcept {
     if (this != &other) {
       (void)reset();

@@ -64,8 +64,8 @@ class telemetry_counters {
     const std::uint64_t now =
         current_device_bytes_.value.fetch_add(held, std::memory_order_relaxed) + held;
     std::uint64_t peak = peak_device_bytes_.value.load(std::memory_order_relaxed);
-    while (now > peak && !peak_device_bytes_.value.compare_exchange_weak(
-                             peak, now, std::memory_order_relaxed)) {
+    while (now > peak &&
+           !peak_device_bytes_.value.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
   }
   //! A device allocation of `held` bytes returned.
@@ -192,10 +192,14 @@ inline std::string prometheus_label(std::string_view name, std::string_view valu
   std::string text(name);
   text += "=\"";
   for (const char c : value) {
-    if (c == '\\') text += "\\\\";
-    else if (c == '"') text += "\\\"";
-    else if (c == '\n') text += "\\n";
-    else text += c;
+    if (c == '\\')
+      text += "\\\\";
+    else if (c == '"')
+      text += "\\\"";
+    else if (c == '\n')
+      text += "\\n";
+    else
+      text += c;
   }
   text += '"';
   return text;
