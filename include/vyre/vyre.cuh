@@ -6,3 +6,4 @@
 #include "vyre/vyre.hpp"
 #include "vyre/fusion.cuh"
 #include "vyre/graph.cuh"
+#include "vyre/runtime.cuh"

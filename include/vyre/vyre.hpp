@@ -7,3 +7,6 @@
 #include "vyre/core.hpp"
 #include "vyre/fusion.hpp"
 #include "vyre/graph.hpp"
+#include "vyre/runtime/launch_plan.hpp"
+#include "vyre/runtime/module_disk_cache.hpp"
+#include "vyre/runtime/telemetry.hpp"

@@ -89,3 +89,23 @@ TEST_CASE("a failing CUDA call becomes a vyre::error naming the call", "[core][g
   CHECK(result.error().code() == vyre::errc::out_of_memory);
   CHECK(vyre::cuda_check(cudaGetLastError(), "sticky state cleared").has_value());
 }
+
+namespace core_gpu_test {
+// narrow<To>(unsigned) must compile warning-free under nvcc (-Werror=all-warnings): no
+// pointless "unsigned < 0" comparison.
+VYRE_KERNEL void narrow_on_device(std::uint64_t value, std::uint32_t* out) {
+  const auto narrowed = vyre::narrow<std::uint32_t>(value, "device narrow");
+  *out = narrowed.has_value() ? *narrowed : 0xFFFFFFFFu;
+}
+}  // namespace core_gpu_test
+
+TEST_CASE("narrow works in device code for unsigned sources", "[core][gpu]") {
+  device_buffer<std::uint32_t> out(1);
+  for (const std::uint64_t value : {std::uint64_t{7}, std::uint64_t{1} << 40}) {
+    core_gpu_test::narrow_on_device<<<1, 1>>>(value, out.ptr);
+    REQUIRE(vyre::cuda_check(cudaGetLastError(), "launch narrow_on_device"));
+    std::uint32_t host = 0;
+    REQUIRE(vyre::cuda_check(cudaMemcpy(&host, out.ptr, 4, cudaMemcpyDeviceToHost), "download"));
+    CHECK(host == (value == 7 ? 7u : 0xFFFFFFFFu));
+  }
+}

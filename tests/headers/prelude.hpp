@@ -10,6 +10,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -33,7 +35,11 @@
 
 #include <cuda/std/bit>
 #include <cuda/std/expected>
+#include <cuda/std/limits>
 #include <cuda/std/span>
+#include <cuda/std/utility>
+#include <cuda/stream_ref>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>

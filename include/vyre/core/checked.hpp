@@ -45,9 +45,12 @@ template <std::integral To, std::integral From>
 VYRE_HOST_DEVICE constexpr expected<To> narrow(From value, const char* field) noexcept {
   if (!cuda::std::in_range<To>(value)) {
     // Negative values are reported through their two's-complement bit pattern plus a flag.
+    // (No `value < 0` on unsigned types: nvcc warns about the pointless comparison.)
+    bool negative = false;
+    if constexpr (std::is_signed_v<From>) negative = value < From{0};
     return fail(error(errc::out_of_range, field)
                     .with("value", static_cast<std::uint64_t>(value))
-                    .with("negative", value < From{0} ? 1u : 0u)
+                    .with("negative", negative ? 1u : 0u)
                     .with("max", static_cast<std::uint64_t>((cuda::std::numeric_limits<To>::max)()))
                     .fix("the value does not fit the destination type: split the input"));
   }

@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! Pools of non-blocking streams and of events (at most 128 each), handed out as move-only
+//! RAII leases. A lease synchronises its stream or event before the object goes back to the
+//! pool, so the next holder never inherits pending work.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "vyre/core/cuda_check.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/runtime/device.hpp"
+#include "vyre/runtime/telemetry.hpp"
+
+namespace vyre {
+
+//! Most streams (and, separately, events) one pool creates.
+inline constexpr std::size_t default_lease_pool_cap = 128;
+
+namespace detail {
+
+//! The shared machinery of the stream and event pools. `Traits` creates, synchronises and
+//! destroys one object.
+template <class Handle, class Traits>
+class lease_pool {
+ public:
+  lease_pool(int ordinal, telemetry_counters* telemetry, std::size_t cap) noexcept
+      : ordinal_(ordinal), telemetry_(telemetry), cap_(cap) {}
+  lease_pool(const lease_pool&) = delete;
+  lease_pool& operator=(const lease_pool&) = delete;
+  ~lease_pool() { (void)release_idle(); }
+
+  //! An idle object, or a new one while fewer than `cap` exist.
+  //! @returns `errc::invalid_state` naming the cap when every object is leased.
+  expected<Handle> take() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      if (!idle_.empty()) {
+        Handle h = idle_.back();
+        idle_.pop_back();
+        return h;
+      }
+      if (created_ >= cap_)
+        return fail(error(errc::invalid_state, Traits::exhausted_context)
+                        .with("cap", cap_)
+                        .fix("return leases before acquiring more (a lease returns its object "
+                             "when destroyed)"));
+      ++created_;  // reserve the slot; undone below on failure
+      try {
+        idle_.reserve(created_);  // give_back never allocates
+      } catch (...) {
+        --created_;
+        return fail(error(errc::out_of_memory, Traits::exhausted_context).with("cap", cap_));
+      }
+    }
+    detail::device_guard guard(ordinal_);
+    Handle h{};
+    auto created = guard.status();
+    if (created) created = Traits::create(h);
+    if (!created) {
+      std::lock_guard lock(mutex_);
+      --created_;
+      return fail(created.error());
+    }
+    return h;
+  }
+
+  //! Synchronises `h` and makes it idle again. A failed synchronisation destroys it instead
+  //! (its state is unknown).
+  expected<void> give_back(Handle h) noexcept {
+    const auto synced = Traits::synchronize(h);
+    if (telemetry_ != nullptr) telemetry_->record_sync();
+    std::lock_guard lock(mutex_);
+    if (!synced) {
+      (void)Traits::destroy(h);
+      --created_;
+      return synced;
+    }
+    idle_.push_back(h);  // capacity reserved in take()
+    return {};
+  }
+
+  //! Destroys every idle object (leased ones stay valid).
+  expected<void> release_idle() noexcept {
+    std::vector<Handle> idle;
+    {
+      std::lock_guard lock(mutex_);
+      idle.swap(idle_);
+      created_ -= idle.size();
+      try {
+        idle_.reserve(created_);
+      } catch (...) {
+      }
+    }
+    detail::device_guard guard(ordinal_);
+    expected<void> result;
+    for (Handle h : idle)
+      if (auto destroyed = Traits::destroy(h); !destroyed && result) result = destroyed;
+    return result;
+  }
+
+  std::size_t created() const {
+    std::lock_guard lock(mutex_);
+    return created_;
+  }
+  std::size_t idle() const {
+    std::lock_guard lock(mutex_);
+    return idle_.size();
+  }
+  std::size_t cap() const noexcept { return cap_; }
+
+ private:
+  int ordinal_;
+  telemetry_counters* telemetry_;
+  std::size_t cap_;
+  mutable std::mutex mutex_;
+  std::size_t created_ = 0;
+  std::vector<Handle> idle_;
+};
+
+struct stream_traits {
+  static constexpr const char* exhausted_context = "stream_pool: every stream is leased";
+  static expected<void> create(cudaStream_t& s) noexcept {
+    VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
+                  "stream_pool: cudaStreamCreateWithFlags failed");
+    return {};
+  }
+  static expected<void> synchronize(cudaStream_t s) noexcept {
+    return cuda_check(cudaStreamSynchronize(s), "stream_lease: cudaStreamSynchronize failed");
+  }
+  static expected<void> destroy(cudaStream_t s) noexcept {
+    return cuda_check(cudaStreamDestroy(s), "stream_pool: cudaStreamDestroy failed");
+  }
+};
+
+struct event_traits {
+  static constexpr const char* exhausted_context = "event_pool: every event is leased";
+  static expected<void> create(cudaEvent_t& e) noexcept {
+    VYRE_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
+                  "event_pool: cudaEventCreateWithFlags failed");
+    return {};
+  }
+  static expected<void> synchronize(cudaEvent_t e) noexcept {
+    return cuda_check(cudaEventSynchronize(e), "event_lease: cudaEventSynchronize failed");
+  }
+  static expected<void> destroy(cudaEvent_t e) noexcept {
+    return cuda_check(cudaEventDestroy(e), "event_pool: cudaEventDestroy failed");
+  }
+};
+
+//! A leased pooled object; returned (after synchronisation) on destruction or `reset()`.
+template <class Handle, class Traits>
+class lease {
+ public:
+  using pool_type = lease_pool<Handle, Traits>;
+  lease() noexcept = default;
+  lease(pool_type& pool, Handle h) noexcept : pool_(&pool), handle_(h) {}
+  lease(lease&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)),
+        handle_(std::exchange(other.handle_, Handle{})) {}
+  lease& operator=(lease&& other) noexcept {
+    if (this != &other) {
+      (void)reset();
+      pool_ = std::exchange(other.pool_, nullptr);
+      handle_ = std::exchange(other.handle_, Handle{});
+    }
+    return *this;
+  }
+  lease(const lease&) = delete;
+  lease& operator=(const lease&) = delete;
+  ~lease() { (void)reset(); }
+
+  Handle get() const noexcept { return handle_; }
+  explicit operator bool() const noexcept { return pool_ != nullptr; }
+  //! Synchronises and returns the object to its pool now.
+  expected<void> reset() noexcept {
+    if (pool_ == nullptr) return {};
+    auto* pool = std::exchange(pool_, nullptr);
+    return pool->give_back(std::exchange(handle_, Handle{}));
+  }
+
+ private:
+  pool_type* pool_ = nullptr;
+  Handle handle_{};
+};
+
+}  // namespace detail
+
+//! A leased non-blocking stream (`get()`), synchronised before it returns to its pool.
+using stream_lease = detail::lease<cudaStream_t, detail::stream_traits>;
+//! A leased event created with cudaEventDisableTiming, synchronised before it returns.
+using event_lease = detail::lease<cudaEvent_t, detail::event_traits>;
+
+//! Pool of non-blocking streams (thread-safe).
+class stream_pool : public detail::lease_pool<cudaStream_t, detail::stream_traits> {
+ public:
+  explicit stream_pool(int ordinal, telemetry_counters* telemetry = nullptr,
+                       std::size_t cap = default_lease_pool_cap) noexcept
+      : lease_pool(ordinal, telemetry, cap) {}
+  //! @returns `errc::invalid_state` when all `cap()` streams are leased.
+  expected<stream_lease> acquire() noexcept {
+    VYRE_TRY_ASSIGN(cudaStream_t s, take());
+    return stream_lease(*this, s);
+  }
+};
+
+//! Pool of events (thread-safe).
+class event_pool : public detail::lease_pool<cudaEvent_t, detail::event_traits> {
+ public:
+  explicit event_pool(int ordinal, telemetry_counters* telemetry = nullptr,
+                      std::size_t cap = default_lease_pool_cap) noexcept
+      : lease_pool(ordinal, telemetry, cap) {}
+  //! @returns `errc::invalid_state` when all `cap()` events are leased.
+  expected<event_lease> acquire() noexcept {
+    VYRE_TRY_ASSIGN(cudaEvent_t e, take());
+    return event_lease(*this, e);
+  }
+};
+
+}  // namespace vyre

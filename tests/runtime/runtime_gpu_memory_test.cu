@@ -1,0 +1,649 @@
+// SPDX-License-Identifier: Apache-2.0
+// GPU tests of the runtime's memory: the conformance suite instantiated for every allocation
+// policy, a 16-thread stress test, device memory back to baseline after destruction, the
+// resident store (round trips, handle checks, in-use refusal, budget) and stream/event leases.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <vyre/runtime.cuh>
+
+namespace runtime_gpu_memory_test {
+
+// Spins for about `cycles` clock cycles: keeps a stream busy so "pending work" is real.
+VYRE_KERNEL void spin(long long cycles) {
+  const long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
+// Writes word i = tag ^ i over `words` words.
+VYRE_KERNEL void stamp(std::uint32_t* out, std::size_t words, std::uint32_t tag) {
+  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
+       i += std::size_t{gridDim.x} * blockDim.x)
+    out[i] = tag ^ static_cast<std::uint32_t>(i);
+}
+
+}  // namespace runtime_gpu_memory_test
+
+namespace {
+using namespace runtime_gpu_memory_test;
+
+template <class Alloc>
+using backend_for = vyre::backend<
+    vyre::policies<Alloc, vyre::staging::little_endian, vyre::on_error::return_expected>>;
+
+constexpr long long spin_cycles = 200'000'000;  // ~0.1 s at ~2 GHz
+
+template <class Backend>
+Backend acquire_or_fail(const vyre::backend_options& options = {}) {
+  auto b = Backend::acquire(0, options);
+  if (!b) FAIL(b.error().message());
+  return std::move(*b);
+}
+
+#define REQUIRE_OK(expr)                             \
+  do {                                               \
+    const auto& vyre_ok_ = (expr);                   \
+    if (!vyre_ok_) FAIL(vyre_ok_.error().message()); \
+  } while (false)
+
+std::size_t device_free_bytes() {
+  std::size_t free_bytes = 0, total = 0;
+  REQUIRE(cudaMemGetInfo(&free_bytes, &total) == cudaSuccess);
+  return free_bytes;
+}
+
+std::vector<std::byte> pattern_bytes(std::size_t n, std::uint32_t seed) {
+  std::vector<std::byte> bytes(n);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xFF);
+  return bytes;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Conformance suite: every allocation policy.
+
+TEMPLATE_TEST_CASE("allocations are distinct, aligned and hold their full size",
+                   "[runtime][gpu][memory]", vyre::alloc::caching_pool, vyre::alloc::stream_ordered,
+                   vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  const std::size_t sizes[] = {
+      1,         3, 255, 256, 257, 1000, 4096, 4097, 65536, (1u << 20) + 3, (3u << 20) + 5,
+      300u << 20};  // the last exceeds the retained cap
+  std::vector<vyre::device_buffer> buffers;
+  for (const std::size_t n : sizes) {
+    auto b = gpu.allocate(n, stream->get());
+    REQUIRE_OK(b);
+    CHECK(b->size() == n);
+    CHECK(reinterpret_cast<std::uintptr_t>(b->get()) % vyre::device_alignment == 0);
+    buffers.push_back(std::move(*b));
+  }
+  // No two allocations overlap.
+  std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
+  for (const auto& b : buffers)
+    ranges.emplace_back(reinterpret_cast<std::uintptr_t>(b.get()), b.size());
+  std::sort(ranges.begin(), ranges.end());
+  for (std::size_t i = 1; i < ranges.size(); ++i)
+    CHECK(ranges[i - 1].first + ranges[i - 1].second <= ranges[i].first);
+  // Every byte is writable and keeps what was written (a distinct value per buffer).
+  for (std::size_t i = 0; i < buffers.size(); ++i)
+    REQUIRE(cudaMemsetAsync(buffers[i].get(), static_cast<int>(0x11 * (i + 1)), buffers[i].size(),
+                            stream->get()) == cudaSuccess);
+  for (std::size_t i = 0; i < buffers.size(); ++i) {
+    std::vector<unsigned char> host(buffers[i].size(), 0);
+    REQUIRE(cudaMemcpyAsync(host.data(), buffers[i].get(), host.size(), cudaMemcpyDeviceToHost,
+                            stream->get()) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
+    const auto expected_byte = static_cast<unsigned char>(0x11 * (i + 1));
+    CHECK(std::count(host.begin(), host.end(), expected_byte) ==
+          static_cast<std::ptrdiff_t>(host.size()));
+  }
+  CHECK(gpu.memory().live_allocations() == buffers.size());
+  buffers.clear();
+  CHECK(gpu.memory().live_allocations() == 0);
+  CHECK(gpu.telemetry().snapshot().current_device_bytes == 0);
+}
+
+TEMPLATE_TEST_CASE("a zero-byte request is an invalid-argument error", "[runtime][gpu][memory]",
+                   vyre::alloc::caching_pool, vyre::alloc::stream_ordered, vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  const auto b = gpu.allocate(0);
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code() == vyre::errc::invalid_argument);
+  CHECK(b.error().value_or("bytes", 1) == 0);
+  CHECK(b.error().message().find("zero-byte") != std::string::npos);
+  const auto resident = gpu.allocate_resident(0);
+  REQUIRE_FALSE(resident.has_value());
+  CHECK(resident.error().code() == vyre::errc::invalid_argument);
+}
+
+TEMPLATE_TEST_CASE("exhaustion is an out-of-memory error naming the bytes and the policy",
+                   "[runtime][gpu][memory]", vyre::alloc::caching_pool, vyre::alloc::stream_ordered,
+                   vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  const std::size_t too_many = gpu.caps().total_memory * 2;
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  const auto b = gpu.allocate(too_many, stream->get());
+  REQUIRE_FALSE(b.has_value());
+  CHECK(b.error().code() == vyre::errc::out_of_memory);
+  CHECK(b.error().value_or("bytes", 0) == too_many);
+  const std::string message = b.error().message();
+  CHECK(message.find(gpu.allocation_policy_name()) != std::string::npos);
+  CHECK(message.find("bytes=" + std::to_string(too_many)) != std::string::npos);
+  // The failure leaves the backend usable.
+  auto small_again = gpu.allocate(4096, stream->get());
+  REQUIRE_OK(small_again);
+  CHECK(gpu.memory().live_allocations() == 1);
+}
+
+TEMPLATE_TEST_CASE("device free memory returns to its baseline after the backend is destroyed",
+                   "[runtime][gpu][memory]", vyre::alloc::caching_pool, vyre::alloc::stream_ordered,
+                   vyre::alloc::direct) {
+  { auto warm = acquire_or_fail<backend_for<TestType>>(); }  // context and pools initialised
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::size_t baseline = device_free_bytes();
+  {
+    auto gpu = acquire_or_fail<backend_for<TestType>>();
+    REQUIRE_OK(gpu.warmup());
+    auto stream = gpu.acquire_stream();
+    REQUIRE_OK(stream);
+    std::vector<vyre::device_buffer> kept;
+    for (int i = 0; i < 8; ++i) {
+      auto b = gpu.allocate(std::size_t{32} << 20, stream->get());
+      REQUIRE_OK(b);
+      kept.push_back(std::move(*b));
+    }
+    kept.resize(4);  // four go back to the pool (cached, for the caching policies)
+    // One allocation is released from its RAII owner: only the backend can return it now.
+    (void)kept.back().release();
+    kept.pop_back();
+    auto resident = gpu.allocate_resident(std::size_t{64} << 20, stream->get());
+    REQUIRE_OK(resident);
+    auto pinned = gpu.acquire_pinned(std::size_t{8} << 20);
+    REQUIRE_OK(pinned);
+    REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
+    // 4 x 32 MiB live (one released) + 64 MiB resident at least; the caching policies also
+    // keep the 4 freed blocks.
+    CHECK(device_free_bytes() + (std::size_t{160} << 20) <= baseline);
+  }
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  const std::size_t after = device_free_bytes();
+  const std::size_t tolerance = std::size_t{8} << 20;
+  CHECK(after + tolerance >= baseline);
+  CHECK(after <= baseline + tolerance);
+}
+
+TEMPLATE_TEST_CASE("telemetry counts every allocation as a hit or a miss",
+                   "[runtime][gpu][memory][telemetry]", vyre::alloc::caching_pool,
+                   vyre::alloc::stream_ordered, vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  gpu.telemetry().reset();
+  std::uint64_t requested = 0;
+  void* first = nullptr;
+  for (int round = 0; round < 5; ++round) {
+    auto b = gpu.allocate(100'000, stream->get());
+    REQUIRE_OK(b);
+    requested += 100'000;
+    if (round == 0) first = b->get();
+    if constexpr (std::is_same_v<TestType, vyre::alloc::caching_pool>) CHECK(b->get() == first);
+  }
+  const auto s = gpu.telemetry().snapshot();
+  CHECK(s.allocations == 5);
+  CHECK(s.bytes_requested == requested);
+  CHECK(s.pool_hits + s.pool_misses == 5);
+  CHECK(s.current_device_bytes == 0);
+  CHECK(s.peak_device_bytes >= 100'000);
+  if constexpr (std::is_same_v<TestType, vyre::alloc::direct>) CHECK(s.pool_misses == 5);
+  if constexpr (std::is_same_v<TestType, vyre::alloc::caching_pool>) {
+    CHECK(s.pool_misses == 1);
+    CHECK(s.pool_hits == 4);
+    CHECK(s.peak_device_bytes == 131072);  // one 128 KiB class at a time
+  }
+  if constexpr (std::is_same_v<TestType, vyre::alloc::stream_ordered>) CHECK(s.pool_hits >= 3);
+}
+
+TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across streams",
+                   "[runtime][gpu][memory][stress]", vyre::alloc::caching_pool,
+                   vyre::alloc::stream_ordered, vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  constexpr int threads = 16;
+  constexpr int iterations = std::is_same_v<TestType, vyre::alloc::direct> ? 30 : 120;
+  struct parcel {
+    vyre::device_buffer buffer;
+    std::uint32_t tag;
+  };
+  std::mutex mailbox_mutex;
+  std::vector<parcel> mailbox;
+  std::atomic<int> failures{0};
+  std::atomic<int> verified{0};
+
+  // Checks that a buffer still holds its stamp (nobody else was handed its memory).
+  auto verify = [&](const vyre::device_buffer& b, std::uint32_t tag, cudaStream_t s) {
+    const std::size_t words = b.size() / 4;
+    std::uint32_t ends[2] = {0, 0};
+    if (cudaMemcpyAsync(&ends[0], b.get(), 4, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
+        cudaMemcpyAsync(&ends[1], b.as<std::uint32_t>() + words - 1, 4, cudaMemcpyDeviceToHost,
+                        s) != cudaSuccess ||
+        cudaStreamSynchronize(s) != cudaSuccess) {
+      failures.fetch_add(1);
+      return;
+    }
+    if (ends[0] != tag || ends[1] != (tag ^ static_cast<std::uint32_t>(words - 1)))
+      failures.fetch_add(1);
+    else
+      verified.fetch_add(1);
+  };
+
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      auto stream = gpu.streams().acquire();
+      if (!stream) {
+        failures.fetch_add(1000);
+        return;
+      }
+      std::mt19937 rng(static_cast<std::uint32_t>(t * 7919 + 1));
+      for (int i = 0; i < iterations; ++i) {
+        const std::size_t words = 1 + rng() % (1u << 16);
+        auto b = gpu.memory().try_allocate(words * 4, stream->get());
+        if (!b) {
+          failures.fetch_add(1);
+          continue;
+        }
+        vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
+        const std::uint32_t tag =
+            static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
+        stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
+        if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
+        // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
+        // another thread after checking it was not overwritten.
+        std::vector<parcel> to_check;
+        {
+          std::lock_guard lock(mailbox_mutex);
+          mailbox.push_back(parcel{std::move(buffer), tag});
+          if (mailbox.size() > 8) {
+            std::swap(mailbox[rng() % mailbox.size()], mailbox.back());
+            to_check.push_back(std::move(mailbox.back()));
+            mailbox.pop_back();
+          }
+        }
+        for (auto& p : to_check) {
+          // The stamp was queued on another stream: wait for it, then read on ours.
+          if (cudaStreamSynchronize(p.buffer.stream()) != cudaSuccess) failures.fetch_add(1);
+          verify(p.buffer, p.tag, stream->get());
+        }
+      }
+    });
+  for (auto& w : workers) w.join();
+  for (auto& p : mailbox) {
+    REQUIRE(cudaStreamSynchronize(p.buffer.stream()) == cudaSuccess);
+    verify(p.buffer, p.tag, p.buffer.stream());
+  }
+  mailbox.clear();
+  CHECK(failures.load() == 0);
+  CHECK(verified.load() == threads * iterations);
+  CHECK(gpu.memory().live_allocations() == 0);
+  const auto s = gpu.telemetry().snapshot();
+  CHECK(s.allocations == static_cast<std::uint64_t>(threads * iterations));
+  CHECK(s.current_device_bytes == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resident store.
+
+TEMPLATE_TEST_CASE("resident buffers round-trip pageable and pinned uploads as one operation",
+                   "[runtime][gpu][resident]", vyre::alloc::caching_pool,
+                   vyre::alloc::stream_ordered, vyre::alloc::direct) {
+  auto gpu = acquire_or_fail<backend_for<TestType>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  const std::size_t n = (std::size_t{10} << 20) + 3;
+  const auto source = pattern_bytes(n, 42);
+  auto h = gpu.allocate_resident(n, stream->get());
+  REQUIRE_OK(h);
+  auto span = gpu.resident_buffer(*h);
+  REQUIRE_OK(span);
+  CHECK(span->bytes == n);
+  CHECK(span->data != nullptr);
+  REQUIRE(cudaMemsetAsync(span->data, 0xEE, n, stream->get()) == cudaSuccess);  // poison
+
+  gpu.telemetry().reset();
+  // Pageable source, staged in 1 MiB chunks: 11 copies, one upload operation.
+  REQUIRE_OK(gpu.resident().upload(*h, source, 0, stream->get(), {.chunk_bytes = 1u << 20}));
+  auto s = gpu.telemetry().snapshot();
+  CHECK(s.h2d_operations == 1);
+  CHECK(s.h2d_bytes == n);
+  std::vector<std::byte> back(n, std::byte{0});
+  REQUIRE_OK(gpu.download(*h, back, 0, stream->get()));
+  CHECK(back == source);
+  CHECK(gpu.telemetry().snapshot().d2h_operations == 1);
+
+  // Pinned source: copied directly; a sub-range at an offset.
+  const std::size_t part = 4097, offset = 1234567;
+  auto pinned = gpu.acquire_pinned(part);
+  REQUIRE_OK(pinned);
+  const auto fresh = pattern_bytes(part, 7);
+  std::memcpy(pinned->data(), fresh.data(), part);
+  REQUIRE_OK(
+      gpu.upload(*h, std::span<const std::byte>(pinned->data(), part), offset, stream->get()));
+  REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
+  CHECK(gpu.telemetry().snapshot().h2d_operations == 2);
+  std::vector<std::byte> window(part);
+  REQUIRE_OK(gpu.download(*h, window, offset, stream->get()));
+  CHECK(window == fresh);
+  // Bytes around the window kept the first upload.
+  std::vector<std::byte> before(16);
+  REQUIRE_OK(gpu.download(*h, before, offset - 16, stream->get()));
+  CHECK(std::equal(before.begin(), before.end(), source.begin() + (offset - 16)));
+
+  REQUIRE_OK(gpu.free_resident(*h));
+  CHECK(gpu.resident().live_buffers() == 0);
+  CHECK(gpu.resident().bytes_in_use() == 0);
+}
+
+TEST_CASE("allocate_filled stages a callback's chunks and releases the buffer on failure",
+          "[runtime][gpu][resident]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  const std::size_t words = 3'000'001;
+  auto fill = [](std::size_t at, std::span<std::byte> chunk) {
+    // Word w holds w * 2654435761 (chunks are word-aligned: 64 KiB chunks).
+    for (std::size_t i = 0; i < chunk.size() / 4; ++i) {
+      const auto w = static_cast<std::uint32_t>((at / 4 + i) * 2654435761u);
+      std::memcpy(chunk.data() + 4 * i, &w, 4);
+    }
+  };
+  gpu.telemetry().reset();
+  auto h =
+      gpu.resident().allocate_filled(words * 4, stream->get(), fill, {.chunk_bytes = 1u << 16});
+  REQUIRE_OK(h);
+  CHECK(gpu.telemetry().snapshot().h2d_operations == 1);
+  std::vector<std::uint32_t> back(words, 0);
+  REQUIRE_OK(
+      gpu.resident().download(*h, std::as_writable_bytes(std::span(back)), 0, stream->get()));
+  for (std::size_t w = 0; w < words; ++w)
+    if (back[w] != static_cast<std::uint32_t>(w * 2654435761u)) FAIL("word " << w << " differs");
+
+  // A fill that fails half-way: error returned, nothing left allocated.
+  int calls = 0;
+  auto failing = [&calls](std::size_t, std::span<std::byte> chunk) -> vyre::expected<void> {
+    std::memset(chunk.data(), 0, chunk.size());
+    if (++calls == 3) return vyre::fail(vyre::error(vyre::errc::corrupt_data, "test: bad chunk"));
+    return {};
+  };
+  const std::size_t live_before = gpu.resident().live_buffers();
+  const std::size_t bytes_before = gpu.resident().bytes_in_use();
+  auto bad = gpu.resident().allocate_filled(std::size_t{1} << 20, stream->get(), failing,
+                                            {.chunk_bytes = 1u << 16});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == vyre::errc::corrupt_data);
+  CHECK(calls == 3);
+  CHECK(gpu.resident().live_buffers() == live_before);
+  CHECK(gpu.resident().bytes_in_use() == bytes_before);
+}
+
+TEST_CASE("resident handles from another backend, freed or stale are rejected",
+          "[runtime][gpu][resident]") {
+  auto a = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto b = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  CHECK(a.id() != b.id());
+  CHECK(a.id() != 0);
+  auto ha = a.allocate_resident(1024);
+  REQUIRE_OK(ha);
+  CHECK(ha->backend_id == a.id());
+
+  const auto foreign = b.resident_buffer(*ha);
+  REQUIRE_FALSE(foreign.has_value());
+  CHECK(foreign.error().code() == vyre::errc::invalid_handle);
+  CHECK(foreign.error().message().find("another backend") != std::string::npos);
+  CHECK(foreign.error().value_or("handle_backend", 0) == a.id());
+
+  const auto empty = a.resident_buffer(vyre::resident_handle{});
+  REQUIRE_FALSE(empty.has_value());
+  CHECK(empty.error().message().find("empty") != std::string::npos);
+
+  const auto nonsense = a.resident_buffer(vyre::resident_handle{a.id(), 999, 1});
+  REQUIRE_FALSE(nonsense.has_value());
+  CHECK(nonsense.error().code() == vyre::errc::invalid_handle);
+
+  REQUIRE_OK(a.free_resident(*ha));
+  const auto freed = a.resident_buffer(*ha);
+  REQUIRE_FALSE(freed.has_value());
+  CHECK(freed.error().code() == vyre::errc::invalid_handle);
+  CHECK(freed.error().message().find("was freed") != std::string::npos);
+  const auto double_free = a.free_resident(*ha);
+  REQUIRE_FALSE(double_free.has_value());
+  CHECK(double_free.error().code() == vyre::errc::invalid_handle);
+
+  auto reused = a.allocate_resident(2048);  // takes the freed slot, next generation
+  REQUIRE_OK(reused);
+  CHECK(reused->slot == ha->slot);
+  CHECK(reused->generation != ha->generation);
+  const auto stale = a.resident_buffer(*ha);
+  REQUIRE_FALSE(stale.has_value());
+  CHECK(stale.error().message().find("stale") != std::string::npos);
+  CHECK(stale.error().value_or("handle_generation", 0) == ha->generation);
+
+  const auto device_source =
+      a.upload(*reused, std::span<const std::byte>(
+                            static_cast<const std::byte*>(a.resident_buffer(*reused)->data), 16));
+  REQUIRE_FALSE(device_source.has_value());
+  CHECK(device_source.error().code() == vyre::errc::invalid_argument);
+
+  std::vector<std::byte> too_big(4096);
+  const auto overflow = a.download(*reused, too_big);
+  REQUIRE_FALSE(overflow.has_value());
+  CHECK(overflow.error().code() == vyre::errc::out_of_range);
+  CHECK(overflow.error().value_or("buffer_bytes", 0) == 2048);
+  const auto past_end = a.upload(*reused, std::span<const std::byte>(too_big.data(), 16), 2040);
+  REQUIRE_FALSE(past_end.has_value());
+  CHECK(past_end.error().code() == vyre::errc::out_of_range);
+}
+
+TEST_CASE("free is refused while a pending launch uses the buffer", "[runtime][gpu][resident]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  auto h = gpu.allocate_resident(4096, stream->get());
+  REQUIRE_OK(h);
+  spin<<<1, 1, 0, stream->get()>>>(spin_cycles);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE_OK(gpu.mark_in_use(*h, stream->get()));
+  auto busy = gpu.resident().in_use(*h);
+  REQUIRE_OK(busy);
+  CHECK(*busy);
+  const auto refused = gpu.free_resident(*h);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == vyre::errc::in_use);
+  CHECK(refused.error().value_or("pending_launches", 0) == 1);
+  CHECK(gpu.resident().live_buffers() == 1);  // nothing was freed
+  REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
+  CHECK_FALSE(*gpu.resident().in_use(*h));
+  REQUIRE_OK(gpu.free_resident(*h));
+}
+
+TEST_CASE("clear waits for pending work, frees everything and invalidates handles",
+          "[runtime][gpu][resident]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::stream_ordered>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  std::vector<vyre::resident_handle> handles;
+  for (int i = 0; i < 3; ++i) {
+    auto h = gpu.allocate_resident(std::size_t{1} << 20, stream->get());
+    REQUIRE_OK(h);
+    handles.push_back(*h);
+  }
+  spin<<<1, 1, 0, stream->get()>>>(spin_cycles / 4);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE_OK(gpu.mark_in_use(handles[1], stream->get()));
+  auto spun = gpu.acquire_event();
+  REQUIRE_OK(spun);
+  REQUIRE(cudaEventRecord(spun->get(), stream->get()) == cudaSuccess);
+  CHECK(cudaEventQuery(spun->get()) == cudaErrorNotReady);
+  (void)cudaGetLastError();
+  REQUIRE_OK(gpu.clear_resident());
+  CHECK(cudaEventQuery(spun->get()) == cudaSuccess);  // clear waited for the spin
+  CHECK(gpu.resident().live_buffers() == 0);
+  CHECK(gpu.resident().bytes_in_use() == 0);
+  for (const auto& h : handles) CHECK_FALSE(gpu.resident_buffer(h).has_value());
+}
+
+TEST_CASE("the resident budget is 90% of device memory and its error says what is in use",
+          "[runtime][gpu][resident]") {
+  {
+    auto gpu = acquire_or_fail<backend_for<vyre::alloc::direct>>();
+    CHECK(gpu.resident().budget() == gpu.caps().total_memory / 10 * 9);
+    const auto over = gpu.allocate_resident(gpu.caps().total_memory);
+    REQUIRE_FALSE(over.has_value());
+    CHECK(over.error().code() == vyre::errc::out_of_memory);
+    CHECK(over.error().value_or("budget_bytes", 0) == gpu.caps().total_memory / 10 * 9);
+  }
+  vyre::backend_options options;
+  options.resident_budget = 1'000'000;
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>(options);
+  auto first = gpu.allocate_resident(600'000);
+  REQUIRE_OK(first);
+  const auto second = gpu.allocate_resident(600'000);
+  REQUIRE_FALSE(second.has_value());
+  CHECK(second.error().code() == vyre::errc::out_of_memory);
+  CHECK(second.error().value_or("requested_bytes", 0) == 600'000);
+  CHECK(second.error().value_or("bytes_in_use", 0) == 600'000);
+  CHECK(second.error().value_or("budget_bytes", 0) == 1'000'000);
+  CHECK(second.error().message().find("bytes_in_use=600000") != std::string::npos);
+  REQUIRE_OK(gpu.free_resident(*first));
+  REQUIRE_OK(gpu.allocate_resident(600'000));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Streams, events, pinned memory.
+
+TEST_CASE("stream leases are non-blocking, synchronised on return and capped",
+          "[runtime][gpu][streams]") {
+  vyre::backend_options options;
+  options.stream_cap = 4;
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>(options);
+  cudaStream_t first_stream = nullptr;
+  {
+    auto lease = gpu.acquire_stream();
+    REQUIRE_OK(lease);
+    first_stream = lease->get();
+    unsigned int flags = 0;
+    REQUIRE(cudaStreamGetFlags(first_stream, &flags) == cudaSuccess);
+    CHECK(flags == cudaStreamNonBlocking);
+    spin<<<1, 1, 0, first_stream>>>(spin_cycles / 4);
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    const auto syncs = gpu.telemetry().snapshot().sync_points;
+    REQUIRE_OK(lease->reset());  // returns only once the spin finished
+    CHECK(cudaStreamQuery(first_stream) == cudaSuccess);
+    CHECK(gpu.telemetry().snapshot().sync_points == syncs + 1);
+  }
+  auto again = gpu.acquire_stream();
+  REQUIRE_OK(again);
+  CHECK(again->get() == first_stream);  // the idle stream was recycled
+  std::vector<vyre::stream_lease> held;
+  for (int i = 0; i < 3; ++i) {
+    auto l = gpu.acquire_stream();
+    REQUIRE_OK(l);
+    held.push_back(std::move(*l));
+  }
+  const auto over = gpu.acquire_stream();
+  REQUIRE_FALSE(over.has_value());
+  CHECK(over.error().code() == vyre::errc::invalid_state);
+  CHECK(over.error().value_or("cap", 0) == 4);
+  held.pop_back();
+  REQUIRE_OK(gpu.acquire_stream());
+  CHECK(gpu.streams().created() == 4);
+}
+
+TEST_CASE("event leases are recycled after synchronisation", "[runtime][gpu][streams]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto stream = gpu.acquire_stream();
+  REQUIRE_OK(stream);
+  cudaEvent_t first = nullptr;
+  {
+    auto event = gpu.acquire_event();
+    REQUIRE_OK(event);
+    first = event->get();
+    spin<<<1, 1, 0, stream->get()>>>(spin_cycles / 4);
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    REQUIRE(cudaEventRecord(first, stream->get()) == cudaSuccess);
+  }  // the lease waits for the event before returning it
+  CHECK(cudaEventQuery(first) == cudaSuccess);
+  auto again = gpu.acquire_event();
+  REQUIRE_OK(again);
+  CHECK(again->get() == first);
+  CHECK(gpu.events().created() == 1);
+}
+
+TEST_CASE("pinned leases are pinned, sized by class and reused", "[runtime][gpu][pinned]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  std::byte* first = nullptr;
+  {
+    auto lease = gpu.acquire_pinned(1000);
+    REQUIRE_OK(lease);
+    CHECK(lease->size() == 1000);
+    CHECK(lease->capacity() == 4096);
+    first = lease->data();
+    cudaPointerAttributes attributes{};
+    REQUIRE(cudaPointerGetAttributes(&attributes, first) == cudaSuccess);
+    CHECK(attributes.type == cudaMemoryTypeHost);
+  }
+  CHECK(gpu.pinned().cached_bytes() == 4096);
+  auto again = gpu.acquire_pinned(4000);
+  REQUIRE_OK(again);
+  CHECK(again->data() == first);
+  CHECK(gpu.pinned().hits() == 1);
+  CHECK(gpu.pinned().misses() == 1);
+}
+
+TEST_CASE("warmup fills the pools and cleanup returns everything", "[runtime][gpu][backend]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  REQUIRE_OK(gpu.warmup());
+  CHECK(gpu.memory().cached_bytes() >= (std::size_t{1} << 20));
+  CHECK(gpu.pinned().cached_bytes() >= (std::size_t{1} << 20));
+  CHECK(gpu.streams().idle() == 1);
+  REQUIRE_OK(gpu.allocate_resident(4096));
+  REQUIRE_OK(gpu.cleanup());
+  CHECK(gpu.memory().cached_bytes() == 0);
+  CHECK(gpu.pinned().cached_bytes() == 0);
+  CHECK(gpu.resident().live_buffers() == 0);
+  CHECK(gpu.streams().created() == 0);
+  CHECK(gpu.events().created() == 0);
+}
+
+TEST_CASE("acquire names a bad ordinal; the throwing policy throws", "[runtime][gpu][backend]") {
+  int count = 0;
+  REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
+  const auto bad = backend_for<vyre::alloc::direct>::acquire(count);
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == vyre::errc::invalid_argument);
+  CHECK(bad.error().value_or("device_count", 0) == static_cast<std::uint64_t>(count));
+  CHECK_THROWS_AS(vyre::backend<>::acquire(count), vyre::error_exception);
+  auto gpu = vyre::backend<>::acquire(0);  // throwing policy: a plain backend
+  CHECK(gpu.caps().sm_count > 0);
+  CHECK(gpu.caps().total_memory > 0);
+  CHECK(gpu.caps().max_threads_per_block >= 1024);
+  CHECK(gpu.caps().l2_bytes > 0);
+  CHECK(gpu.caps().name[0] != '\0');
+  vyre::backend<> moved = std::move(gpu);
+  CHECK(moved.id() != 0);
+  CHECK(gpu.id() == 0);
+}
