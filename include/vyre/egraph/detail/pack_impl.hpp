@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! Internals of validation and packing: checking rows, grouping rows by e-class (counting sort
+//! for dense ids, LSD radix sort otherwise) and writing the nine columns. Everything returns
+//! `vyre::expected`; the public boundary in snapshot.hpp / pack.hpp applies the error policy.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <cuda/std/span>
+
+#include "vyre/core/error.hpp"
+#include "vyre/core/reserve.hpp"
+#include "vyre/egraph/layout.hpp"
+#include "vyre/egraph/row.hpp"
+#include "vyre/egraph/signature.hpp"
+
+namespace vyre::egraph::detail {
+
+inline constexpr const char* shard_hint =
+    "the snapshot exceeds the u32 image ABI: shard it into several snapshots";
+
+//! The input of validation and packing, as plain spans.
+struct snapshot_columns {
+  cuda::std::span<const row> rows;
+  cuda::std::span<const std::uint32_t> children;
+  std::uint64_t op_count = 0;
+};
+
+//! Grouping of rows by e-class, computed once and consumed by `emit`.
+struct grouping {
+  bool dense = true;
+  std::uint32_t min_eclass = 0;
+  std::uint32_t group_count = 0;
+  //! Dense: rows per e-class id (index id - min_eclass). `emit` turns it into cursors.
+  std::vector<std::uint32_t> counts;
+  //! Sparse: (eclass << 32 | row index), sorted by e-class, rows ascending inside a class.
+  std::vector<std::uint64_t> sorted;
+  //! Sparse: the distinct e-class ids, ascending.
+  std::vector<std::uint32_t> group_ids;
+
+  bool has_rows(std::uint32_t eclass) const noexcept {
+    if (dense) {
+      if (eclass < min_eclass) return false;
+      const std::uint64_t index = std::uint64_t{eclass} - min_eclass;
+      return index < counts.size() && counts[index] != 0;
+    }
+    return std::binary_search(group_ids.begin(), group_ids.end(), eclass);
+  }
+};
+
+//! Ids are "dense" when a counting array over [min, max] costs at most a few words per row.
+inline bool use_counting_sort(std::uint64_t id_range, std::uint64_t rows) noexcept {
+  return id_range <= 4 * rows + 65536;
+}
+
+inline expected<void> check_limits(const snapshot_columns& in, const snapshot_limits& limits) {
+  if (in.rows.size() > limits.max_rows)
+    return fail(error(errc::abi_limit,
+                      "egraph snapshot: too many rows for u32 grouped row indices and group "
+                      "offsets")
+                    .with("rows", in.rows.size())
+                    .with("max_rows", limits.max_rows)
+                    .fix(shard_hint));
+  if (in.children.size() > limits.max_child_entries)
+    return fail(error(errc::abi_limit,
+                      "egraph snapshot: children column too long for u32 children offsets")
+                    .with("child_entries", in.children.size())
+                    .with("max_child_entries", limits.max_child_entries)
+                    .fix(shard_hint));
+  if (in.op_count > limits.max_ops)
+    return fail(error(errc::abi_limit, "egraph snapshot: op registry too large for u32 op ids")
+                    .with("ops", in.op_count)
+                    .with("max_ops", limits.max_ops)
+                    .fix(shard_hint));
+  return {};
+}
+
+//! Per-row checks: known op, offset + length without overflow, range inside the column.
+inline expected<void> check_rows(const snapshot_columns& in, const snapshot_limits& limits) {
+  const std::uint64_t child_entries = in.children.size();
+  for (std::size_t r = 0; r < in.rows.size(); ++r) {
+    const row& current = in.rows[r];
+    if (current.op >= in.op_count) [[unlikely]]
+      return fail(error(errc::invalid_argument, "snapshot::validate: row names an unknown op id")
+                      .with("row", r)
+                      .with("op", current.op)
+                      .with("op_count", in.op_count)
+                      .fix("intern the op with snapshot::intern_op before adding rows that use "
+                           "it"));
+    if (current.children_length > limits.max_row_children) [[unlikely]]
+      return fail(error(errc::abi_limit, "snapshot::validate: row has too many children")
+                      .with("row", r)
+                      .with("children_length", current.children_length)
+                      .with("max_row_children", limits.max_row_children)
+                      .fix(shard_hint));
+    if (current.children_end() > snapshot_limits::u32_max) [[unlikely]]
+      return fail(error(errc::overflow,
+                        "snapshot::validate: row children offset + length overflows u32")
+                      .with("row", r)
+                      .with("children_offset", current.children_offset)
+                      .with("children_length", current.children_length)
+                      .fix("the row's children range is corrupt: rebuild the row with add_row"));
+    if (current.children_end() > child_entries) [[unlikely]]
+      return fail(error(errc::out_of_range,
+                        "snapshot::validate: row children range ends past the children column")
+                      .with("row", r)
+                      .with("children_end", current.children_end())
+                      .with("child_entries", child_entries)
+                      .fix("append the row's children before the row, or use add_row, which "
+                           "does both"));
+  }
+  return {};
+}
+
+inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_id,
+                                  std::uint64_t id_range, grouping& out) {
+  out.dense = true;
+  out.min_eclass = min_id;
+  VYRE_TRY(try_resize(out.counts, static_cast<std::size_t>(id_range),
+                      "pack: e-class counting array"));
+  std::uint32_t* counts = out.counts.data();
+  std::uint32_t groups = 0;
+  for (const row& current : in.rows) {
+    std::uint32_t& count = counts[current.eclass - min_id];
+    groups += count == 0 ? 1u : 0u;
+    ++count;
+  }
+  out.group_count = groups;
+  return {};
+}
+
+inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
+  out.dense = false;
+  const std::size_t n = in.rows.size();
+  std::vector<std::uint64_t> scratch;
+  VYRE_TRY(try_resize(out.sorted, n, "pack: e-class sort keys"));
+  VYRE_TRY(try_resize(scratch, n, "pack: e-class sort scratch"));
+  // One pass builds the keys and the histograms of all four key bytes.
+  std::array<std::array<std::uint32_t, 256>, 4> histograms{};
+  std::uint64_t* keys = out.sorted.data();
+  for (std::size_t r = 0; r < n; ++r) {
+    const std::uint32_t eclass = in.rows[r].eclass;
+    keys[r] = (std::uint64_t{eclass} << 32) | static_cast<std::uint32_t>(r);
+    ++histograms[0][eclass & 0xFFu];
+    ++histograms[1][(eclass >> 8) & 0xFFu];
+    ++histograms[2][(eclass >> 16) & 0xFFu];
+    ++histograms[3][eclass >> 24];
+  }
+  // LSD radix sort on the e-class bytes; stable, so rows stay ascending inside a class. A pass
+  // whose byte is the same for every key is skipped.
+  std::uint64_t* source = keys;
+  std::uint64_t* target = scratch.data();
+  for (unsigned pass = 0; pass < 4; ++pass) {
+    auto& histogram = histograms[pass];
+    const unsigned shift = 32 + 8 * pass;
+    if (n == 0 || histogram[(source[0] >> shift) & 0xFFu] == n) continue;
+    std::array<std::uint32_t, 256> cursor;
+    std::uint32_t running = 0;
+    for (unsigned digit = 0; digit < 256; ++digit) {
+      cursor[digit] = running;
+      running += histogram[digit];
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t key = source[i];
+      target[cursor[(key >> shift) & 0xFFu]++] = key;
+    }
+    std::swap(source, target);
+  }
+  if (source != keys) out.sorted.swap(scratch);
+  // Distinct ids.
+  std::uint32_t groups = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    groups += (i == 0 || (out.sorted[i] >> 32) != (out.sorted[i - 1] >> 32)) ? 1u : 0u;
+  VYRE_TRY(try_resize(out.group_ids, groups, "pack: e-class group ids"));
+  std::uint32_t g = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto eclass = static_cast<std::uint32_t>(out.sorted[i] >> 32);
+    if (i == 0 || eclass != out.group_ids[g - 1]) out.group_ids[g++] = eclass;
+  }
+  out.group_count = groups;
+  return {};
+}
+
+//! Every entry of the children column names an e-class that has a row.
+inline expected<void> check_children(const snapshot_columns& in, const grouping& groups) {
+  for (std::size_t i = 0; i < in.children.size(); ++i) {
+    const std::uint32_t child = in.children[i];
+    if (groups.has_rows(child)) [[likely]]
+      continue;
+    // Error path only: find a row that owns this entry, to name it.
+    std::uint64_t owner = snapshot_limits::u32_max + 1;
+    for (std::size_t r = 0; r < in.rows.size(); ++r)
+      if (in.rows[r].children_offset <= i && i < in.rows[r].children_end()) {
+        owner = r;
+        break;
+      }
+    error err(errc::not_found, "snapshot::validate: a child names an e-class that has no row");
+    if (owner <= snapshot_limits::u32_max) err.with("row", owner);
+    return fail(err.with("child_entry", i)
+                    .with("child_eclass", child)
+                    .fix("add a row for that e-class or drop the child"));
+  }
+  return {};
+}
+
+//! Validates the snapshot and groups its rows: everything `emit` needs.
+inline expected<grouping> analyze(const snapshot_columns& in, const snapshot_limits& limits) {
+  VYRE_TRY(check_limits(in, limits));
+  VYRE_TRY(check_rows(in, limits));
+  grouping result;
+  if (!in.rows.empty()) {
+    std::uint32_t min_id = in.rows[0].eclass;
+    std::uint32_t max_id = min_id;
+    for (const row& current : in.rows) {
+      min_id = (std::min)(min_id, current.eclass);
+      max_id = (std::max)(max_id, current.eclass);
+    }
+    const std::uint64_t id_range = std::uint64_t{max_id} - min_id + 1;
+    if (use_counting_sort(id_range, in.rows.size())) {
+      VYRE_TRY(group_dense(in, min_id, id_range, result));
+    } else {
+      VYRE_TRY(group_sparse(in, result));
+    }
+  }
+  VYRE_TRY(check_children(in, result));
+  return result;
+}
+
+//! Writes the image into `out` (exactly `layout.word_count()` words). Consumes the counting
+//! array of a dense grouping (it becomes the scatter cursors).
+inline void emit(const snapshot_columns& in, grouping& groups, const image_layout& layout,
+                 std::uint32_t* out) noexcept {
+  std::uint32_t* eclass_ids = out + layout.row_eclass_ids.offset;
+  std::uint32_t* op_ids = out + layout.row_language_op_ids.offset;
+  std::uint32_t* offsets = out + layout.row_children_offsets.offset;
+  std::uint32_t* lengths = out + layout.row_children_lens.offset;
+  std::uint32_t* signatures = out + layout.row_signatures.offset;
+  const std::uint32_t* children = in.children.data();
+  const std::size_t n = in.rows.size();
+  for (std::size_t r = 0; r < n; ++r) {
+    const row current = in.rows[r];
+    eclass_ids[r] = current.eclass;
+    op_ids[r] = current.op;
+    offsets[r] = current.children_offset;
+    lengths[r] = current.children_length;
+    signatures[r] =
+        row_signature(current.op, children + current.children_offset, current.children_length);
+  }
+  if (!in.children.empty())
+    std::memcpy(out + layout.children.offset, children, in.children.size_bytes());
+
+  std::uint32_t* group_ids = out + layout.group_eclass_ids.offset;
+  std::uint32_t* group_offsets = out + layout.group_offsets.offset;
+  std::uint32_t* group_rows = out + layout.group_rows.offset;
+  if (groups.dense) {
+    std::uint32_t g = 0;
+    std::uint32_t running = 0;
+    std::uint32_t* counts = groups.counts.data();
+    for (std::size_t k = 0; k < groups.counts.size(); ++k) {
+      const std::uint32_t count = counts[k];
+      if (count == 0) continue;
+      group_ids[g] = groups.min_eclass + static_cast<std::uint32_t>(k);
+      group_offsets[g] = running;
+      ++g;
+      counts[k] = running;
+      running += count;
+    }
+    group_offsets[g] = running;
+    const std::uint32_t min_id = groups.min_eclass;
+    for (std::size_t r = 0; r < n; ++r)
+      group_rows[counts[in.rows[r].eclass - min_id]++] = static_cast<std::uint32_t>(r);
+    groups.counts.clear();  // consumed
+  } else {
+    if (groups.group_count != 0)
+      std::memcpy(group_ids, groups.group_ids.data(),
+                  groups.group_ids.size() * sizeof(std::uint32_t));
+    std::uint32_t g = 0;
+    const std::uint64_t* sorted = groups.sorted.data();
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t key = sorted[i];
+      if (i == 0 || (key >> 32) != (sorted[i - 1] >> 32)) group_offsets[g++] = static_cast<std::uint32_t>(i);
+      group_rows[i] = static_cast<std::uint32_t>(key);
+    }
+    group_offsets[g] = static_cast<std::uint32_t>(n);
+  }
+}
+
+}  // namespace vyre::egraph::detail
