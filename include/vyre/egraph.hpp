@@ -64,3 +64,4 @@
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/pack.hpp"
 #include "vyre/egraph/upload.hpp"
+#include "vyre/egraph/image_file.hpp"
