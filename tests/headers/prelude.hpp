@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +38,10 @@
 #include <cuda/std/expected>
 #include <cuda/std/span>
 #include <cuda_runtime_api.h>
+// The optional egraph-serialize JSON loader's dependency (a third-party header, not vyre's).
+#if __has_include(<simdjson.h>)
+#include <simdjson.h>
+#endif
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>
 #include <cuda/std/atomic>
