@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -40,18 +41,40 @@ struct grouping {
   std::uint32_t group_count = 0;
   //! Dense: rows per e-class id (index id - min_eclass). `emit` turns it into cursors.
   std::vector<std::uint32_t> counts;
+  //! Dense: one bit per id in [min_eclass, min_eclass + counts.size()): the id has rows. A
+  //! bitmap (not `counts`) answers the children check: 32x smaller, so it stays in cache.
+  std::vector<std::uint64_t> present;
   //! Sparse: (eclass << 32 | row index), sorted by e-class, rows ascending inside a class.
   std::vector<std::uint64_t> sorted;
   //! Sparse: the distinct e-class ids, ascending.
   std::vector<std::uint32_t> group_ids;
+  //! Sparse: open-addressing set of the ids (linear probing, `empty_slot` marks a free slot;
+  //! the id equal to `empty_slot` is tracked by `has_empty_slot_id`). One cache line per
+  //! children check, where a binary search over all ids would take ~log2(G).
+  std::vector<std::uint32_t> id_set;
+  unsigned id_set_shift = 32;
+  bool has_empty_slot_id = false;
+  static constexpr std::uint32_t empty_slot = 0xFFFFFFFFu;
+
+  std::size_t id_slot(std::uint32_t eclass) const noexcept {
+    // Fibonacci hashing: spreads strided ids (multiples of 2^k) over the table.
+    return static_cast<std::size_t>((std::uint64_t{eclass} * 0x9E3779B97F4A7C15ull) >> id_set_shift);
+  }
 
   bool has_rows(std::uint32_t eclass) const noexcept {
+    if (eclass < min_eclass) return false;
+    const std::uint64_t index = std::uint64_t{eclass} - min_eclass;
     if (dense) {
-      if (eclass < min_eclass) return false;
-      const std::uint64_t index = std::uint64_t{eclass} - min_eclass;
-      return index < counts.size() && counts[index] != 0;
+      return index < counts.size() && ((present[index >> 6] >> (index & 63u)) & 1u) != 0;
     }
-    return std::binary_search(group_ids.begin(), group_ids.end(), eclass);
+    (void)index;
+    if (eclass == empty_slot) return has_empty_slot_id;
+    const std::size_t mask = id_set.size() - 1;
+    for (std::size_t slot = id_slot(eclass);; slot = (slot + 1) & mask) {
+      const std::uint32_t held = id_set[slot];
+      if (held == eclass) return true;
+      if (held == empty_slot) return false;
+    }
   }
 };
 
@@ -82,11 +105,17 @@ inline expected<void> check_limits(const snapshot_columns& in, const snapshot_li
   return {};
 }
 
-//! Per-row checks: known op, offset + length without overflow, range inside the column.
-inline expected<void> check_rows(const snapshot_columns& in, const snapshot_limits& limits) {
+//! Per-row checks: known op, offset + length without overflow, range inside the column. The
+//! same pass finds the smallest and largest e-class id.
+inline expected<void> check_rows(const snapshot_columns& in, const snapshot_limits& limits,
+                                 std::uint32_t& min_id, std::uint32_t& max_id) {
   const std::uint64_t child_entries = in.children.size();
+  min_id = in.rows.empty() ? 0 : in.rows[0].eclass;
+  max_id = min_id;
   for (std::size_t r = 0; r < in.rows.size(); ++r) {
     const row& current = in.rows[r];
+    min_id = (std::min)(min_id, current.eclass);
+    max_id = (std::max)(max_id, current.eclass);
     if (current.op >= in.op_count) [[unlikely]]
       return fail(error(errc::invalid_argument, "snapshot::validate: row names an unknown op id")
                       .with("row", r)
@@ -133,6 +162,10 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
     ++count;
   }
   out.group_count = groups;
+  VYRE_TRY(try_resize(out.present, static_cast<std::size_t>((id_range + 63) / 64),
+                      "pack: e-class presence bitmap"));
+  for (std::size_t k = 0; k < out.counts.size(); ++k)
+    out.present[k >> 6] |= std::uint64_t{counts[k] != 0} << (k & 63u);
   return {};
 }
 
@@ -142,34 +175,37 @@ inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
   std::vector<std::uint64_t> scratch;
   VYRE_TRY(try_resize(out.sorted, n, "pack: e-class sort keys"));
   VYRE_TRY(try_resize(scratch, n, "pack: e-class sort scratch"));
-  // One pass builds the keys and the histograms of all four key bytes.
-  std::array<std::array<std::uint32_t, 256>, 4> histograms{};
+  // One pass builds the keys and the histograms of the four 8-bit digits of the e-class (256
+  // buckets keep every scatter stream's page in the TLB).
+  constexpr unsigned digit_bits = 8;
+  constexpr unsigned passes = 4;
+  constexpr std::uint32_t digit_mask = (1u << digit_bits) - 1;
+  std::vector<std::array<std::uint32_t, 1u << digit_bits>> histograms;
+  VYRE_TRY(try_resize(histograms, passes, "pack: radix histograms"));
   std::uint64_t* keys = out.sorted.data();
   for (std::size_t r = 0; r < n; ++r) {
     const std::uint32_t eclass = in.rows[r].eclass;
     keys[r] = (std::uint64_t{eclass} << 32) | static_cast<std::uint32_t>(r);
-    ++histograms[0][eclass & 0xFFu];
-    ++histograms[1][(eclass >> 8) & 0xFFu];
-    ++histograms[2][(eclass >> 16) & 0xFFu];
-    ++histograms[3][eclass >> 24];
+    for (unsigned pass = 0; pass < passes; ++pass)
+      ++histograms[pass][(eclass >> (digit_bits * pass)) & digit_mask];
   }
-  // LSD radix sort on the e-class bytes; stable, so rows stay ascending inside a class. A pass
-  // whose byte is the same for every key is skipped.
+  // LSD radix sort on the e-class digits; stable, so rows stay ascending inside a class. A pass
+  // whose digit is the same for every key is skipped.
   std::uint64_t* source = keys;
   std::uint64_t* target = scratch.data();
-  for (unsigned pass = 0; pass < 4; ++pass) {
+  for (unsigned pass = 0; pass < passes; ++pass) {
     auto& histogram = histograms[pass];
-    const unsigned shift = 32 + 8 * pass;
-    if (n == 0 || histogram[(source[0] >> shift) & 0xFFu] == n) continue;
-    std::array<std::uint32_t, 256> cursor;
+    const unsigned shift = 32 + digit_bits * pass;
+    if (n == 0 || histogram[(source[0] >> shift) & digit_mask] == n) continue;
     std::uint32_t running = 0;
-    for (unsigned digit = 0; digit < 256; ++digit) {
-      cursor[digit] = running;
-      running += histogram[digit];
+    for (auto& bucket : histogram) {  // counts become scatter cursors
+      const std::uint32_t count = bucket;
+      bucket = running;
+      running += count;
     }
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t key = source[i];
-      target[cursor[(key >> shift) & 0xFFu]++] = key;
+      target[histogram[(key >> shift) & digit_mask]++] = key;
     }
     std::swap(source, target);
   }
@@ -185,43 +221,74 @@ inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
     if (i == 0 || eclass != out.group_ids[g - 1]) out.group_ids[g++] = eclass;
   }
   out.group_count = groups;
+  // Id set for the children check, load factor at most 1/2.
+  out.min_eclass = out.group_ids.front();
+  const unsigned set_bits = (std::max)(4u, static_cast<unsigned>(std::bit_width(std::uint64_t{groups})) + 1);
+  out.id_set_shift = 64 - set_bits;
+  VYRE_TRY(try_resize(out.id_set, std::size_t{1} << set_bits, "pack: e-class id set"));
+  std::fill(out.id_set.begin(), out.id_set.end(), grouping::empty_slot);
+  const std::size_t mask = out.id_set.size() - 1;
+  for (const std::uint32_t eclass : out.group_ids) {
+    if (eclass == grouping::empty_slot) {
+      out.has_empty_slot_id = true;
+      continue;
+    }
+    std::size_t slot = out.id_slot(eclass);
+    while (out.id_set[slot] != grouping::empty_slot) slot = (slot + 1) & mask;
+    out.id_set[slot] = eclass;
+  }
   return {};
+}
+
+//! The error for children entry `i` naming an e-class with no row (error path only: finds a
+//! row that owns the entry, to name it).
+inline error dangling_child_error(const snapshot_columns& in, std::size_t i) {
+  const std::uint32_t child = in.children[i];
+  std::uint64_t owner = snapshot_limits::u32_max + 1;
+  for (std::size_t r = 0; r < in.rows.size(); ++r)
+    if (in.rows[r].children_offset <= i && i < in.rows[r].children_end()) {
+      owner = r;
+      break;
+    }
+  error err(errc::not_found, "snapshot::validate: a child names an e-class that has no row");
+  if (owner <= snapshot_limits::u32_max) err.with("row", owner);
+  return err.with("child_entry", i)
+      .with("child_eclass", child)
+      .fix("add a row for that e-class or drop the child");
 }
 
 //! Every entry of the children column names an e-class that has a row.
 inline expected<void> check_children(const snapshot_columns& in, const grouping& groups) {
-  for (std::size_t i = 0; i < in.children.size(); ++i) {
-    const std::uint32_t child = in.children[i];
-    if (groups.has_rows(child)) [[likely]]
-      continue;
-    // Error path only: find a row that owns this entry, to name it.
-    std::uint64_t owner = snapshot_limits::u32_max + 1;
-    for (std::size_t r = 0; r < in.rows.size(); ++r)
-      if (in.rows[r].children_offset <= i && i < in.rows[r].children_end()) {
-        owner = r;
-        break;
-      }
-    error err(errc::not_found, "snapshot::validate: a child names an e-class that has no row");
-    if (owner <= snapshot_limits::u32_max) err.with("row", owner);
-    return fail(err.with("child_entry", i)
-                    .with("child_eclass", child)
-                    .fix("add a row for that e-class or drop the child"));
+  const std::size_t count = in.children.size();
+  std::size_t i = 0;
+  if (!groups.dense) {
+    // The id set is larger than the caches: look up a batch of slots and prefetch them before
+    // probing, so the cache misses overlap instead of queueing one after another.
+    constexpr std::size_t batch = 16;
+    for (; i + batch <= count; i += batch) {
+#if defined(__GNUC__) || defined(__clang__)
+      for (std::size_t j = 0; j < batch; ++j)
+        __builtin_prefetch(groups.id_set.data() + groups.id_slot(in.children[i + j]));
+#endif
+      for (std::size_t j = 0; j < batch; ++j)
+        if (!groups.has_rows(in.children[i + j])) [[unlikely]]
+          return fail(dangling_child_error(in, i + j));
+    }
   }
+  for (; i < count; ++i)
+    if (!groups.has_rows(in.children[i])) [[unlikely]]
+      return fail(dangling_child_error(in, i));
   return {};
 }
 
 //! Validates the snapshot and groups its rows: everything `emit` needs.
 inline expected<grouping> analyze(const snapshot_columns& in, const snapshot_limits& limits) {
   VYRE_TRY(check_limits(in, limits));
-  VYRE_TRY(check_rows(in, limits));
+  std::uint32_t min_id = 0;
+  std::uint32_t max_id = 0;
+  VYRE_TRY(check_rows(in, limits, min_id, max_id));
   grouping result;
   if (!in.rows.empty()) {
-    std::uint32_t min_id = in.rows[0].eclass;
-    std::uint32_t max_id = min_id;
-    for (const row& current : in.rows) {
-      min_id = (std::min)(min_id, current.eclass);
-      max_id = (std::max)(max_id, current.eclass);
-    }
     const std::uint64_t id_range = std::uint64_t{max_id} - min_id + 1;
     if (use_counting_sort(id_range, in.rows.size())) {
       VYRE_TRY(group_dense(in, min_id, id_range, result));
@@ -274,8 +341,9 @@ inline void emit(const snapshot_columns& in, grouping& groups, const image_layou
     }
     group_offsets[g] = running;
     const std::uint32_t min_id = groups.min_eclass;
+    // Read the e-class column just written (4 bytes a row) rather than the rows (16).
     for (std::size_t r = 0; r < n; ++r)
-      group_rows[counts[in.rows[r].eclass - min_id]++] = static_cast<std::uint32_t>(r);
+      group_rows[counts[eclass_ids[r] - min_id]++] = static_cast<std::uint32_t>(r);
     groups.counts.clear();  // consumed
   } else {
     if (groups.group_count != 0)
