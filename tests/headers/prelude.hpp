@@ -38,8 +38,8 @@
 #include <cuda/std/expected>
 #include <cuda/std/span>
 #include <cuda_runtime_api.h>
-// The optional egraph-serialize JSON loader's dependency (a third-party header, not vyre's).
-#if __has_include(<simdjson.h>)
+// The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
+#if __has_include(<simdjson.h>) && !defined(__CUDACC__)
 #include <simdjson.h>
 #endif
 #if defined(__CUDACC__)

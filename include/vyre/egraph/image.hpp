@@ -164,9 +164,12 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
 //! be large); `clone` copies explicitly.
 class device_image {
  public:
-  device_image() = default;
-  device_image(device_image&&) noexcept = default;
-  device_image& operator=(device_image&&) noexcept = default;
+  // Special members are defaulted out of line: under nvcc, members defaulted in the class would
+  // be inferred __host__ __device__ (through cuda::std::expected) and call host-only unique_ptr.
+  device_image() noexcept;
+  ~device_image();
+  device_image(device_image&&) noexcept;
+  device_image& operator=(device_image&&) noexcept;
   device_image(const device_image&) = delete;
   device_image& operator=(const device_image&) = delete;
 
@@ -225,5 +228,10 @@ class device_image {
   // an empty snapshot, which has its one group-offset word).
   image_layout layout_;
 };
+
+inline device_image::device_image() noexcept = default;
+inline device_image::~device_image() = default;
+inline device_image::device_image(device_image&&) noexcept = default;
+inline device_image& device_image::operator=(device_image&&) noexcept = default;
 
 }  // namespace vyre::egraph

@@ -25,6 +25,11 @@ namespace vyre::egraph {
 //! scratch. Writing consumes it.
 class prepared_pack {
  public:
+  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  prepared_pack() noexcept;
+  ~prepared_pack();
+  prepared_pack(prepared_pack&&) noexcept;
+  prepared_pack& operator=(prepared_pack&&) noexcept;
   const image_layout& layout() const noexcept { return layout_; }
   std::uint64_t word_count() const noexcept { return layout_.word_count(); }
 
@@ -84,6 +89,11 @@ class prepared_pack {
   image_layout layout_;
   bool ready_ = false;
 };
+
+inline prepared_pack::prepared_pack() noexcept = default;
+inline prepared_pack::~prepared_pack() = default;
+inline prepared_pack::prepared_pack(prepared_pack&&) noexcept = default;
+inline prepared_pack& prepared_pack::operator=(prepared_pack&&) noexcept = default;
 
 //! Validates `source` and groups its rows: the expensive half of packing, after which the
 //! image size is known. See `snapshot::validate` for the errors.

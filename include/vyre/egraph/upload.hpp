@@ -126,8 +126,11 @@ class upload_plan_ref {
 //! An owning upload plan: holds the image it describes.
 class upload_plan {
  public:
-  upload_plan(device_image image, const upload_layout& layout) noexcept
-      : image_(std::move(image)), layout_(layout) {}
+  upload_plan(device_image image, const upload_layout& layout) noexcept;
+  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  ~upload_plan();
+  upload_plan(upload_plan&&) noexcept;
+  upload_plan& operator=(upload_plan&&) noexcept;
   const upload_layout& layout() const noexcept { return layout_; }
   std::uint64_t total_bytes() const noexcept { return layout_.total_bytes; }
   const device_image& image() const noexcept { return image_; }
@@ -142,6 +145,12 @@ class upload_plan {
   device_image image_;
   upload_layout layout_;
 };
+
+inline upload_plan::upload_plan(device_image image, const upload_layout& layout) noexcept
+    : image_(std::move(image)), layout_(layout) {}
+inline upload_plan::~upload_plan() = default;
+inline upload_plan::upload_plan(upload_plan&&) noexcept = default;
+inline upload_plan& upload_plan::operator=(upload_plan&&) noexcept = default;
 
 //! Plans the upload of an image it takes over: the plan owns the words.
 //! @throws vyre::error_exception `errc::invalid_layout` or `errc::overflow` naming the column.

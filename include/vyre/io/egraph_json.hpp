@@ -2,7 +2,7 @@
 //! @file
 //! Loader for the egraph-serialize JSON format (egg, egglog, extraction-gym) into a
 //! `vyre::egraph::snapshot`. Optional: needs simdjson (link `vyre::egraph_json`, which links
-//! simdjson when CMake found it).
+//! simdjson when CMake found it). Host translation units only: nvcc cannot compile simdjson.h.
 //!
 //! Format: `nodes` maps a node id to `{op, cost, eclass, children}`, each child a node id whose
 //! `eclass` is the child e-class; `root_eclasses` lists the roots. As in egraph-serialize,

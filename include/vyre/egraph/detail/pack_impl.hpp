@@ -36,6 +36,12 @@ struct snapshot_columns {
 
 //! Grouping of rows by e-class, computed once and consumed by `emit`.
 struct grouping {
+  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  grouping() noexcept;
+  ~grouping();
+  grouping(grouping&&) noexcept;
+  grouping& operator=(grouping&&) noexcept;
+
   bool dense = true;
   std::uint32_t min_eclass = 0;
   std::uint32_t group_count = 0;
@@ -77,6 +83,11 @@ struct grouping {
     }
   }
 };
+
+inline grouping::grouping() noexcept = default;
+inline grouping::~grouping() = default;
+inline grouping::grouping(grouping&&) noexcept = default;
+inline grouping& grouping::operator=(grouping&&) noexcept = default;
 
 //! Ids are "dense" when a counting array over [min, max] costs at most a few words per row.
 inline bool use_counting_sort(std::uint64_t id_range, std::uint64_t rows) noexcept {
