@@ -32,6 +32,15 @@
 //! names an e-class that has a group; signatures recompute; `group_rows` is a permutation of
 //! the rows. `validate_image` checks all of it for images that come from elsewhere (files).
 //!
+//! # Files and loaders
+//!
+//! `write_image_file` / `read_image_file` (and `serialize_image` / `parse_image_file` on bytes)
+//! store an image with a magic, a version, the counts and a checksum; the reader refuses
+//! truncated, corrupt, wrong-version and inconsistent files with an error naming the file
+//! (see `vyre/egraph/image_file.hpp`). The egraph-serialize JSON loader (egg, egglog,
+//! extraction-gym) is the optional header `vyre/io/egraph_json.hpp` (target
+//! `vyre::egraph_json`, needs simdjson).
+//!
 //! E-class ids may be any u32: grouping uses a counting sort when the ids are dense enough
 //! (their range is at most about four times the row count) and an LSD radix sort otherwise,
 //! so nothing is ever allocated per id value.

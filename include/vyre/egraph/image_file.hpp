@@ -58,8 +58,8 @@ struct file_checksum {
   constexpr void add(std::uint32_t word) noexcept { state = (state ^ word) * 0x100000001B3ull; }
 };
 
-template <class Staging>
-std::array<std::uint32_t, image_file_header_words> image_file_header(const image_layout& layout) {
+inline std::array<std::uint32_t, image_file_header_words> image_file_header(
+    const image_layout& layout) noexcept {
   std::array<std::uint32_t, image_file_header_words> header{
       image_file_magic0,
       image_file_magic1,
@@ -79,7 +79,7 @@ std::array<std::uint32_t, image_file_header_words> image_file_header(const image
 template <class Staging>
 expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
   VYRE_TRY(validate_image(image));
-  auto header = image_file_header<Staging>(image.layout);
+  auto header = image_file_header(image.layout);
   file_checksum sum;
   for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
   for (const std::uint32_t word : image.words) sum.add(word);

@@ -131,7 +131,7 @@ class snapshot {
   cuda::std::span<const std::uint32_t> children() const noexcept {
     return {children_.data(), children_.size()};
   }
-  //! The children of row `index` (unchecked: the row must have passed validation or been added
+  //! The children of row `r` (unchecked: the row must have passed validation or been added
   //! with `add_row`).
   cuda::std::span<const std::uint32_t> children_of(const row& r) const noexcept {
     return children().subspan(r.children_offset, r.children_length);

@@ -166,9 +166,8 @@ inline expected<loaded_egraph> parse_egraph_json(const simdjson::padded_string& 
       return fail(json_error(errc::duplicate, "egraph JSON: duplicate node id", source, "node",
                              node_id)
                       .fix("give every node a unique id"));
-    VYRE_TRY_ASSIGN(const std::uint32_t index,
-                    intern_id(node_index, result.node_ids, std::string(node_id),
-                              "egraph JSON: too many nodes for u32 row ids"));
+    VYRE_TRY(intern_id(node_index, result.node_ids, std::string(node_id),
+                       "egraph JSON: too many nodes for u32 row ids"));
     simdjson::dom::object node;
     if (field.value.get_object().get(node) != simdjson::SUCCESS)
       return fail(json_error(errc::parse, "egraph JSON: node is not an object", source, "node",
@@ -212,7 +211,6 @@ inline expected<loaded_egraph> parse_egraph_json(const simdjson::padded_string& 
                       .fix("\"children\" lists child node ids"));
     VYRE_TRY_ASSIGN(const std::uint32_t op_id,
                     result.graph.intern_op<on_error::return_expected>(op));
-    (void)index;
     result.node_costs.push_back(cost);
     node_eclass.push_back(eclass);
     node_op.push_back(op_id);
