@@ -3,6 +3,8 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -301,4 +303,63 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   CHECK(to_vector(copy->words()) == base);
   const auto cloned = copy->clone();
   CHECK(to_vector(cloned.words()) == base);
+}
+
+TEST_CASE("pack: extreme e-class ids on both grouping paths", "[egraph][pack]") {
+  constexpr std::uint32_t top = 0xFFFFFFFFu;
+  SECTION("dense path near the top of u32") {
+    const auto snap = eg::snapshot::build({{top, "a", {top - 1}}, {top - 1, "b", {top}}, {top, "c", {}}});
+    const auto image = eg::pack(snap);
+    CHECK(to_vector(image.column(eg::image_column::group_eclass_ids)) ==
+          std::vector<std::uint32_t>{top - 1, top});
+    CHECK(to_vector(image.column(eg::image_column::group_rows)) == std::vector<std::uint32_t>{1, 0, 2});
+  }
+  SECTION("sparse path with 0 and 0xFFFFFFFF (the id set's empty-slot value)") {
+    std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;
+    for (std::uint32_t i = 0; i < 64; ++i) nodes.push_back({i * 60000000u, "x", {top, 0}});
+    nodes.push_back({top, "y", {0}});
+    const auto snap = eg::snapshot::from_tuples(nodes);
+    const auto image = eg::pack(snap);
+    const auto ids = image.column(eg::image_column::group_eclass_ids);
+    CHECK(ids.size() == 65);
+    CHECK(ids[0] == 0);
+    CHECK(ids[64] == top);
+    CHECK(eg::validate_image(image.ref()).has_value());
+    // A dangling child next to the extreme ids is still found.
+    nodes.push_back({5, "z", {top - 1}});
+    const auto bad = eg::pack<expect>(eg::snapshot::from_tuples(nodes));
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().value_or("child_eclass", 0) == top - 1);
+    CHECK(bad.error().value_or("row", 0) == 65);
+  }
+  SECTION("sparse path without 0xFFFFFFFF: a child naming it is dangling") {
+    std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;
+    for (std::uint32_t i = 0; i < 40; ++i) nodes.push_back({i * 100000000u, "x", {}});
+    nodes.push_back({7, "f", {top}});
+    const auto bad = eg::pack<expect>(eg::snapshot::from_tuples(nodes));
+    REQUIRE_FALSE(bad.has_value());
+    CHECK(bad.error().value_or("child_eclass", 0) == top);
+  }
+}
+
+TEST_CASE("pack: counting sort and radix sort agree around the density threshold",
+          "[egraph][pack]") {
+  // 100 rows: the counting path takes id ranges up to 4 * 100 + 65536 ids.
+  for (const std::uint32_t range : {65936u, 65937u, 70000u}) {
+    std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;
+    for (std::uint32_t i = 0; i < 100; ++i) {
+      const std::uint32_t id = i == 99 ? range - 1 : (i * 7919u) % (range - 1);
+      nodes.push_back({id, "op", {}});
+    }
+    const auto snap = eg::snapshot::from_tuples(nodes);
+    const auto image = eg::pack(snap);
+    REQUIRE(eg::validate_image(image.ref()).has_value());
+    const auto grows = image.column(eg::image_column::group_rows);
+    std::vector<std::uint32_t> order(100);
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+      return snap.rows()[a].eclass < snap.rows()[b].eclass;
+    });
+    CHECK(std::equal(order.begin(), order.end(), grows.begin()));
+  }
 }
