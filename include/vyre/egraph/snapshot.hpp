@@ -48,7 +48,15 @@ struct node_spec {
 //! `vyre::expected<T>` instead: `snap.validate<vyre::on_error::return_expected>()`.
 class snapshot {
  public:
-  snapshot() = default;
+  // Special members are defaulted out of line: under nvcc, implicit or in-class defaulted ones
+  // would be inferred __host__ __device__ and call std::vector's host-only members, so any CUDA
+  // translation unit holding a snapshot member would fail to compile.
+  snapshot() noexcept;
+  ~snapshot();
+  snapshot(const snapshot&);
+  snapshot(snapshot&&) noexcept;
+  snapshot& operator=(const snapshot&);
+  snapshot& operator=(snapshot&&) noexcept;
 
   // ----- op registry ------------------------------------------------------------------------
 
@@ -293,5 +301,12 @@ class snapshot {
   std::vector<std::string> op_names_;
   std::unordered_map<std::string, std::uint32_t, name_hash, std::equal_to<>> op_ids_;
 };
+
+inline snapshot::snapshot() noexcept = default;
+inline snapshot::~snapshot() = default;
+inline snapshot::snapshot(const snapshot&) = default;
+inline snapshot::snapshot(snapshot&&) noexcept = default;
+inline snapshot& snapshot::operator=(const snapshot&) = default;
+inline snapshot& snapshot::operator=(snapshot&&) noexcept = default;
 
 }  // namespace vyre::egraph
