@@ -7,3 +7,4 @@
 #include "vyre/fusion.cuh"
 #include "vyre/graph.cuh"
 #include "vyre/runtime.cuh"
+#include "vyre/egraph.cuh"

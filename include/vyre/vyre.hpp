@@ -10,3 +10,4 @@
 #include "vyre/runtime/launch_plan.hpp"
 #include "vyre/runtime/module_disk_cache.hpp"
 #include "vyre/runtime/telemetry.hpp"
+#include "vyre/egraph.hpp"

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <list>
 #include <memory>
@@ -22,6 +24,7 @@
 #include <new>
 #include <numeric>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -41,6 +44,10 @@
 #include <cuda/stream_ref>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+// The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
+#if __has_include(<simdjson.h>) && !defined(__CUDACC__)
+#include <simdjson.h>
+#endif
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>
 #include <cuda/std/atomic>
