@@ -375,3 +375,37 @@ TEST_CASE("a failed upload releases what it took", "[resident][gpu]") {
   CHECK(bad.error().code() == vyre::errc::invalid_layout);
   CHECK(gpu->resident().live_buffers() == live);
 }
+
+namespace {
+// Raw device words of a resident image (no validation: the words need not form an e-graph).
+std::vector<std::uint32_t> raw_words(vyre::resident_span buffer, std::size_t words) {
+  std::vector<std::uint32_t> out(words);
+  REQUIRE(vyre::cuda_check(cudaMemcpy(out.data(), buffer.data, words * 4, cudaMemcpyDeviceToHost),
+                           "raw download"));
+  return out;
+}
+}  // namespace
+
+TEST_CASE("large pageable uploads are split over host lanes and land exactly",
+          "[resident][gpu]") {
+  constexpr std::size_t words = (std::size_t{40} << 20) / 4;  // 40 MiB: several lanes
+  REQUIRE(vyre::auto_host_lanes(words * 4) > 1);
+  std::vector<std::uint32_t> source(words);
+  std::mt19937 rng(77);
+  for (auto& word : source) word = static_cast<std::uint32_t>(rng());
+  // Upload moves bytes whatever they say: a layout whose children column holds all but one word.
+  const eg::image_ref image{cuda::std::span<const std::uint32_t>(source.data(), words),
+                            eg::image_layout::for_counts(0, static_cast<std::uint32_t>(words - 1), 0)};
+
+  auto plain = vyre::backend<default_policies>::acquire(0);
+  const auto before = plain.telemetry().snapshot();
+  const eg::resident_image resident = plain.upload(image);
+  CHECK(plain.telemetry().snapshot().h2d_operations - before.h2d_operations == 1);
+  CHECK(raw_words(plain.resident_buffer(resident.handle()), words) == source);
+
+  auto swapped = vyre::backend<swapped_policies>::acquire(0);
+  const eg::resident_image swapped_resident = swapped.upload(image);
+  const auto device_words = raw_words(swapped.resident_buffer(swapped_resident.handle()), words);
+  for (std::size_t i = 0; i < words; ++i)
+    REQUIRE(device_words[i] == cuda::std::byteswap(source[i]));
+}

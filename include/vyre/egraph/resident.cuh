@@ -147,7 +147,10 @@ template <class Staging, class Policies>
 expected<void> copy_words(backend<Policies>& gpu, resident_handle handle,
                           cuda::std::span<const std::uint32_t> words, cudaStream_t stream) {
   if constexpr (staging::swaps_bytes<Staging>) {
-    // Swapping needs a staging pass even for a pinned source.
+    // Swapping needs a staging pass even for a pinned source. The fill only reads `words` and
+    // writes its own chunk, so several host lanes may run it at once.
+    upload_options options;
+    options.host_lanes = auto_host_lanes(words.size_bytes());
     return gpu.resident().upload_with(
         handle, 0, words.size_bytes(), stream,
         [words](std::size_t at, std::span<std::byte> chunk) noexcept -> expected<void> {
@@ -162,7 +165,8 @@ expected<void> copy_words(backend<Policies>& gpu, resident_handle handle,
               words.subspan(at / 4u, chunk.size() / 4u),
               cuda::std::span<std::uint32_t>(reinterpret_cast<std::uint32_t*>(chunk.data()),
                                              chunk.size() / 4u));
-        });
+        },
+        options);
   } else {
     const auto* bytes = reinterpret_cast<const std::byte*>(words.data());
     return gpu.resident().upload(handle, std::span<const std::byte>(bytes, words.size_bytes()), 0,

@@ -17,7 +17,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -54,9 +56,25 @@ struct resident_span {
 
 //! Staging options of an upload.
 struct upload_options {
-  //! Bytes per staging chunk (two chunks in flight). Default 4 MiB.
+  //! Bytes per staging chunk (two chunks in flight per host lane). Default 4 MiB.
   std::size_t chunk_bytes = std::size_t{4} << 20;
+  //! Host threads filling staging chunks at once. One host thread copies pageable memory at
+  //! a fraction of the DMA rate, so large uploads split the chunks over several lanes. More
+  //! than one lane calls `fill` concurrently for disjoint chunks: `upload_with` keeps the
+  //! default of 1 unless the caller's fill is safe for that; `upload` (a plain copy) uses
+  //! `auto_host_lanes`.
+  std::size_t host_lanes = 1;
 };
+
+//! `host_lanes` for a plain copy of `bytes`: up to 4 lanes, one per 8 MiB, within the machine's
+//! hardware threads.
+inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
+  const std::size_t hardware = std::thread::hardware_concurrency();
+  std::size_t lanes = bytes / (std::size_t{8} << 20);
+  if (lanes > 4) lanes = 4;
+  if (hardware != 0 && lanes > hardware) lanes = hardware;
+  return lanes == 0 ? 1 : lanes;
+}
 
 //! Resident buffers of one backend. Thread-safe.
 class resident_store {
@@ -192,13 +210,15 @@ class resident_store {
                         "resident_store::upload: the source is device memory, not host memory")
                       .with("bytes", source.size())
                       .fix("copy device to device with cudaMemcpyAsync into resident_buffer()"));
-    if (source.empty() || attributes.type != cudaMemoryTypeHost)
+    if (source.empty() || attributes.type != cudaMemoryTypeHost) {
+      if (options.host_lanes == 1) options.host_lanes = auto_host_lanes(source.size());
       return upload_with(
           h, offset, source.size(), stream,
           [source](std::size_t at, std::span<std::byte> chunk) noexcept {
             std::memcpy(chunk.data(), source.data() + at, chunk.size());
           },
           options);
+    }
     VYRE_TRY_ASSIGN(const resident_span target,
                     begin_host_operation(h, offset, source.size(), "resident_store::upload"));
     const auto copied =
@@ -225,7 +245,7 @@ class resident_store {
                       .fix("leave upload_options::chunk_bytes at its default"));
     VYRE_TRY_ASSIGN(const resident_span target,
                     begin_host_operation(h, offset, bytes, "resident_store::upload"));
-    auto result = staged_copy(target.data + offset, bytes, stream, fill, options.chunk_bytes);
+    auto result = staged_copy(target.data + offset, bytes, stream, fill, options);
     end_host_operation(h);
     VYRE_TRY(result);
     if (telemetry_ != nullptr) telemetry_->record_h2d(bytes);
@@ -461,26 +481,67 @@ class resident_store {
     return memory_.try_deallocate(released.data, released.bytes, released.stream);
   }
 
+  // Copies `bytes` bytes to `destination` through pinned staging. Chunk k is filled by lane
+  // k % lanes; each lane double-buffers its own two staging chunks, so its host fill of one
+  // chunk overlaps the DMA of its previous one. Lane 0 runs on the calling thread.
   template <class Fill>
   expected<void> staged_copy(std::byte* destination, std::size_t bytes, cudaStream_t stream,
-                             Fill& fill, std::size_t chunk_bytes) noexcept {
+                             Fill& fill, const upload_options& options) noexcept {
     if (bytes == 0) return {};
     if (pinned_ == nullptr)
       return fail(error(errc::invalid_state, "resident_store::upload: no pinned pool"));
-    const std::size_t chunk = bytes < chunk_bytes ? bytes : chunk_bytes;
+    const std::size_t chunk = bytes < options.chunk_bytes ? bytes : options.chunk_bytes;
     const std::size_t chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
-    const std::size_t buffers = chunks < 2 ? 1 : 2;
+    std::size_t lanes = options.host_lanes == 0 ? 1 : options.host_lanes;
+    if (lanes > chunks) lanes = chunks;
+    std::atomic<bool> failed{false};
+    const auto lane_work = [&](std::size_t lane) noexcept {
+      return staged_lane(destination, bytes, stream, fill, chunk, chunks, lane, lanes, failed);
+    };
+
+    std::vector<std::thread> helpers;
+    std::vector<expected<void>> helper_results;
+    try {
+      helper_results.resize(lanes - 1);
+      helpers.reserve(lanes - 1);
+      for (std::size_t lane = 1; lane < lanes; ++lane)
+        helpers.emplace_back([&, lane] { helper_results[lane - 1] = lane_work(lane); });
+    } catch (...) {
+      // No threads (or no memory for them): the lanes that did not start are done here.
+    }
+    expected<void> result = lane_work(0);
+    for (std::size_t lane = helpers.size() + 1; lane < lanes && result; ++lane)
+      result = lane_work(lane);
+    for (std::size_t i = 0; i < helpers.size(); ++i) {
+      helpers[i].join();
+      if (result && !helper_results[i]) result = helper_results[i];
+    }
+    if (!result) (void)cudaStreamSynchronize(stream);
+    if (telemetry_ != nullptr) telemetry_->record_sync();
+    return result;
+  }
+
+  template <class Fill>
+  expected<void> staged_lane(std::byte* destination, std::size_t bytes, cudaStream_t stream,
+                             Fill& fill, std::size_t chunk, std::size_t chunks, std::size_t lane,
+                             std::size_t lanes, std::atomic<bool>& failed) noexcept {
+    const std::size_t own_chunks = (chunks - lane + lanes - 1) / lanes;
+    const std::size_t buffers = own_chunks < 2 ? 1 : 2;
     pinned_lease staging[2];
     event_lease copied[2];
-    for (std::size_t b = 0; b < buffers; ++b) {
-      VYRE_TRY_ASSIGN(staging[b], pinned_->acquire(chunk));
-      VYRE_TRY_ASSIGN(copied[b], events_.acquire());
+    expected<void> result;
+    for (std::size_t b = 0; b < buffers && result; ++b) {
+      if (auto lease = pinned_->acquire(chunk)) staging[b] = std::move(*lease);
+      else result = fail(lease.error());
+      if (!result) break;
+      if (auto event = events_.acquire()) copied[b] = std::move(*event);
+      else result = fail(event.error());
     }
     bool waited[2] = {true, true};
-    expected<void> result;
-    for (std::size_t k = 0; k < chunks && result; ++k) {
-      const std::size_t b = k % buffers;
-      const std::size_t at = k * chunk;
+    for (std::size_t i = 0; i < own_chunks && result; ++i) {
+      if (failed.load(std::memory_order_relaxed)) break;  // another lane failed: stop early
+      const std::size_t b = i % buffers;
+      const std::size_t at = (lane + i * lanes) * chunk;
       const std::size_t n = (bytes - at) < chunk ? bytes - at : chunk;
       if (!waited[b]) {
         // The copy out of this buffer two chunks ago must finish before it is refilled.
@@ -505,8 +566,10 @@ class resident_store {
       if (!result) break;
       waited[b] = false;
     }
+    if (!result) failed.store(true, std::memory_order_relaxed);
     // Staging memory goes back to the pool only once no copy reads it. The event leases
-    // synchronise as they are returned; stream synchronisation covers a failed record.
+    // synchronise as they are returned; the caller's stream synchronisation covers a failed
+    // record.
     for (std::size_t b = 0; b < buffers; ++b) {
       if (waited[b]) continue;
       if (auto done = cuda_check(cudaEventSynchronize(copied[b].get()),
@@ -514,8 +577,6 @@ class resident_store {
           !done && result)
         result = done;
     }
-    if (!result) (void)cudaStreamSynchronize(stream);
-    if (telemetry_ != nullptr) telemetry_->record_sync();
     return result;
   }
 
