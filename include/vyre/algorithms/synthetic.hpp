@@ -9,6 +9,14 @@
 //! ids can be spread over the whole u32 range.
 #pragma once
 
+// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
+// aggregates (std::vector or device_buffer members) held in cuda::std::expected, then warns
+// (20011, 20013) that they call host-only members. They only ever run on the host.
+#if defined(__NVCC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011, 20013
+#endif
+
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -150,3 +158,7 @@ inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options&
 }
 
 }  // namespace vyre::algorithms
+
+#if defined(__NVCC__)
+#pragma nv_diagnostic pop
+#endif
