@@ -119,7 +119,7 @@ void check_congruence(const raw_rows& rows, Signature signature = {}) {
   // Both pick the smallest id of each set, so the canonical relabelling is the identity.
   CHECK(download(gpu->representative.get(), G, s.stream) == cpu->representative);
   CHECK(gpu->merges == cpu->merges);
-  CHECK(gpu->rounds >= 1);
+  CHECK(gpu->rounds >= (rows.row_count() != 0 ? 1u : 0u));
   const std::uint32_t K = gpu->rebuilt.layout().row_count;
   REQUIRE(K == cpu->kept_rows.size());
   CHECK(download(gpu->kept_rows.get(), K, s.stream) == cpu->kept_rows);

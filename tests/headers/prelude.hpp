@@ -7,6 +7,8 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <climits>
+#include <cmath>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -27,6 +29,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -36,5 +39,7 @@
 #include <cuda_runtime_api.h>
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>
+#include <cuda/atomic>
+#include <cuda/functional>
 #include <cuda/std/atomic>
 #endif

@@ -59,18 +59,9 @@ enum class child_check : std::uint8_t { on, off };
 
 namespace detail {
 
-VYRE_KERNEL void init_status_kernel(device_status* status) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) *status = clean_status;
-}
-
-VYRE_KERNEL void iota_kernel(std::uint32_t* out, std::uint32_t count) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < count;
-       i += std::uint64_t{gridDim.x} * blockDim.x)
-    out[i] = static_cast<std::uint32_t>(i);
-}
-
 //! Copies the row columns, signs every row and checks its children range against the scanned
 //! offsets (a wrapped u32 scan shows up as an inconsistent range).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, packed_ref image, std::uint32_t* eclass,
                                    std::uint32_t* op, std::uint32_t* lens,
                                    std::uint32_t* signatures, device_status* status) {
@@ -94,6 +85,7 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, packed_ref image, std::uin
   }
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void check_children_kernel(const std::uint32_t* children, std::uint32_t child_count,
                                        const std::uint32_t* group_ids, std::uint32_t group_count,
                                        device_status* status) {
@@ -147,7 +139,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
   }
 
   VYRE_TRY_ASSIGN(auto status, device_buffer<detail::device_status>::allocate(1, stream, "build: status"));
-  detail::init_status_kernel<<<1, 1, 0, stream>>>(status.get());
+  detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
   VYRE_TRY(detail::launched("build: init status"));
 
   // Id range -> the bits the radix sort needs.
@@ -165,7 +157,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
   VYRE_TRY_ASSIGN(auto row_ids, device_buffer<std::uint32_t>::allocate(R, stream, "build: row ids"));
   VYRE_TRY_ASSIGN(auto sorted_ids, device_buffer<std::uint32_t>::allocate(R, stream, "build: sorted ids"));
   VYRE_TRY_ASSIGN(auto sorted_rows, device_buffer<std::uint32_t>::allocate(R, stream, "build: sorted rows"));
-  detail::iota_kernel<<<grid_for(R), block_size, 0, stream>>>(row_ids.get(), R);
+  detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(row_ids.get(), R);
   VYRE_TRY(detail::launched("build: row ids"));
   VYRE_TRY(detail::cub_call(
       [&](void* temp, std::size_t& bytes) {
@@ -201,7 +193,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
         return cub::DeviceScan::ExclusiveSum(temp, bytes, rows.children_length, offsets, R, stream);
       },
       stream, "build: children offsets (cub::DeviceScan::ExclusiveSum)"));
-  detail::build_rows_kernel<<<grid_for(R), block_size, 0, stream>>>(
+  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
       rows, image, base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
       base + layout.row_children_lens(), base + layout.row_signatures(), status.get());
   VYRE_TRY(detail::launched("build: row columns and signatures"));
@@ -220,7 +212,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
   VYRE_TRY(detail::copy_on_device(base + layout.group_rows(), sorted_rows.get(), R, stream,
                                   "build: group rows column"));
   if (check == child_check::on && rows.child_count != 0) {
-    detail::check_children_kernel<<<grid_for(rows.child_count), block_size, 0, stream>>>(
+    detail::check_children_kernel<><<<grid_for(rows.child_count), block_size, 0, stream>>>(
         base + layout.children(), rows.child_count, base + layout.group_eclass_ids(), G,
         status.get());
     VYRE_TRY(detail::launched("build: child check"));

@@ -89,6 +89,7 @@ VYRE_DEVICE inline void hook(std::uint32_t* parent, std::uint32_t a, std::uint32
 }
 
 //! dense_row[group_rows[i]] = group of position i; parent[g] = g.
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void congruence_setup_kernel(packed_ref image, std::uint32_t* dense_row,
                                          std::uint32_t* parent) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -100,22 +101,8 @@ VYRE_KERNEL void congruence_setup_kernel(packed_ref image, std::uint32_t* dense_
   }
 }
 
-//! dense_child[i] = group index of child i (0 plus a status flag when it names no group).
-VYRE_KERNEL void dense_children_kernel(packed_ref image, std::uint32_t* dense_child,
-                                       device_status* status) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < image.child_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
-    if (g == image.group_count()) {
-      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
-      dense_child[i] = 0;
-    } else {
-      dense_child[i] = g;
-    }
-  }
-}
-
 //! Rows whose children range leaves the children column (checked once; rounds trust it).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void check_ranges_kernel(packed_ref image, device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
@@ -123,6 +110,7 @@ VYRE_KERNEL void check_ranges_kernel(packed_ref image, device_status* status) {
       atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void canonicalise_kernel(const std::uint32_t* dense_child, const std::uint32_t* parent,
                                      std::uint32_t* canon, std::uint32_t child_count,
                                      device_status* status) {
@@ -144,6 +132,7 @@ VYRE_KERNEL void sign_kernel(packed_ref image, const std::uint32_t* canon, Signa
 }
 
 //! run_start[p] = p where a new signature starts, else 0 (a max-scan then spreads it).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void run_heads_kernel(const std::uint32_t* sorted_keys, std::uint32_t* run_start,
                                   std::uint32_t count) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < count;
@@ -167,6 +156,7 @@ VYRE_DEVICE inline bool same_canonical_row(const packed_ref& image, const std::u
 //! Each row finds its leader: the first row of its signature run equal to it (rows ascend
 //! inside a run because the radix sort is stable). A row with another leader is congruent to
 //! it: their e-classes are hooked. `leader_flag[r]` says whether row r leads.
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void leaders_kernel(packed_ref image, const std::uint32_t* canon,
                                 const std::uint32_t* sorted_rows, const std::uint32_t* run_start,
                                 const std::uint32_t* dense_row, std::uint32_t* parent,
@@ -187,6 +177,7 @@ VYRE_KERNEL void leaders_kernel(packed_ref image, const std::uint32_t* canon,
 }
 
 //! Pointer jumping: every node points at its root (roots do not move during this kernel).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void flatten_kernel(std::uint32_t* parent, std::uint32_t count) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
@@ -196,6 +187,7 @@ VYRE_KERNEL void flatten_kernel(std::uint32_t* parent, std::uint32_t count) {
   }
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void gather_kept_kernel(packed_ref image, const std::uint32_t* kept, std::uint32_t kept_count,
                                     const std::uint32_t* dense_row, const std::uint32_t* parent,
                                     std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens) {
@@ -208,6 +200,7 @@ VYRE_KERNEL void gather_kept_kernel(packed_ref image, const std::uint32_t* kept,
   }
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void gather_children_kernel(packed_ref image, const std::uint32_t* kept,
                                         std::uint32_t kept_count, const std::uint32_t* new_offsets,
                                         const std::uint32_t* canon, std::uint32_t* children) {
@@ -220,6 +213,7 @@ VYRE_KERNEL void gather_children_kernel(packed_ref image, const std::uint32_t* k
   }
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void class_map_kernel(packed_ref image, const std::uint32_t* parent,
                                   std::uint32_t* ids, std::uint32_t* representative) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -283,18 +277,18 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
                                     (std::max)((std::max)(sort_bytes, scan_bytes), std::size_t{1}),
                                     stream, "congruence: CUB scratch"));
 
-  detail::init_status_kernel<<<1, 1, 0, stream>>>(status.get());
+  detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
   VYRE_TRY(detail::launched("congruence: init status"));
   if (G != 0) {
-    detail::congruence_setup_kernel<<<grid_for(G), block_size, 0, stream>>>(image, dense_row.get(), parent.get());
+    detail::congruence_setup_kernel<><<<grid_for(G), block_size, 0, stream>>>(image, dense_row.get(), parent.get());
     VYRE_TRY(detail::launched("congruence: setup"));
   }
   if (R != 0) {
-    detail::check_ranges_kernel<<<grid_for(R), block_size, 0, stream>>>(image, status.get());
+    detail::check_ranges_kernel<><<<grid_for(R), block_size, 0, stream>>>(image, status.get());
     VYRE_TRY(detail::launched("congruence: check ranges"));
   }
   if (C != 0) {
-    detail::dense_children_kernel<<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
+    detail::dense_children_kernel<><<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
     VYRE_TRY(detail::launched("congruence: dense children"));
   }
   detail::device_status seen{};
@@ -305,7 +299,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   device_congruence_result result;
   for (bool changed = R != 0; changed;) {
     ++result.rounds;
-    detail::canonicalise_kernel<<<grid_for(C), block_size, 0, stream>>>(dense_child.get(), parent.get(),
+    detail::canonicalise_kernel<><<<grid_for(C), block_size, 0, stream>>>(dense_child.get(), parent.get(),
                                                                        canon.get(), C, status.get());
     VYRE_TRY(detail::launched("congruence: canonicalise children"));
     detail::sign_kernel<<<grid_for(R), block_size, 0, stream>>>(image, canon.get(), signature,
@@ -315,17 +309,17 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
     VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(scratch.get(), bytes, keys.get(), sorted_keys.get(),
                                                   rows.get(), sorted_rows.get(), R, 0, 32, stream),
                   "congruence: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
-    detail::run_heads_kernel<<<grid_for(R), block_size, 0, stream>>>(sorted_keys.get(), run_start.get(), R);
+    detail::run_heads_kernel<><<<grid_for(R), block_size, 0, stream>>>(sorted_keys.get(), run_start.get(), R);
     VYRE_TRY(detail::launched("congruence: signature runs"));
     bytes = scan_bytes;
     VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(scratch.get(), bytes, run_start.get(), run_start.get(),
                                                  cuda::maximum<std::uint32_t>{}, R, stream),
                   "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
-    detail::leaders_kernel<<<grid_for(R), block_size, 0, stream>>>(
+    detail::leaders_kernel<><<<grid_for(R), block_size, 0, stream>>>(
         image, canon.get(), sorted_rows.get(), run_start.get(), dense_row.get(), parent.get(),
         leader_flag.get(), status.get());
     VYRE_TRY(detail::launched("congruence: leaders and unions"));
-    detail::flatten_kernel<<<grid_for(G), block_size, 0, stream>>>(parent.get(), G);
+    detail::flatten_kernel<><<<grid_for(G), block_size, 0, stream>>>(parent.get(), G);
     VYRE_TRY(detail::launched("congruence: flatten"));
     VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
     changed = seen.changed != 0;
@@ -341,7 +335,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   VYRE_TRY_ASSIGN(result.eclass_ids, u32_buffer::allocate(G, stream, "congruence: class ids"));
   VYRE_TRY_ASSIGN(result.representative, u32_buffer::allocate(G, stream, "congruence: class map"));
   if (G != 0) {
-    detail::class_map_kernel<<<grid_for(G), block_size, 0, stream>>>(
+    detail::class_map_kernel<><<<grid_for(G), block_size, 0, stream>>>(
         image, parent.get(), result.eclass_ids.get(), result.representative.get());
     VYRE_TRY(detail::launched("congruence: class map"));
   }
@@ -351,7 +345,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   VYRE_TRY_ASSIGN(auto kept_count, device_buffer<std::uint32_t>::allocate(1, stream, "congruence: kept count"));
   std::uint32_t K = 0;
   if (R != 0) {
-    detail::iota_kernel<<<grid_for(R), block_size, 0, stream>>>(rows.get(), R);
+    detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(rows.get(), R);
     VYRE_TRY(detail::launched("congruence: row ids"));
     VYRE_TRY(detail::cub_call(
         [&](void* temp, std::size_t& bytes) {
@@ -368,7 +362,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   std::uint32_t* new_offsets = run_start.get();
   std::uint32_t new_child_count = 0;
   if (K != 0) {
-    detail::gather_kept_kernel<<<grid_for(K), block_size, 0, stream>>>(
+    detail::gather_kept_kernel<><<<grid_for(K), block_size, 0, stream>>>(
         image, result.kept_rows.get(), K, dense_row.get(), parent.get(), new_eclass, new_op, new_lens);
     VYRE_TRY(detail::launched("congruence: gather kept rows"));
     VYRE_TRY(detail::cub_call(
@@ -383,7 +377,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   }
   VYRE_TRY_ASSIGN(u32_buffer new_children, u32_buffer::allocate(new_child_count, stream, "congruence: rebuilt children"));
   if (K != 0) {
-    detail::gather_children_kernel<<<grid_for(K), block_size, 0, stream>>>(
+    detail::gather_children_kernel<><<<grid_for(K), block_size, 0, stream>>>(
         image, result.kept_rows.get(), K, new_offsets, canon.get(), new_children.get());
     VYRE_TRY(detail::launched("congruence: gather rebuilt children"));
   }

@@ -85,6 +85,7 @@ VYRE_DEVICE inline bool relax_group(const packed_ref& image, const double* node_
   return false;
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost, double* cost,
                                       device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -94,6 +95,7 @@ VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost,
   }
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void relax_round_kernel(packed_ref image, const double* node_cost,
                                     const std::uint32_t* dense_child, double* cost,
                                     device_status* status) {
@@ -104,11 +106,13 @@ VYRE_KERNEL void relax_round_kernel(packed_ref image, const double* node_cost,
   if (dropped) status->changed = 1;
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void clear_changed_kernel(device_status* status) { status->changed = 0; }
 
 //! The whole fixpoint in one block: rounds separated by __syncthreads, stopping when a round
 //! changes nothing or after `round_limit` rounds (status->changed then stays 1).
-VYRE_KERNEL void relax_single_block_kernel(packed_ref image, const double* node_cost,
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void __launch_bounds__(1024) relax_single_block_kernel(packed_ref image, const double* node_cost,
                                            const std::uint32_t* dense_child, double* cost,
                                            std::uint32_t round_limit, device_status* status,
                                            std::uint32_t* rounds_out) {
@@ -134,6 +138,7 @@ VYRE_KERNEL void relax_single_block_kernel(packed_ref image, const double* node_
   if (threadIdx.x == 0) *rounds_out = rounds;
 }
 
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
                                const std::uint32_t* dense_child, double* cost,
                                std::uint32_t* choice) {
@@ -155,6 +160,7 @@ VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
 }
 
 //! Sums the roots' costs in the given order (one thread: the reference's summation order).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void root_cost_kernel(packed_ref image, const std::uint32_t* roots,
                                   std::uint32_t root_count, const double* cost, double* out,
                                   device_status* status) {
@@ -205,13 +211,13 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
                                   cudaMemcpyHostToDevice, stream),
                   "extract: upload roots");
 
-  detail::init_status_kernel<<<1, 1, 0, stream>>>(status.get());
+  detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
   VYRE_TRY(detail::launched("extract: init status"));
-  detail::extract_setup_kernel<<<grid_for((std::max)(R, G)), block_size, 0, stream>>>(
+  detail::extract_setup_kernel<><<<grid_for((std::max)(R, G)), block_size, 0, stream>>>(
       image, node_cost, result.cost.get(), status.get());
   VYRE_TRY(detail::launched("extract: setup"));
   if (C != 0) {
-    detail::dense_children_kernel<<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
+    detail::dense_children_kernel<><<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
     VYRE_TRY(detail::launched("extract: child classes"));
   }
   detail::device_status seen{};
@@ -228,7 +234,7 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
   const std::uint64_t round_limit = std::uint64_t{G} + 1;
   bool converged = true;
   if (G != 0 && G <= options.single_block_max_groups) {
-    detail::relax_single_block_kernel<<<1, 1024, 0, stream>>>(
+    detail::relax_single_block_kernel<><<<1, 1024, 0, stream>>>(
         image, node_cost, dense_child.get(), result.cost.get(),
         static_cast<std::uint32_t>(round_limit), status.get(), rounds_out.get());
     VYRE_TRY(detail::launched("extract: single-block fixpoint"));
@@ -238,9 +244,9 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
   } else if (G != 0) {
     for (converged = false; result.rounds < round_limit;) {
       ++result.rounds;
-      detail::clear_changed_kernel<<<1, 1, 0, stream>>>(status.get());
+      detail::clear_changed_kernel<><<<1, 1, 0, stream>>>(status.get());
       VYRE_TRY(detail::launched("extract: clear flag"));
-      detail::relax_round_kernel<<<grid_for(G), block_size, 0, stream>>>(
+      detail::relax_round_kernel<><<<grid_for(G), block_size, 0, stream>>>(
           image, node_cost, dense_child.get(), result.cost.get(), status.get());
       VYRE_TRY(detail::launched("extract: relax round"));
       VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "extract: read round status"));
@@ -258,11 +264,11 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
                     .with("classes", G)
                     .fix("make node costs non-negative, or at least free of negative cycles"));
   if (G != 0) {
-    detail::choose_kernel<<<grid_for(G), block_size, 0, stream>>>(
+    detail::choose_kernel<><<<grid_for(G), block_size, 0, stream>>>(
         image, node_cost, dense_child.get(), result.cost.get(), result.choice.get());
     VYRE_TRY(detail::launched("extract: choose rows"));
   }
-  detail::root_cost_kernel<<<1, 32, 0, stream>>>(image, device_roots.get(), root_count,
+  detail::root_cost_kernel<><<<1, 32, 0, stream>>>(image, device_roots.get(), root_count,
                                                  result.cost.get(), root_total.get(), status.get());
   VYRE_TRY(detail::launched("extract: root cost"));
   VYRE_TRY(detail::copy_to_host(&result.root_cost, root_total.get(), 1, stream, "extract: read root cost"));

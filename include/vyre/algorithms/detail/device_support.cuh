@@ -19,6 +19,7 @@
 #include <cuda/std/atomic>
 #include <cuda_runtime_api.h>
 
+#include "vyre/algorithms/rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
@@ -160,6 +161,34 @@ VYRE_HOST_DEVICE inline std::uint32_t find_sorted(const std::uint32_t* ids, std:
     if (ids[mid] < id) lo = mid + 1; else hi = mid;
   }
   return lo < count && ids[lo] == id ? lo : count;
+}
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void init_status_kernel(device_status* status) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *status = clean_status;
+}
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void iota_kernel(std::uint32_t* out, std::uint32_t count) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < count;
+       i += std::uint64_t{gridDim.x} * blockDim.x)
+    out[i] = static_cast<std::uint32_t>(i);
+}
+
+//! dense_child[i] = group index of child i (0 plus a status flag when it names no group).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void dense_children_kernel(packed_ref image, std::uint32_t* dense_child,
+                                       device_status* status) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+       i < image.child_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
+    if (g == image.group_count()) {
+      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
+      dense_child[i] = 0;
+    } else {
+      dense_child[i] = g;
+    }
+  }
 }
 
 }  // namespace detail
