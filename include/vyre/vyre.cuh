@@ -4,3 +4,4 @@
 #pragma once
 
 #include "vyre/vyre.hpp"
+#include "vyre/algorithms.cuh"

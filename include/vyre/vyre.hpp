@@ -5,3 +5,4 @@
 #pragma once
 
 #include "vyre/core.hpp"
+#include "vyre/algorithms.hpp"
