@@ -269,7 +269,7 @@ int main(int argc, char** argv) {
     options.seed = 42;
     const synthetic_egraph graph = take(make_synthetic_egraph(options), "generator");
     bench_graph("synthetic_" + std::to_string(m) + "M", graph.rows, graph.cost, graph.roots, stream,
-                repeats, m >= 16 ? 1 : 3, true, device);
+                repeats, m >= 4 ? 1 : 3, true, device);
   }
 #if VYRE_HAVE_SIMDJSON
   const std::filesystem::path dir{data_dir};

@@ -79,7 +79,7 @@ struct extraction_result {
   std::vector<double> cost;               //!< parallel: tree cost (+infinity if none)
   std::vector<std::uint32_t> choice;      //!< parallel: chosen row index, or `no_row`
   double root_cost = 0;                   //!< sum of the roots' costs (each root once)
-  std::uint32_t rounds = 0;               //!< iterations until the fixpoint was confirmed
+  std::uint32_t rounds = 0;  //!< passes (CPU: worklist passes; GPU: rounds, the last unchanged)
 };
 
 namespace detail {
@@ -437,12 +437,34 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
       total += result.cost[dense.of_child[rows.offset[r] + k]];
     return total;
   };
-  // Sweeps in row order, updating in place (chaotic iteration of a monotone map from the top
-  // reaches the same fixpoint as round-synchronous iteration, in no more rounds). Without a
-  // negative-cost cycle, an optimal tree has height <= #classes, so #classes + 1 sweeps
-  // confirm the fixpoint.
+  // Parents: for each class, the rows that name it as a child (CSR).
+  std::vector<std::uint32_t> parent_start, parent_rows;
+  VYRE_TRY(try_resize(parent_start, std::size_t{class_count} + 1, "extract: parent offsets"));
+  VYRE_TRY(try_resize(parent_rows, rows.child_count, "extract: parent rows"));
+  std::fill(parent_start.begin(), parent_start.end(), 0u);
+  for (std::uint32_t r = 0; r < rows.row_count; ++r)
+    for (std::uint32_t k = 0; k < rows.length[r]; ++k)
+      ++parent_start[dense.of_child[rows.offset[r] + k] + 1];
+  for (std::uint32_t g = 0; g < class_count; ++g) parent_start[g + 1] += parent_start[g];
+  {
+    std::vector<std::uint32_t> cursor(parent_start.begin(), parent_start.end() - 1);
+    for (std::uint32_t r = 0; r < rows.row_count; ++r)
+      for (std::uint32_t k = 0; k < rows.length[r]; ++k)
+        parent_rows[cursor[dense.of_child[rows.offset[r] + k]]++] = r;
+  }
+  // Passes over a worklist of rows (the first pass sees every row, in row order; later passes
+  // the parents of classes whose cost dropped), updating in place. Chaotic iteration of this
+  // monotone map from the top reaches the same fixpoint as round-synchronous iteration, and
+  // pass k is at least as far as synchronous round k. Without a negative-cost cycle an optimal
+  // tree has height <= #classes, so #classes + 1 passes always suffice.
   const std::uint64_t round_limit = std::uint64_t{class_count} + 1;
-  for (bool changed = true; changed;) {
+  std::vector<std::uint32_t> pending, next;
+  std::vector<char> queued;
+  VYRE_TRY(try_resize(pending, rows.row_count, "extract: worklist"));
+  VYRE_TRY(try_reserve(next, rows.row_count, "extract: worklist"));
+  VYRE_TRY(try_resize(queued, rows.row_count, "extract: worklist membership"));
+  for (std::uint32_t r = 0; r < rows.row_count; ++r) pending[r] = r;
+  while (!pending.empty()) {
     if (result.rounds == round_limit)
       return fail(error(errc::invalid_argument,
                         "extract: costs still decrease after #classes + 1 rounds (a "
@@ -451,15 +473,22 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
                       .with("classes", class_count)
                       .fix("make node costs non-negative, or at least free of negative cycles"));
     ++result.rounds;
-    changed = false;
-    for (std::uint32_t r = 0; r < rows.row_count; ++r) {
+    next.clear();
+    for (const std::uint32_t r : pending) {
+      queued[r] = 0;
       const double total = row_cost(r);
-      double& best = result.cost[dense.of_row[r]];
-      if (total < best) {
-        best = total;
-        changed = true;
+      const std::uint32_t g = dense.of_row[r];
+      if (!(total < result.cost[g])) continue;
+      result.cost[g] = total;
+      for (std::uint32_t k = parent_start[g]; k < parent_start[g + 1]; ++k) {
+        const std::uint32_t p = parent_rows[k];
+        if (queued[p] == 0) {
+          queued[p] = 1;
+          next.push_back(p);
+        }
       }
     }
+    pending.swap(next);
   }
   // Choices from the final costs: the cheapest row, ties to the smallest row index.
   std::fill(result.choice.begin(), result.choice.end(), no_row);

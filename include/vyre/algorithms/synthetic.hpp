@@ -37,7 +37,9 @@ struct synthetic_options {
   double extra_fraction = 0.25;      //!< extra rows (per template row) in existing classes
   std::uint32_t max_children = 3;    //!< children per row: 0..max_children
   std::uint32_t op_count = 8;        //!< ops of inner rows (leaves get unique ops)
-  std::uint32_t window = 64;         //!< template children come from the previous `window`
+  //! Template children come from the previous `window` classes (uniformly from all earlier
+  //! ones by default, which keeps trees shallow; a small window makes long chains).
+  std::uint32_t window = 0xFFFFFFFFu;
   bool sparse_ids = false;           //!< spread e-class ids over the u32 range
   bool shuffle = true;               //!< shuffle the row order
 };
