@@ -208,6 +208,12 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
     rounds = result.rounds;
     merges = result.merges;
   });
+  const double while_ns = gpu_median_ns(stream, repeats, [&] {
+    (void)take(congruence(image.ref(), stream, loop_driver::conditional_graph), "congruence (WHILE)");
+  });
+  emit("congruence_while_graph_vs_flag_readback", params, device, while_ns,
+       "congruence with one flag readback per round", congruence_ns,
+       ",\"gpu_rounds\":" + std::to_string(rounds));
   std::uint32_t cpu_rounds = 0;
   const double cpu_congruence_ns = cpu_median_ns(cpu_repeats, [&] {
     cpu_rounds = take(congruence_reference(rows.ref()), "congruence_reference").rounds;

@@ -40,6 +40,9 @@ struct op_only_signature {
 
 namespace {
 
+template <class Signature>
+void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature);
+
 struct stream_guard {
   cudaStream_t stream = nullptr;
   stream_guard() {
@@ -108,26 +111,10 @@ void check_build(const raw_rows& rows) {
 
 template <class Signature = design_signature>
 void check_congruence(const raw_rows& rows, Signature signature = {}) {
-  stream_guard s;
-  auto cpu = congruence_reference(rows.ref());
-  REQUIRE(cpu.has_value());
-  const device_packed_image image = build_on_device(rows, s.stream);
-  auto gpu = congruence(image.ref(), s.stream, signature);
-  if (!gpu) FAIL(gpu.error().message());
-  const std::size_t G = cpu->eclass_ids.size();
-  CHECK(download(gpu->eclass_ids.get(), G, s.stream) == cpu->eclass_ids);
-  // Both pick the smallest id of each set, so the canonical relabelling is the identity.
-  CHECK(download(gpu->representative.get(), G, s.stream) == cpu->representative);
-  CHECK(gpu->merges == cpu->merges);
-  CHECK(gpu->rounds >= (rows.row_count() != 0 ? 1u : 0u));
-  const std::uint32_t K = gpu->rebuilt.layout().row_count;
-  REQUIRE(K == cpu->kept_rows.size());
-  CHECK(download(gpu->kept_rows.get(), K, s.stream) == cpu->kept_rows);
-  auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
-  REQUIRE(expected_rebuilt.has_value());
-  CHECK(gpu->rebuilt.layout() == expected_rebuilt->layout);
-  CHECK(download(gpu->rebuilt.words(), static_cast<std::size_t>(gpu->rebuilt.word_count()),
-                 s.stream) == expected_rebuilt->words);
+  for (const loop_driver driver : {loop_driver::flag_readback, loop_driver::conditional_graph}) {
+    INFO("driver " << (driver == loop_driver::flag_readback ? "flag_readback" : "conditional_graph"));
+    check_congruence_with(rows, driver, signature);
+  }
 }
 
 void check_extract(const raw_rows& rows, const std::vector<double>& cost,
@@ -158,6 +145,30 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
       CHECK(std::abs(gpu->root_cost - cpu->root_cost) <= 1e-9 * (std::max)(1.0, std::abs(cpu->root_cost)));
     }
   }
+}
+
+template <class Signature>
+void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature) {
+  stream_guard s;
+  auto cpu = congruence_reference(rows.ref());
+  REQUIRE(cpu.has_value());
+  const device_packed_image image = build_on_device(rows, s.stream);
+  auto gpu = congruence(image.ref(), s.stream, driver, signature);
+  if (!gpu) FAIL(gpu.error().message());
+  const std::size_t G = cpu->eclass_ids.size();
+  CHECK(download(gpu->eclass_ids.get(), G, s.stream) == cpu->eclass_ids);
+  // Both pick the smallest id of each set, so the canonical relabelling is the identity.
+  CHECK(download(gpu->representative.get(), G, s.stream) == cpu->representative);
+  CHECK(gpu->merges == cpu->merges);
+  CHECK(gpu->rounds >= (rows.row_count() != 0 ? 1u : 0u));
+  const std::uint32_t K = gpu->rebuilt.layout().row_count;
+  REQUIRE(K == cpu->kept_rows.size());
+  CHECK(download(gpu->kept_rows.get(), K, s.stream) == cpu->kept_rows);
+  auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
+  REQUIRE(expected_rebuilt.has_value());
+  CHECK(gpu->rebuilt.layout() == expected_rebuilt->layout);
+  CHECK(download(gpu->rebuilt.words(), static_cast<std::size_t>(gpu->rebuilt.word_count()),
+                 s.stream) == expected_rebuilt->words);
 }
 
 raw_rows design_example() {

@@ -223,6 +223,30 @@ VYRE_KERNEL void class_map_kernel(packed_ref image, const std::uint32_t* parent,
   }
 }
 
+//! The WHILE body's last node: count the round and keep looping while it merged something
+//! (and the round bound is not reached; then `changed` stays set and the host reports it).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void continue_while_kernel(cudaGraphConditionalHandle handle, device_status* status,
+                                       std::uint32_t* rounds, std::uint32_t round_limit) {
+  const std::uint32_t done = ++*rounds;
+  cudaGraphSetConditional(handle, status->changed != 0 && done < round_limit ? 1u : 0u);
+}
+
+//! Owners of the graph objects the conditional-WHILE driver creates.
+struct graph_owner {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  cudaStream_t capture = nullptr;
+  graph_owner() = default;
+  graph_owner(const graph_owner&) = delete;
+  graph_owner& operator=(const graph_owner&) = delete;
+  ~graph_owner() {
+    if (exec != nullptr) (void)cudaGraphExecDestroy(exec);
+    if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    if (capture != nullptr) (void)cudaStreamDestroy(capture);
+  }
+};
+
 inline error congruence_input_error(const device_status& status, const packed_ref& image) {
   if (status.bad_row != 0xFFFFFFFFu)
     return error(errc::out_of_range, "congruence: a row's children range ends past the children column")
@@ -239,14 +263,17 @@ inline error congruence_input_error(const device_status& status, const packed_re
 //! Congruence closure of the packed image `image` (device pointers, e.g. `build(...).ref()`),
 //! on `stream`. Rows are congruent when they have the same op and the same children after
 //! mapping every child to its representative; their e-classes merge until nothing merges. The
-//! representative of a set is its smallest original e-class id. One 24-byte status readback per
-//! round.
+//! representative of a set is its smallest original e-class id.
+//! @param driver `loop_driver::flag_readback`: one 24-byte status readback per round;
+//!        `loop_driver::conditional_graph`: the rounds run inside one CUDA graph with a
+//!        conditional WHILE node (CUDA 12.4+), with no host round trip until the fixpoint.
 //! @tparam Signature the bucketing hash over (op, dense canonical children, length); any
 //!         function works, collisions only cost time (tests use a degenerate one).
 //! @throws nothing; errors: a child without rows (`errc::not_found`), a children range past
 //!         the column (`errc::out_of_range`), CUDA failures. Nothing leaks.
 template <class Signature = design_signature>
 expected<device_congruence_result> congruence(const packed_ref& image, cudaStream_t stream,
+                                              loop_driver driver = loop_driver::flag_readback,
                                               Signature signature = {}) {
   using detail::block_size;
   using detail::grid_for;
@@ -296,38 +323,95 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   if (seen.bad_row != 0xFFFFFFFFu || seen.bad_child != 0xFFFFFFFFu)
     return fail(detail::congruence_input_error(seen, image));
 
-  device_congruence_result result;
-  for (bool changed = R != 0; changed;) {
-    ++result.rounds;
-    detail::canonicalise_kernel<><<<grid_for(C), block_size, 0, stream>>>(dense_child.get(), parent.get(),
-                                                                       canon.get(), C, status.get());
+  // One round, enqueued on `on` (the caller's stream, or a capturing stream).
+  const auto enqueue_round = [&](cudaStream_t on) -> expected<void> {
+    detail::canonicalise_kernel<><<<grid_for(C), block_size, 0, on>>>(dense_child.get(), parent.get(),
+                                                                      canon.get(), C, status.get());
     VYRE_TRY(detail::launched("congruence: canonicalise children"));
-    detail::sign_kernel<<<grid_for(R), block_size, 0, stream>>>(image, canon.get(), signature,
-                                                               keys.get(), rows.get());
+    detail::sign_kernel<<<grid_for(R), block_size, 0, on>>>(image, canon.get(), signature,
+                                                            keys.get(), rows.get());
     VYRE_TRY(detail::launched("congruence: sign rows"));
     std::size_t bytes = sort_bytes;
     VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(scratch.get(), bytes, keys.get(), sorted_keys.get(),
-                                                  rows.get(), sorted_rows.get(), R, 0, 32, stream),
+                                                  rows.get(), sorted_rows.get(), R, 0, 32, on),
                   "congruence: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
-    detail::run_heads_kernel<><<<grid_for(R), block_size, 0, stream>>>(sorted_keys.get(), run_start.get(), R);
+    detail::run_heads_kernel<><<<grid_for(R), block_size, 0, on>>>(sorted_keys.get(), run_start.get(), R);
     VYRE_TRY(detail::launched("congruence: signature runs"));
     bytes = scan_bytes;
     VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(scratch.get(), bytes, run_start.get(), run_start.get(),
-                                                 cuda::maximum<std::uint32_t>{}, R, stream),
+                                                 cuda::maximum<std::uint32_t>{}, R, on),
                   "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
-    detail::leaders_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+    detail::leaders_kernel<><<<grid_for(R), block_size, 0, on>>>(
         image, canon.get(), sorted_rows.get(), run_start.get(), dense_row.get(), parent.get(),
         leader_flag.get(), status.get());
     VYRE_TRY(detail::launched("congruence: leaders and unions"));
-    detail::flatten_kernel<><<<grid_for(G), block_size, 0, stream>>>(parent.get(), G);
+    detail::flatten_kernel<><<<grid_for(G), block_size, 0, on>>>(parent.get(), G);
     VYRE_TRY(detail::launched("congruence: flatten"));
-    VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
-    changed = seen.changed != 0;
-    if (result.rounds > G + 1)
-      return fail(error(errc::invalid_state, "congruence: more rounds than e-classes (a library bug)")
-                      .with("rounds", result.rounds)
-                      .with("classes", G)
-                      .fix("report this with the input"));
+    return {};
+  };
+  // Every round but the last merges at least once, so G + 1 rounds always suffice.
+  const std::uint32_t round_limit = G + 1;
+  const auto too_many_rounds = [&](std::uint32_t rounds) {
+    return error(errc::invalid_state, "congruence: more rounds than e-classes (a library bug)")
+        .with("rounds", rounds)
+        .with("classes", G)
+        .fix("report this with the input");
+  };
+
+  device_congruence_result result;
+  if (R != 0 && driver == loop_driver::flag_readback) {
+    for (bool changed = true; changed;) {
+      if (result.rounds == round_limit) return fail(too_many_rounds(result.rounds));
+      ++result.rounds;
+      VYRE_TRY(enqueue_round(stream));
+      VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
+      changed = seen.changed != 0;
+    }
+  } else if (R != 0) {
+    // A graph whose only node is a conditional WHILE; its body is one captured round plus the
+    // kernel that decides whether to run another.
+    VYRE_TRY_ASSIGN(u32_buffer rounds_run, u32_buffer::allocate(1, stream, "congruence: round counter"));
+    VYRE_CUDA_TRY(cudaMemsetAsync(rounds_run.get(), 0, sizeof(std::uint32_t), stream),
+                  "congruence: round counter");
+    detail::graph_owner owner;
+    VYRE_CUDA_TRY(cudaGraphCreate(&owner.graph, 0), "congruence: create the WHILE graph");
+    cudaGraphConditionalHandle handle{};
+    VYRE_CUDA_TRY(cudaGraphConditionalHandleCreate(&handle, owner.graph, 1, cudaGraphCondAssignDefault),
+                  "congruence: create the WHILE condition");
+    cudaGraphNodeParams params{};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = handle;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    cudaGraphNode_t node{};
+#if CUDART_VERSION >= 13000
+    const cudaError_t added = cudaGraphAddNode(&node, owner.graph, nullptr, nullptr, 0, &params);
+#else
+    const cudaError_t added = cudaGraphAddNode(&node, owner.graph, nullptr, 0, &params);
+#endif
+    VYRE_CUDA_TRY(added, "congruence: add the conditional WHILE node");
+    const cudaGraph_t body = params.conditional.phGraph_out[0];
+    VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&owner.capture, cudaStreamNonBlocking),
+                  "congruence: capture stream");
+    VYRE_CUDA_TRY(cudaStreamBeginCaptureToGraph(owner.capture, body, nullptr, nullptr, 0,
+                                                cudaStreamCaptureModeThreadLocal),
+                  "congruence: capture the round");
+    auto captured = enqueue_round(owner.capture);
+    if (captured) {
+      detail::continue_while_kernel<><<<1, 1, 0, owner.capture>>>(handle, status.get(), rounds_run.get(),
+                                                                 round_limit);
+      captured = detail::launched("congruence: WHILE condition");
+    }
+    cudaGraph_t ended = nullptr;
+    const cudaError_t end_status = cudaStreamEndCapture(owner.capture, &ended);
+    VYRE_TRY(captured);
+    VYRE_CUDA_TRY(end_status, "congruence: end the round capture");
+    VYRE_CUDA_TRY(cudaGraphInstantiate(&owner.exec, owner.graph, 0),
+                  "congruence: instantiate the WHILE graph (needs CUDA 12.4+ conditional nodes)");
+    VYRE_CUDA_TRY(cudaGraphLaunch(owner.exec, stream), "congruence: launch the WHILE graph");
+    VYRE_TRY(detail::copy_to_host(&result.rounds, rounds_run.get(), 1, stream, "congruence: read rounds"));
+    VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read status"));
+    if (seen.changed != 0) return fail(too_many_rounds(result.rounds));
   }
   result.merges = seen.merges;
 
