@@ -124,7 +124,7 @@ VYRE_KERNEL void __launch_bounds__(1024) relax_single_block_kernel(packed_ref im
     bool dropped = false;
     for (std::uint32_t g = threadIdx.x; g < image.group_count(); g += blockDim.x)
       dropped |= relax_group(image, node_cost, dense_child, cost, g);
-    if (dropped) changed = 1;
+    if (dropped) atomicOr(&changed, 1);
     __syncthreads();
     ++rounds;
     const bool again = changed != 0;
