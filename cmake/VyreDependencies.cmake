@@ -7,3 +7,6 @@ find_package(CUDAToolkit 12.4 REQUIRED)
 # CUDA 13 moved CCCL under include/cccl; its package config tells a host compiler where.
 find_package(CCCL CONFIG REQUIRED COMPONENTS libcudacxx CUB
   HINTS "${CUDAToolkit_LIBRARY_DIR}/cmake" "${CUDAToolkit_LIBRARY_ROOT}/lib64/cmake")
+
+# Optional: simdjson for the egraph-serialize JSON loader (vyre::egraph_json).
+find_package(simdjson CONFIG QUIET)

@@ -19,6 +19,19 @@ set_target_properties(vyre::vyre PROPERTIES
   INTERFACE_LINK_LIBRARIES "CUDA::cudart")
 ]=] @ONLY)
 
+# The optional JSON loader gets its own export set: the package config loads it only when the
+# consumer has simdjson too, so a consumer without simdjson still finds vyre::vyre.
+if(TARGET vyre_egraph_json)
+  install(TARGETS vyre_egraph_json EXPORT vyre-egraph-json-targets)
+  install(EXPORT vyre-egraph-json-targets NAMESPACE vyre:: DESTINATION "${VYRE_CMAKE_INSTALL_DIR}")
+  file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/vyre-egraph-json-targets.cmake" CONTENT [=[
+# Generated: vyre::egraph_json from the build tree of @PROJECT_SOURCE_DIR@.
+add_library(vyre::egraph_json INTERFACE IMPORTED)
+set_target_properties(vyre::egraph_json PROPERTIES
+  INTERFACE_LINK_LIBRARIES "vyre::vyre;simdjson::simdjson")
+]=] @ONLY)
+endif()
+
 configure_package_config_file(
   "${PROJECT_SOURCE_DIR}/cmake/vyre-config.cmake.in"
   "${PROJECT_BINARY_DIR}/vyre-config.cmake"

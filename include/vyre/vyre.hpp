@@ -5,4 +5,5 @@
 #pragma once
 
 #include "vyre/core.hpp"
+#include "vyre/egraph.hpp"
 #include "vyre/algorithms.hpp"

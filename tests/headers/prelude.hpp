@@ -16,16 +16,19 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
 #include <numeric>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
@@ -37,6 +40,10 @@
 #include <cuda/std/expected>
 #include <cuda/std/span>
 #include <cuda_runtime_api.h>
+// The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
+#if __has_include(<simdjson.h>) && !defined(__CUDACC__)
+#include <simdjson.h>
+#endif
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>
 #include <cuda/atomic>

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! The packed image: `device_image` (owning u32 words plus layout), `image_ref` (non-owning,
+//! trivially copyable, host and device) and `validate_image` (every invariant of the format,
+//! for images that come from outside, such as files).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <utility>
+
+#include <cuda/std/span>
+
+#include "vyre/core/error.hpp"
+#include "vyre/core/policies.hpp"
+#include "vyre/egraph/layout.hpp"
+#include "vyre/egraph/signature.hpp"
+
+namespace vyre::egraph {
+
+//! A non-owning view of a packed image: the words and their layout. Trivially copyable and
+//! usable in device code once `words` points at device memory.
+struct image_ref {
+  cuda::std::span<const std::uint32_t> words;
+  image_layout layout;
+
+  //! The words of `column`.
+  //! @pre the layout fits `words` (true for images from `pack` and `validate_image`).
+  VYRE_HOST_DEVICE constexpr cuda::std::span<const std::uint32_t> column(
+      image_column which) const noexcept {
+    const column_span span = layout.column(which);
+    return words.subspan(static_cast<std::size_t>(span.offset),
+                         static_cast<std::size_t>(span.length));
+  }
+};
+
+namespace detail {
+//! Words of an image, uninitialized (packing writes every word; zeroing would cost a pass).
+inline expected<std::unique_ptr<std::uint32_t[]>> allocate_words(std::uint64_t count,
+                                                                 const char* what) noexcept {
+  if (count == 0) return std::unique_ptr<std::uint32_t[]>();
+  if (count > SIZE_MAX / sizeof(std::uint32_t))
+    return fail(error(errc::out_of_memory, what).with("words", count).fix("shard the snapshot"));
+  std::unique_ptr<std::uint32_t[]> words(new (std::nothrow) std::uint32_t[static_cast<std::size_t>(count)]);
+  if (!words)
+    return fail(error(errc::out_of_memory, what)
+                    .with("words", count)
+                    .with("bytes", count * sizeof(std::uint32_t))
+                    .fix("free host memory, pack into caller memory (pack_into), or shard the "
+                         "snapshot"));
+  return words;
+}
+}  // namespace detail
+
+//! Checks every invariant of the packed image format, for an image that comes from outside
+//! (a file, another process). Images from `pack` satisfy them by construction.
+//! - `errc::invalid_layout`: the spans do not follow `image_layout::for_counts` of the counts,
+//!   or the words are not exactly `layout.word_count()` long (names the column);
+//! - `errc::corrupt_data`: a row's children range leaves the children column, a stored
+//!   signature differs from `row_signature`, group ids are not strictly ascending, group offsets
+//!   do not run from 0 to R through non-empty groups, a grouped row is out of range, out of
+//!   order or of another e-class, or a child names an e-class with no group.
+inline expected<void> validate_image(const image_ref& image) noexcept {
+  const image_layout& layout = image.layout;
+  const image_layout expected_layout = image_layout::for_counts(
+      layout.row_count, layout.child_count, layout.eclass_group_count);
+  for (std::size_t c = 0; c < image_column_count; ++c) {
+    const auto which = static_cast<image_column>(c);
+    if (layout.column(which) != expected_layout.column(which))
+      return fail(error(errc::invalid_layout,
+                        "validate_image: column span does not follow from the counts")
+                      .with("offset", layout.column(which).offset)
+                      .with("length", layout.column(which).length)
+                      .with("expected_offset", expected_layout.column(which).offset)
+                      .with("expected_length", expected_layout.column(which).length)
+                      .fix("rebuild the layout with image_layout::for_counts")
+                      .about(image_column_name(which)));
+  }
+  if (image.words.size() != layout.word_count())
+    return fail(error(errc::invalid_layout, "validate_image: word count differs from the layout")
+                    .with("words", image.words.size())
+                    .with("layout_words", layout.word_count())
+                    .fix("pass the whole image, exactly layout.word_count() words"));
+
+  const std::uint32_t rows = layout.row_count;
+  const std::uint32_t groups = layout.eclass_group_count;
+  const auto eclass_ids = image.column(image_column::row_eclass_ids);
+  const auto op_ids = image.column(image_column::row_language_op_ids);
+  const auto offsets = image.column(image_column::row_children_offsets);
+  const auto lengths = image.column(image_column::row_children_lens);
+  const auto signatures = image.column(image_column::row_signatures);
+  const auto children = image.column(image_column::children);
+  const auto group_ids = image.column(image_column::group_eclass_ids);
+  const auto group_offsets = image.column(image_column::group_offsets);
+  const auto group_rows = image.column(image_column::group_rows);
+
+  for (std::uint32_t r = 0; r < rows; ++r) {
+    const std::uint64_t end = std::uint64_t{offsets[r]} + lengths[r];
+    if (end > children.size())
+      return fail(error(errc::corrupt_data, "validate_image: row children range leaves the column")
+                      .with("row", r)
+                      .with("children_end", end)
+                      .with("child_entries", children.size())
+                      .fix("the image is corrupt: pack the snapshot again"));
+    if (signatures[r] != row_signature(op_ids[r], children.data() + offsets[r], lengths[r]))
+      return fail(error(errc::corrupt_data, "validate_image: stored row signature is wrong")
+                      .with("row", r)
+                      .with("stored", signatures[r])
+                      .with("computed", row_signature(op_ids[r], children.data() + offsets[r],
+                                                      lengths[r]))
+                      .fix("the image is corrupt: pack the snapshot again"));
+  }
+  for (std::uint32_t g = 1; g < groups; ++g)
+    if (group_ids[g] <= group_ids[g - 1])
+      return fail(error(errc::corrupt_data, "validate_image: group e-class ids not ascending")
+                      .with("group", g)
+                      .with("eclass", group_ids[g])
+                      .with("previous", group_ids[g - 1])
+                      .fix("the image is corrupt: pack the snapshot again"));
+  if (group_offsets[0] != 0 || group_offsets[groups] != rows)
+    return fail(error(errc::corrupt_data,
+                      "validate_image: group offsets must start at 0 and end at the row count")
+                    .with("first", group_offsets[0])
+                    .with("last", group_offsets[groups])
+                    .with("rows", rows)
+                    .fix("the image is corrupt: pack the snapshot again"));
+  for (std::uint32_t g = 0; g < groups; ++g) {
+    const std::uint32_t begin = group_offsets[g];
+    const std::uint32_t end = group_offsets[g + 1];
+    if (end <= begin || end > rows)
+      return fail(error(errc::corrupt_data,
+                        "validate_image: group offsets must increase (every group has a row)")
+                      .with("group", g)
+                      .with("begin", begin)
+                      .with("end", end)
+                      .fix("the image is corrupt: pack the snapshot again"));
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t r = group_rows[i];
+      if (r >= rows || eclass_ids[r] != group_ids[g] || (i > begin && r <= group_rows[i - 1]))
+        return fail(error(errc::corrupt_data,
+                          "validate_image: grouped row out of range, out of order or of another "
+                          "e-class")
+                        .with("group", g)
+                        .with("position", i)
+                        .with("row", r)
+                        .fix("the image is corrupt: pack the snapshot again"));
+    }
+  }
+  for (std::size_t i = 0; i < children.size(); ++i)
+    if (!std::binary_search(group_ids.begin(), group_ids.end(), children[i]))
+      return fail(error(errc::corrupt_data,
+                        "validate_image: a child names an e-class with no group")
+                      .with("child_entry", i)
+                      .with("child_eclass", children[i])
+                      .fix("the image is corrupt: pack the snapshot again"));
+  return {};
+}
+
+//! The packed image: one u32 slab holding the nine columns, plus its layout. Move-only (it can
+//! be large); `clone` copies explicitly.
+class device_image {
+ public:
+  // Special members are defaulted out of line: under nvcc, members defaulted in the class would
+  // be inferred __host__ __device__ (through cuda::std::expected) and call host-only unique_ptr.
+  device_image() noexcept;
+  ~device_image();
+  device_image(device_image&&) noexcept;
+  device_image& operator=(device_image&&) noexcept;
+  device_image(const device_image&) = delete;
+  device_image& operator=(const device_image&) = delete;
+
+  //! The words, host byte order.
+  cuda::std::span<const std::uint32_t> words() const noexcept {
+    return {words_.get(), static_cast<std::size_t>(layout_.word_count())};
+  }
+  const image_layout& layout() const noexcept { return layout_; }
+  //! A non-owning view (valid while this image lives and is not moved from).
+  image_ref ref() const noexcept { return {words(), layout_}; }
+  //! The words of one column.
+  cuda::std::span<const std::uint32_t> column(image_column which) const noexcept {
+    return ref().column(which);
+  }
+
+  //! A deep copy.
+  template <class OnError = on_error::throw_exception>
+  result_t<OnError, device_image> clone() const {
+    return apply_error_policy<OnError>(clone_impl());
+  }
+
+  //! An image from words and layout that come from outside, after `validate_image`.
+  template <class OnError = on_error::throw_exception>
+  static result_t<OnError, device_image> from_words(cuda::std::span<const std::uint32_t> words,
+                                                   const image_layout& layout) {
+    return apply_error_policy<OnError>(from_words_impl(words, layout));
+  }
+
+  //! Internal: adopts words written by `pack` (no validation).
+  static device_image adopt(std::unique_ptr<std::uint32_t[]> words,
+                            const image_layout& layout) noexcept {
+    device_image image;
+    image.words_ = std::move(words);
+    image.layout_ = layout;
+    return image;
+  }
+
+  static expected<device_image> from_words_impl(cuda::std::span<const std::uint32_t> words,
+                                                const image_layout& layout) noexcept {
+    VYRE_TRY(validate_image(image_ref{words, layout}));
+    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(words.size(), "device_image words"));
+    if (!words.empty()) std::memcpy(storage.get(), words.data(), words.size_bytes());
+    return adopt(std::move(storage), layout);
+  }
+
+ private:
+  expected<device_image> clone_impl() const noexcept {
+    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(layout_.word_count(), "device_image clone"));
+    if (layout_.word_count() != 0)
+      std::memcpy(storage.get(), words_.get(), words().size_bytes());
+    return adopt(std::move(storage), layout_);
+  }
+
+  std::unique_ptr<std::uint32_t[]> words_;
+  // A default-constructed image holds nothing: every span empty, zero words (unlike the pack of
+  // an empty snapshot, which has its one group-offset word).
+  image_layout layout_;
+};
+
+inline device_image::device_image() noexcept = default;
+inline device_image::~device_image() = default;
+inline device_image::device_image(device_image&&) noexcept = default;
+inline device_image& device_image::operator=(device_image&&) noexcept = default;
+
+}  // namespace vyre::egraph

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <vyre/egraph.hpp>
+
+namespace eg = vyre::egraph;
+using expect = vyre::on_error::return_expected;
+
+namespace {
+eg::device_image sample_image() {
+  return eg::pack(eg::snapshot::build(
+      {{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}, {7, "neg", {2}}, {1, "mul", {7, 1}}}));
+}
+std::uint32_t word_of(const std::vector<std::byte>& bytes, std::size_t index) {
+  std::uint32_t word;
+  std::memcpy(&word, bytes.data() + index * 4, 4);
+  return word;  // the tests run on little-endian hosts (checked below)
+}
+void set_word(std::vector<std::byte>& bytes, std::size_t index, std::uint32_t word) {
+  std::memcpy(bytes.data() + index * 4, &word, 4);
+}
+vyre::error refused(const std::vector<std::byte>& bytes) {
+  const auto result = eg::parse_image_file<expect>({bytes.data(), bytes.size()}, "sample.vyreimg");
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().subject() == "sample.vyreimg");
+  return result.error();
+}
+}  // namespace
+
+TEST_CASE("image file: bytes round-trip and the header is as documented", "[egraph][file]") {
+  static_assert(std::endian::native == std::endian::little, "these tests poke little-endian words");
+  const auto image = sample_image();
+  const auto bytes = eg::serialize_image(image.ref());
+  REQUIRE(bytes.size() == eg::image_file_header_bytes + image.words().size_bytes());
+  CHECK(word_of(bytes, 0) == 0x45525956u);
+  CHECK(std::memcmp(bytes.data(), "VYREEGIM", 8) == 0);
+  CHECK(word_of(bytes, 2) == 1u);
+  CHECK(word_of(bytes, 3) == 12u);
+  CHECK(word_of(bytes, 4) == image.layout().row_count);
+  CHECK(word_of(bytes, 5) == image.layout().child_count);
+  CHECK(word_of(bytes, 6) == image.layout().eclass_group_count);
+  CHECK(word_of(bytes, 8) == image.words().size());
+  CHECK(word_of(bytes, 12) == image.words()[0]);
+  const auto back = eg::parse_image_file({bytes.data(), bytes.size()});
+  CHECK(back.layout() == image.layout());
+  CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
+}
+
+TEST_CASE("image file: write and read a file", "[egraph][file]") {
+  const auto image = sample_image();
+  const auto path = std::filesystem::temp_directory_path() / "vyre_egraph_image_file_test.vyreimg";
+  eg::write_image_file(path, image.ref());
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  const auto back = eg::read_image_file(path);
+  CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
+  std::filesystem::remove(path);
+
+  const auto missing = eg::read_image_file<expect>(path);
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().code() == vyre::errc::io);
+  CHECK_THAT(std::string(missing.error().subject()), Catch::Contains("vyre_egraph_image_file_test"));
+  const auto unwritable = eg::write_image_file<expect>("/nonexistent-dir/x.vyreimg", image.ref());
+  REQUIRE_FALSE(unwritable.has_value());
+  CHECK(unwritable.error().code() == vyre::errc::io);
+  CHECK_THROWS_AS(eg::read_image_file(path), vyre::error_exception);
+}
+
+TEST_CASE("image file: staging policy decides the byte order", "[egraph][file]") {
+  const auto image = sample_image();
+  const auto swapped =
+      eg::serialize_image<vyre::on_error::throw_exception, vyre::staging::forced_swap>(image.ref());
+  CHECK(std::memcmp(swapped.data(), "ERYVMIGE", 8) == 0);
+  const auto back = eg::parse_image_file<vyre::on_error::throw_exception, vyre::staging::forced_swap>(
+      {swapped.data(), swapped.size()});
+  CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
+  const auto err = refused(swapped);
+  CHECK(err.code() == vyre::errc::corrupt_data);
+  CHECK_THAT(err.message(), Catch::Contains("byte-swapped"));
+}
+
+TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files are refused",
+          "[egraph][file]") {
+  const auto good = eg::serialize_image(sample_image().ref());
+  SECTION("empty and truncated header") {
+    CHECK_THAT(refused({}).message(), Catch::Contains("truncated header"));
+    CHECK(refused({good.begin(), good.begin() + 47}).value_or("bytes", 0) == 47);
+  }
+  SECTION("every truncation is refused") {
+    for (std::size_t size = 0; size < good.size(); ++size)
+      CHECK(refused({good.begin(), good.begin() + static_cast<std::ptrdiff_t>(size)}).code() ==
+            vyre::errc::corrupt_data);
+  }
+  SECTION("truncated words and trailing bytes") {
+    CHECK_THAT(refused({good.begin(), good.end() - 4}).message(), Catch::Contains("truncated image"));
+    auto longer = good;
+    longer.push_back(std::byte{0});
+    CHECK_THAT(refused(longer).message(), Catch::Contains("trailing bytes"));
+  }
+  SECTION("bad magic") {
+    auto bytes = good;
+    set_word(bytes, 0, 0x12345678u);
+    CHECK_THAT(refused(bytes).message(), Catch::Contains("bad magic"));
+  }
+  SECTION("wrong version") {
+    auto bytes = good;
+    set_word(bytes, 2, 2);
+    const auto err = refused(bytes);
+    CHECK(err.code() == vyre::errc::unsupported);
+    CHECK(err.value_or("version", 0) == 2);
+  }
+  SECTION("malformed header") {
+    auto bytes = good;
+    set_word(bytes, 7, 1);
+    CHECK_THAT(refused(bytes).message(), Catch::Contains("malformed header"));
+  }
+  SECTION("counts that do not add up") {
+    auto bytes = good;
+    set_word(bytes, 6, word_of(bytes, 6) + 1);
+    const auto err = refused(bytes);
+    CHECK(err.code() == vyre::errc::invalid_layout);
+    CHECK(err.value_or("groups", 0) == word_of(good, 6) + 1);
+    set_word(bytes, 6, word_of(good, 6));
+    set_word(bytes, 9, 1);  // word count high half
+    CHECK(refused(bytes).code() == vyre::errc::invalid_layout);
+  }
+  SECTION("consistent counts but too large for the file") {
+    auto bytes = good;
+    set_word(bytes, 4, 0xFFFFFFFFu);
+    const std::uint64_t words = 6ull * 0xFFFFFFFFull + word_of(good, 5) + 2ull * word_of(good, 6) + 1;
+    set_word(bytes, 8, static_cast<std::uint32_t>(words));
+    set_word(bytes, 9, static_cast<std::uint32_t>(words >> 32));
+    CHECK_THAT(refused(bytes).message(), Catch::Contains("truncated image"));
+  }
+  SECTION("every flipped bit is caught") {
+    for (std::size_t byte = 0; byte < good.size(); ++byte)
+      for (int bit = 0; bit < 8; bit += 3) {
+        auto bytes = good;
+        bytes[byte] ^= std::byte(1u << bit);
+        const auto result = eg::parse_image_file<expect>({bytes.data(), bytes.size()});
+        CHECK_FALSE(result.has_value());
+      }
+  }
+  SECTION("checksum mismatch names both sums") {
+    auto bytes = good;
+    set_word(bytes, 12, word_of(bytes, 12) ^ 0x10u);
+    const auto err = refused(bytes);
+    CHECK_THAT(err.message(), Catch::Contains("checksum"));
+    CHECK(err.value_or("stored", 0) != err.value_or("computed", 0));
+  }
+  SECTION("valid checksum over an invalid image") {
+    // Re-sign a corrupted image: the checksum passes and validate_image refuses it.
+    auto bytes = good;
+    const std::size_t group_offsets_word = 12 + sample_image().layout().group_offsets.offset;
+    set_word(bytes, group_offsets_word + 1, 0);
+    std::uint64_t sum = 0xCBF29CE484222325ull;
+    for (std::size_t i = 0; i < bytes.size() / 4; ++i)
+      if (i != 10 && i != 11) sum = (sum ^ word_of(bytes, i)) * 0x100000001B3ull;
+    set_word(bytes, 10, static_cast<std::uint32_t>(sum));
+    set_word(bytes, 11, static_cast<std::uint32_t>(sum >> 32));
+    const auto err = refused(bytes);
+    CHECK(err.code() == vyre::errc::corrupt_data);
+    CHECK_THAT(err.message(), Catch::Contains("group offsets"));
+  }
+}
