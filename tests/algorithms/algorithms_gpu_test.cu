@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "egraph_pack_support.hpp"
 #include "reference_support.hpp"
 #include "vyre/algorithms.cuh"
 
@@ -107,6 +108,7 @@ void check_build(const raw_rows& rows) {
   CHECK(image.layout() == expected_image->layout);
   const auto words = download(image.words(), static_cast<std::size_t>(image.word_count()), s.stream);
   CHECK(words == expected_image->words);
+  CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
 }
 
 template <class Signature = design_signature>

@@ -9,6 +9,7 @@
 #include <set>
 #include <vector>
 
+#include "egraph_pack_support.hpp"
 #include "reference_support.hpp"
 #include "vyre/algorithms.hpp"
 
@@ -39,6 +40,16 @@ cuda::std::span<const std::uint32_t> span_of(const std::vector<std::uint32_t>& v
 
 }  // namespace
 
+namespace {
+raw_rows design_example_rows() {
+  raw_rows rows;
+  add_row(rows, 2, 0, {});
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 1, {1, 2});
+  return rows;
+}
+}  // namespace
+
 TEST_CASE("pack_reference reproduces DESIGN.md's worked example", "[pack]") {
   raw_rows rows;
   add_row(rows, 2, 0, {});
@@ -65,6 +76,18 @@ TEST_CASE("pack_reference reproduces DESIGN.md's worked example", "[pack]") {
   const std::uint32_t kids[] = {1, 2};
   CHECK(w[at.row_signatures() + 2] == detail::row_signature(1, kids, 2));
   CHECK(w[at.row_signatures() + 0] == detail::row_signature(0, nullptr, 0));
+}
+
+TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
+  CHECK(pack_reference(design_example_rows().ref())->words ==
+        vyre_test::egraph_pack_words(design_example_rows()));
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    auto graph = make_synthetic_egraph({.rows = 20000, .seed = seed, .sparse_ids = seed % 2 == 0});
+    REQUIRE(graph.has_value());
+    auto image = pack_reference(graph->rows.ref());
+    REQUIRE(image.has_value());
+    CHECK(image->words == vyre_test::egraph_pack_words(graph->rows));
+  }
 }
 
 TEST_CASE("row signature: known value, order matters, e-class ignored", "[pack]") {
