@@ -146,7 +146,8 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
   auto temp = take(device_buffer<unsigned char>::allocate(bytes, stream, "p"), "p");
   std::uint32_t host_max = 0;
   check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.eclass, max_id.get(), R, stream), "max");
-  check(cudaMemcpy(&host_max, max_id.get(), 4, cudaMemcpyDeviceToHost), "max");
+  check(cudaMemcpyAsync(&host_max, max_id.get(), 4, cudaMemcpyDeviceToHost, stream), "max");
+  check(cudaStreamSynchronize(stream), "max");
   const int end_bit = std::max(1, 32 - __builtin_clz(host_max | 1u));
   double total = 0;
   total += gpu_median_ns(stream, repeats, [&] {

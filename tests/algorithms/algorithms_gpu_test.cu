@@ -48,7 +48,14 @@ struct stream_guard {
   cudaStream_t stream = nullptr;
   stream_guard() {
     REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-    // Poison the pool: allocate, fill with 0xA5, free; later stream-ordered allocations reuse it.
+    // Poison the pool: keep freed memory in the pool, then allocate, fill with 0xA5 and free a
+    // block, so later stream-ordered allocations hand out poisoned memory.
+    int device = 0;
+    cudaMemPool_t pool = nullptr;
+    std::uint64_t keep_all = UINT64_MAX;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess);
+    REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) == cudaSuccess);
     void* block = nullptr;
     REQUIRE(cudaMallocAsync(&block, std::size_t{256} << 20, stream) == cudaSuccess);
     REQUIRE(cudaMemsetAsync(block, 0xA5, std::size_t{256} << 20, stream) == cudaSuccess);

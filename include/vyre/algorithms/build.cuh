@@ -34,6 +34,8 @@
 namespace vyre::algorithms {
 
 //! An owning packed image in device memory.
+//! @note Its memory is freed in stream order on the stream it was built on: keep that stream
+//!       alive until the image is destroyed.
 class device_packed_image {
  public:
   device_packed_image() noexcept = default;
