@@ -26,7 +26,8 @@ stage_info() {
 }
 stage_build() {
   cmake --preset default -DCMAKE_PREFIX_PATH="$deps" \
-    -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" >"$out/configure.log" 2>&1 \
+    -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
+    -DVYRE_EGRAPH_DATA_DIR="$PWD/.deps/egraphs" >"$out/configure.log" 2>&1 \
     || { tail -n 40 "$out/configure.log"; return 1; }
   cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
   echo "build ok"

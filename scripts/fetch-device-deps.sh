@@ -8,4 +8,6 @@ rm -rf .deps && mkdir -p .deps/debs
 (cd .deps/debs && apt-get download catch2 libsimdjson-dev libsimdjson14 libcli11-dev)
 for deb in .deps/debs/*.deb; do dpkg -x "$deb" .deps/root; done
 rm -rf .deps/debs
+# ../shared does not travel to the GPU machine: carry the real e-graphs the tests walk.
+if [ -d ../shared/data/egraphs ]; then cp -r ../shared/data/egraphs .deps/egraphs; fi
 echo "prepared .deps/root ($(du -sh .deps/root | cut -f1))"
