@@ -61,7 +61,8 @@ stage_sanitize() {
 }
 stage_bench() {
   local rc=0
-  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' | sort); do
+  # BENCH_FILTER (a grep -E pattern on the executable's path) picks a subset.
+  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' | sort | grep -E "${BENCH_FILTER:-.}"); do
     echo "== $exe"
     "$exe" | tee -a "$out/bench.jsonl" || rc=1
   done
