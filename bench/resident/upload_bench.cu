@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   // pool retains it, as an engine that re-uploads images of that size would configure.
   auto default_gpu = vyre::backend<vyre::policies<>>::acquire(0);
   vyre::backend_options retaining;
-  retaining.memory.retained_cap = static_cast<std::size_t>(2 * max_bytes);
+  retaining.memory.retained_cap = static_cast<std::size_t>(4 * max_bytes);  // the image + fault record rounds up to the next power-of-two class
   auto retaining_gpu = vyre::backend<vyre::policies<>>::acquire(0, retaining);
 
   // One buffer of random words per source kind, sized for the largest image.
