@@ -116,6 +116,10 @@ inline error build_input_error(const device_status& status, const raw_rows_ref& 
 //! Builds the packed image of `rows` (device pointers) on `stream`: the same words the host
 //! pack writes for the same rows (children offsets = prefix sums of the lengths; groups list
 //! rows ascending). Synchronises `stream` three times (id range, group count, status).
+//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
+//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
+//!       back to the driver and the next call maps it again; an engine that builds repeatedly
+//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
 //! @pre `rows` points to device memory readable on `stream`.
 //! @throws nothing; errors: inconsistent lengths (`errc::out_of_range`), a child without rows
 //!         (`errc::not_found`, when `check` is on), more than INT_MAX rows (`errc::abi_limit`),
