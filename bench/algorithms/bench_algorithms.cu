@@ -192,10 +192,10 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const double pack_ns = cpu_median_ns(cpu_repeats, [&] { (void)take(pack_reference(rows.ref()), "pack"); });
   if (with_primitives) {
     const double cub_ns = primitives_ns(d, G, stream, repeats);
-    emit("build_vs_cub_primitives", params + ",\"child_check\":\"off\"", device, build_unchecked_ns,
+    emit("build_vs_cub_primitives", params + ",\"child_check\":\"off\",\"pool_release_threshold\":\"max\"", device, build_unchecked_ns,
          "sum of CUB primitive medians", cub_ns,
          ",\"rows_per_s\":" + std::to_string(R / (build_unchecked_ns * 1e-9)));
-    emit("build_vs_cub_primitives", params + ",\"child_check\":\"on\"", device, build_ns,
+    emit("build_vs_cub_primitives", params + ",\"child_check\":\"on\",\"pool_release_threshold\":\"max\"", device, build_ns,
          "sum of CUB primitive medians", cub_ns,
          ",\"rows_per_s\":" + std::to_string(R / (build_ns * 1e-9)));
   }
