@@ -56,7 +56,8 @@ struct resident_span {
 
 //! Staging options of an upload.
 struct upload_options {
-  //! Bytes per staging chunk (two chunks in flight per host lane). Default 4 MiB.
+  //! Most bytes per staging chunk (two chunks in flight per host lane). Default 4 MiB; smaller
+  //! uploads use smaller chunks so that every lane's host copy overlaps its DMA.
   std::size_t chunk_bytes = std::size_t{4} << 20;
   //! Host threads filling staging chunks at once. One host thread copies pageable memory at
   //! a fraction of the DMA rate, so large uploads split the chunks over several lanes. More
@@ -66,11 +67,11 @@ struct upload_options {
   std::size_t host_lanes = 1;
 };
 
-//! `host_lanes` for a plain copy of `bytes`: up to 4 lanes, one per 8 MiB, within the machine's
-//! hardware threads.
+//! `host_lanes` for a plain copy of `bytes`: up to 4 lanes, one per 512 KiB, within the
+//! machine's hardware threads.
 inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
   const std::size_t hardware = std::thread::hardware_concurrency();
-  std::size_t lanes = bytes / (std::size_t{8} << 20);
+  std::size_t lanes = bytes / (std::size_t{512} << 10);
   if (lanes > 4) lanes = 4;
   if (hardware != 0 && lanes > hardware) lanes = hardware;
   return lanes == 0 ? 1 : lanes;
@@ -490,9 +491,15 @@ class resident_store {
     if (bytes == 0) return {};
     if (pinned_ == nullptr)
       return fail(error(errc::invalid_state, "resident_store::upload: no pinned pool"));
-    const std::size_t chunk = bytes < options.chunk_bytes ? bytes : options.chunk_bytes;
-    const std::size_t chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
     std::size_t lanes = options.host_lanes == 0 ? 1 : options.host_lanes;
+    // At least two chunks per lane (so each lane's copies overlap), in whole 4 KiB pages, at
+    // most options.chunk_bytes.
+    constexpr std::size_t page = 4096;
+    std::size_t chunk = bytes / (2 * lanes);
+    chunk = chunk < page ? page : (chunk + page - 1) / page * page;
+    if (chunk > options.chunk_bytes) chunk = options.chunk_bytes;
+    if (chunk > bytes) chunk = bytes;
+    const std::size_t chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
     if (lanes > chunks) lanes = chunks;
     std::atomic<bool> failed{false};
     const auto lane_work = [&](std::size_t lane) noexcept {
