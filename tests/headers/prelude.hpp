@@ -10,6 +10,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -38,6 +39,9 @@
 #include <cuda/std/expected>
 #include <cuda/std/span>
 #include <cuda_runtime_api.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 // The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
 #if __has_include(<simdjson.h>) && !defined(__CUDACC__)
 #include <simdjson.h>
