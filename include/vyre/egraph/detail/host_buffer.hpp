@@ -62,7 +62,12 @@ expected<std::unique_ptr<T[], free_memory>> allocate_uninitialized(std::uint64_t
 template <class T>
 class raw_array {
  public:
-  raw_array() noexcept = default;
+  // Out-of-line special members: members defaulted in the class would be inferred
+  // __host__ __device__ by nvcc (through cuda::std::expected) and call host-only unique_ptr.
+  raw_array() noexcept;
+  ~raw_array();
+  raw_array(raw_array&&) noexcept;
+  raw_array& operator=(raw_array&&) noexcept;
   static expected<raw_array> allocate(std::uint64_t count, const char* what) noexcept {
     VYRE_TRY_ASSIGN(auto storage, allocate_uninitialized<T>(count, what));
     raw_array result;
@@ -93,5 +98,21 @@ class raw_array {
   std::unique_ptr<T[], free_memory> data_;
   std::size_t size_ = 0;
 };
+
+// Written out (not `= default`): nvcc infers the execution space of defaulted members of a
+// class template even when they are defaulted out of line.
+template <class T>
+raw_array<T>::raw_array() noexcept {}
+template <class T>
+raw_array<T>::~raw_array() {}
+template <class T>
+raw_array<T>::raw_array(raw_array&& other) noexcept
+    : data_(std::move(other.data_)), size_(std::exchange(other.size_, 0)) {}
+template <class T>
+raw_array<T>& raw_array<T>::operator=(raw_array&& other) noexcept {
+  data_ = std::move(other.data_);
+  size_ = std::exchange(other.size_, 0);
+  return *this;
+}
 
 }  // namespace vyre::egraph::detail
