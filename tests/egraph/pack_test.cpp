@@ -363,3 +363,26 @@ TEST_CASE("pack: counting sort and radix sort agree around the density threshold
     CHECK(std::equal(order.begin(), order.end(), grows.begin()));
   }
 }
+
+TEST_CASE("pack: sparse ids with many children (sorted children check) find a dangling child",
+          "[egraph][pack]") {
+  constexpr std::uint32_t top = 0xFFFFFFFFu;
+  std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;
+  std::mt19937_64 rng(99);
+  std::vector<std::uint32_t> ids{0, top};
+  for (int i = 0; i < 3000; ++i) ids.push_back(static_cast<std::uint32_t>(rng()));
+  for (const std::uint32_t id : ids)
+    nodes.push_back({id, "f", {ids[rng() % ids.size()], ids[rng() % ids.size()], top, 0}});
+  const auto good = eg::snapshot::from_tuples(nodes);
+  REQUIRE(good.child_count() > 4096);
+  const auto image = eg::pack(good);
+  CHECK(eg::validate_image(image.ref()).has_value());
+  // One dangling child, in the middle of the column.
+  std::get<2>(nodes[1500])[1] = top - 3;
+  const auto bad = eg::pack<expect>(eg::snapshot::from_tuples(nodes));
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == vyre::errc::not_found);
+  CHECK(bad.error().value_or("child_eclass", 0) == top - 3);
+  CHECK(bad.error().value_or("row", 0) == 1500);
+  CHECK(bad.error().value_or("child_entry", 0) == 1500 * 4 + 1);
+}

@@ -18,6 +18,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/row.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -46,26 +47,14 @@ struct grouping {
   std::uint32_t min_eclass = 0;
   std::uint32_t group_count = 0;
   //! Dense: rows per e-class id (index id - min_eclass). `emit` turns it into cursors.
-  std::vector<std::uint32_t> counts;
+  raw_array<std::uint32_t> counts;
   //! Dense: one bit per id in [min_eclass, min_eclass + counts.size()): the id has rows. A
   //! bitmap (not `counts`) answers the children check: 32x smaller, so it stays in cache.
   std::vector<std::uint64_t> present;
   //! Sparse: (eclass << 32 | row index), sorted by e-class, rows ascending inside a class.
-  std::vector<std::uint64_t> sorted;
+  raw_array<std::uint64_t> sorted;
   //! Sparse: the distinct e-class ids, ascending.
   std::vector<std::uint32_t> group_ids;
-  //! Sparse: open-addressing set of the ids (linear probing, `empty_slot` marks a free slot;
-  //! the id equal to `empty_slot` is tracked by `has_empty_slot_id`). One cache line per
-  //! children check, where a binary search over all ids would take ~log2(G).
-  std::vector<std::uint32_t> id_set;
-  unsigned id_set_shift = 32;
-  bool has_empty_slot_id = false;
-  static constexpr std::uint32_t empty_slot = 0xFFFFFFFFu;
-
-  std::size_t id_slot(std::uint32_t eclass) const noexcept {
-    // Fibonacci hashing: spreads strided ids (multiples of 2^k) over the table.
-    return static_cast<std::size_t>((std::uint64_t{eclass} * 0x9E3779B97F4A7C15ull) >> id_set_shift);
-  }
 
   bool has_rows(std::uint32_t eclass) const noexcept {
     if (eclass < min_eclass) return false;
@@ -73,14 +62,7 @@ struct grouping {
     if (dense) {
       return index < counts.size() && ((present[index >> 6] >> (index & 63u)) & 1u) != 0;
     }
-    (void)index;
-    if (eclass == empty_slot) return has_empty_slot_id;
-    const std::size_t mask = id_set.size() - 1;
-    for (std::size_t slot = id_slot(eclass);; slot = (slot + 1) & mask) {
-      const std::uint32_t held = id_set[slot];
-      if (held == eclass) return true;
-      if (held == empty_slot) return false;
-    }
+    return std::binary_search(group_ids.begin(), group_ids.end(), eclass);
   }
 };
 
@@ -163,8 +145,9 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
                                   std::uint64_t id_range, grouping& out) {
   out.dense = true;
   out.min_eclass = min_id;
-  VYRE_TRY(try_resize(out.counts, static_cast<std::size_t>(id_range),
-                      "pack: e-class counting array"));
+  VYRE_TRY_ASSIGN(out.counts, raw_array<std::uint32_t>::allocate(id_range,
+                                                                "pack: e-class counting array"));
+  std::memset(out.counts.data(), 0, out.counts.size() * sizeof(std::uint32_t));
   std::uint32_t* counts = out.counts.data();
   std::uint32_t groups = 0;
   for (const row& current : in.rows) {
@@ -183,9 +166,8 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
 inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
   out.dense = false;
   const std::size_t n = in.rows.size();
-  std::vector<std::uint64_t> scratch;
-  VYRE_TRY(try_resize(out.sorted, n, "pack: e-class sort keys"));
-  VYRE_TRY(try_resize(scratch, n, "pack: e-class sort scratch"));
+  VYRE_TRY_ASSIGN(out.sorted, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort keys"));
+  VYRE_TRY_ASSIGN(auto scratch, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort scratch"));
   // One pass builds the keys and the histograms of the four 8-bit digits of the e-class (256
   // buckets keep every scatter stream's page in the TLB).
   constexpr unsigned digit_bits = 8;
@@ -232,22 +214,6 @@ inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
     if (i == 0 || eclass != out.group_ids[g - 1]) out.group_ids[g++] = eclass;
   }
   out.group_count = groups;
-  // Id set for the children check, load factor at most 1/2.
-  out.min_eclass = out.group_ids.front();
-  const unsigned set_bits = (std::max)(4u, static_cast<unsigned>(std::bit_width(std::uint64_t{groups})) + 1);
-  out.id_set_shift = 64 - set_bits;
-  VYRE_TRY(try_resize(out.id_set, std::size_t{1} << set_bits, "pack: e-class id set"));
-  std::fill(out.id_set.begin(), out.id_set.end(), grouping::empty_slot);
-  const std::size_t mask = out.id_set.size() - 1;
-  for (const std::uint32_t eclass : out.group_ids) {
-    if (eclass == grouping::empty_slot) {
-      out.has_empty_slot_id = true;
-      continue;
-    }
-    std::size_t slot = out.id_slot(eclass);
-    while (out.id_set[slot] != grouping::empty_slot) slot = (slot + 1) & mask;
-    out.id_set[slot] = eclass;
-  }
   return {};
 }
 
@@ -268,27 +234,64 @@ inline error dangling_child_error(const snapshot_columns& in, std::size_t i) {
       .fix("add a row for that e-class or drop the child");
 }
 
+//! Sorts `values` ascending (LSD radix, 8-bit digits, trivial passes skipped); `scratch` has
+//! the same size. The result ends in `values`.
+inline void radix_sort_u32(raw_array<std::uint32_t>& values, raw_array<std::uint32_t>& scratch) {
+  const std::size_t n = values.size();
+  std::array<std::array<std::uint32_t, 256>, 4> histograms{};
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::uint32_t v = values[i];
+    ++histograms[0][v & 0xFFu];
+    ++histograms[1][(v >> 8) & 0xFFu];
+    ++histograms[2][(v >> 16) & 0xFFu];
+    ++histograms[3][v >> 24];
+  }
+  for (unsigned pass = 0; pass < 4; ++pass) {
+    auto& histogram = histograms[pass];
+    const unsigned shift = 8 * pass;
+    if (n == 0 || histogram[(values[0] >> shift) & 0xFFu] == n) continue;
+    std::uint32_t running = 0;
+    for (auto& bucket : histogram) {
+      const std::uint32_t count = bucket;
+      bucket = running;
+      running += count;
+    }
+    const std::uint32_t* source = values.data();
+    std::uint32_t* target = scratch.data();
+    for (std::size_t i = 0; i < n; ++i) target[histogram[(source[i] >> shift) & 0xFFu]++] = source[i];
+    values.swap(scratch);
+  }
+}
+
 //! Every entry of the children column names an e-class that has a row.
+//! Dense ids: one bit test per child in a bitmap that stays in cache. Sparse ids: the children
+//! are radix sorted and merged with the sorted group ids; sequential passes beat a hash probe
+//! per child once the id set outgrows the caches.
 inline expected<void> check_children(const snapshot_columns& in, const grouping& groups) {
   const std::size_t count = in.children.size();
-  std::size_t i = 0;
-  if (!groups.dense) {
-    // The id set is larger than the caches: look up a batch of slots and prefetch them before
-    // probing, so the cache misses overlap instead of queueing one after another.
-    constexpr std::size_t batch = 16;
-    for (; i + batch <= count; i += batch) {
-#if defined(__GNUC__) || defined(__clang__)
-      for (std::size_t j = 0; j < batch; ++j)
-        __builtin_prefetch(groups.id_set.data() + groups.id_slot(in.children[i + j]));
-#endif
-      for (std::size_t j = 0; j < batch; ++j)
-        if (!groups.has_rows(in.children[i + j])) [[unlikely]]
-          return fail(dangling_child_error(in, i + j));
+  if (groups.dense || count < 4096) {
+    for (std::size_t i = 0; i < count; ++i)
+      if (!groups.has_rows(in.children[i])) [[unlikely]]
+        return fail(dangling_child_error(in, i));
+    return {};
+  }
+  VYRE_TRY_ASSIGN(auto values, raw_array<std::uint32_t>::allocate(count, "pack: sorted children"));
+  VYRE_TRY_ASSIGN(auto scratch, raw_array<std::uint32_t>::allocate(count, "pack: sorted children"));
+  std::memcpy(values.data(), in.children.data(), in.children.size_bytes());
+  radix_sort_u32(values, scratch);
+  const std::uint32_t* ids = groups.group_ids.data();
+  const std::size_t id_count = groups.group_ids.size();
+  std::size_t j = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::uint32_t child = values[i];
+    while (j < id_count && ids[j] < child) ++j;
+    if (j == id_count || ids[j] != child) [[unlikely]] {
+      // Name the first children entry holding this value.
+      std::size_t at = 0;
+      while (in.children[at] != child) ++at;
+      return fail(dangling_child_error(in, at));
     }
   }
-  for (; i < count; ++i)
-    if (!groups.has_rows(in.children[i])) [[unlikely]]
-      return fail(dangling_child_error(in, i));
   return {};
 }
 
