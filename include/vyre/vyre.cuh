@@ -8,3 +8,4 @@
 #include "vyre/graph.cuh"
 #include "vyre/runtime.cuh"
 #include "vyre/egraph.cuh"
+#include "vyre/algorithms.cuh"

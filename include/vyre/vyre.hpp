@@ -11,3 +11,4 @@
 #include "vyre/runtime/module_disk_cache.hpp"
 #include "vyre/runtime/telemetry.hpp"
 #include "vyre/egraph.hpp"
+#include "vyre/algorithms.hpp"

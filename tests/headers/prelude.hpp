@@ -7,6 +7,7 @@
 #include <atomic>
 #include <bit>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <concepts>
 #include <cstddef>
@@ -33,6 +34,7 @@
 #include <thread>
 #include <type_traits>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -50,5 +52,7 @@
 #endif
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>
+#include <cuda/atomic>
+#include <cuda/functional>
 #include <cuda/std/atomic>
 #endif

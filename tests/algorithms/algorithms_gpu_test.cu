@@ -1,0 +1,415 @@
+// SPDX-License-Identifier: Apache-2.0
+// The device algorithms against the CPU references: build byte-identical to pack_reference,
+// congruence partition / merges / rebuilt image equal to congruence_reference, extraction
+// costs and choices equal to extract_reference, on hand-made cases, synthetic e-graphs with
+// planted congruences and every real e-graph of VYRE_EGRAPH_DATA_DIR. Memory handed out by the
+// stream-ordered pool is poisoned first, so a column the device forgets to write shows up.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "egraph_pack_support.hpp"
+#include "reference_support.hpp"
+#include "vyre/algorithms.cuh"
+
+#if VYRE_HAVE_SIMDJSON
+#include "egraph_json.hpp"
+#endif
+
+using namespace vyre::algorithms;
+using vyre::errc;
+using vyre_test::add_row;
+
+// Named namespace: kernels instantiated with it need external linkage.
+namespace vyre_test {
+// A bucketing hash that makes every row with the same op collide: only full-row comparison
+// keeps different rows apart.
+struct op_only_signature {
+  __host__ __device__ std::uint32_t operator()(std::uint32_t op, const std::uint32_t*,
+                                               std::uint32_t) const noexcept {
+    return op;
+  }
+};
+
+}  // namespace vyre_test
+
+namespace {
+
+template <class Signature>
+void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature);
+
+struct stream_guard {
+  cudaStream_t stream = nullptr;
+  stream_guard() {
+    REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
+    // Poison the pool: keep freed memory in the pool, then allocate, fill with 0xA5 and free a
+    // block, so later stream-ordered allocations hand out poisoned memory.
+    int device = 0;
+    cudaMemPool_t pool = nullptr;
+    std::uint64_t keep_all = UINT64_MAX;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    REQUIRE(cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess);
+    REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) == cudaSuccess);
+    void* block = nullptr;
+    REQUIRE(cudaMallocAsync(&block, std::size_t{256} << 20, stream) == cudaSuccess);
+    REQUIRE(cudaMemsetAsync(block, 0xA5, std::size_t{256} << 20, stream) == cudaSuccess);
+    REQUIRE(cudaFreeAsync(block, stream) == cudaSuccess);
+  }
+  ~stream_guard() {
+    (void)cudaStreamSynchronize(stream);
+    (void)cudaStreamDestroy(stream);
+  }
+};
+
+template <class T>
+device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  auto buffer = device_buffer<T>::allocate(host.size(), stream, "test upload");
+  REQUIRE(buffer.has_value());
+  if (!host.empty())
+    REQUIRE(cudaMemcpyAsync(buffer->get(), host.data(), host.size() * sizeof(T),
+                            cudaMemcpyHostToDevice, stream) == cudaSuccess);
+  return std::move(*buffer);
+}
+
+template <class T>
+std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream) {
+  std::vector<T> host(count);
+  if (count != 0)
+    REQUIRE(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost,
+                            stream) == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
+  return host;
+}
+
+struct device_rows {
+  device_buffer<std::uint32_t> eclass, op, lens, children;
+  raw_rows_ref view;
+  device_rows(const raw_rows& rows, cudaStream_t stream)
+      : eclass(upload(rows.eclass, stream)),
+        op(upload(rows.op, stream)),
+        lens(upload(rows.children_length, stream)),
+        children(upload(rows.children, stream)) {
+    view = {eclass.get(), op.get(), lens.get(), children.get(), rows.row_count(),
+            static_cast<std::uint32_t>(rows.children.size())};
+  }
+};
+
+device_packed_image build_on_device(const raw_rows& rows, cudaStream_t stream) {
+  device_rows on_device(rows, stream);
+  auto image = build(on_device.view, stream);
+  if (!image) FAIL(image.error().message());
+  return std::move(*image);
+}
+
+void check_build(const raw_rows& rows) {
+  stream_guard s;
+  auto expected_image = pack_reference(rows.ref());
+  REQUIRE(expected_image.has_value());
+  const device_packed_image image = build_on_device(rows, s.stream);
+  CHECK(image.layout() == expected_image->layout);
+  const auto words = download(image.words(), static_cast<std::size_t>(image.word_count()), s.stream);
+  CHECK(words == expected_image->words);
+  CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
+}
+
+template <class Signature = design_signature>
+void check_congruence(const raw_rows& rows, Signature signature = {}) {
+  for (const loop_driver driver : {loop_driver::flag_readback, loop_driver::conditional_graph}) {
+    INFO("driver " << (driver == loop_driver::flag_readback ? "flag_readback" : "conditional_graph"));
+    check_congruence_with(rows, driver, signature);
+  }
+}
+
+void check_extract(const raw_rows& rows, const std::vector<double>& cost,
+                   const std::vector<std::uint32_t>& roots) {
+  auto cpu = extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
+  REQUIRE(cpu.has_value());
+  for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
+    INFO("single_block_max_groups = " << single_block_max);
+    stream_guard s;
+    const device_packed_image image = build_on_device(rows, s.stream);
+    const device_buffer<double> device_cost = upload(cost, s.stream);
+    auto gpu = extract(image.ref(), device_cost.get(), {roots.data(), roots.size()}, s.stream,
+                       extract_options{single_block_max});
+    if (!gpu) FAIL(gpu.error().message());
+    const std::size_t G = cpu->eclass_ids.size();
+    const auto costs = download(gpu->cost.get(), G, s.stream);
+    for (std::size_t g = 0; g < G; ++g) {
+      if (std::isinf(cpu->cost[g])) {
+        CHECK(std::isinf(costs[g]));
+      } else {
+        CHECK(std::abs(costs[g] - cpu->cost[g]) <= 1e-9 * (std::max)(1.0, std::abs(cpu->cost[g])));
+      }
+    }
+    CHECK(download(gpu->choice.get(), G, s.stream) == cpu->choice);
+    if (std::isinf(cpu->root_cost)) {
+      CHECK(std::isinf(gpu->root_cost));
+    } else {
+      CHECK(std::abs(gpu->root_cost - cpu->root_cost) <= 1e-9 * (std::max)(1.0, std::abs(cpu->root_cost)));
+    }
+  }
+}
+
+template <class Signature>
+void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature) {
+  stream_guard s;
+  auto cpu = congruence_reference(rows.ref());
+  REQUIRE(cpu.has_value());
+  const device_packed_image image = build_on_device(rows, s.stream);
+  auto gpu = congruence(image.ref(), s.stream, driver, signature);
+  if (!gpu) FAIL(gpu.error().message());
+  const std::size_t G = cpu->eclass_ids.size();
+  CHECK(download(gpu->eclass_ids.get(), G, s.stream) == cpu->eclass_ids);
+  // Both pick the smallest id of each set, so the canonical relabelling is the identity.
+  CHECK(download(gpu->representative.get(), G, s.stream) == cpu->representative);
+  CHECK(gpu->merges == cpu->merges);
+  CHECK(gpu->rounds >= (rows.row_count() != 0 ? 1u : 0u));
+  const std::uint32_t K = gpu->rebuilt.layout().row_count;
+  REQUIRE(K == cpu->kept_rows.size());
+  CHECK(download(gpu->kept_rows.get(), K, s.stream) == cpu->kept_rows);
+  auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
+  REQUIRE(expected_rebuilt.has_value());
+  CHECK(gpu->rebuilt.layout() == expected_rebuilt->layout);
+  CHECK(download(gpu->rebuilt.words(), static_cast<std::size_t>(gpu->rebuilt.word_count()),
+                 s.stream) == expected_rebuilt->words);
+}
+
+raw_rows design_example() {
+  raw_rows rows;
+  add_row(rows, 2, 0, {});
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 1, {1, 2});
+  return rows;
+}
+
+synthetic_egraph synthetic(std::uint32_t rows, std::uint64_t seed, bool sparse,
+                           std::uint32_t window = 64, std::uint32_t ops = 8) {
+  synthetic_options options;
+  options.rows = rows;
+  options.seed = seed;
+  options.sparse_ids = sparse;
+  options.window = window;
+  options.op_count = ops;
+  auto graph = make_synthetic_egraph(options);
+  REQUIRE(graph.has_value());
+  return std::move(*graph);
+}
+
+}  // namespace
+
+TEST_CASE("device build is byte-identical to the host pack", "[gpu][build]") {
+  check_build(design_example());
+  raw_rows single;
+  add_row(single, 0, 3, {});
+  check_build(single);
+  raw_rows wide_ids;
+  add_row(wide_ids, 0xFFFFFFFFu, 0, {0xFFFFFFFFu, 5});
+  add_row(wide_ids, 5, 1, {});
+  add_row(wide_ids, 0xFFFFFFFFu, 1, {});
+  check_build(wide_ids);
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    check_build(synthetic(20000, seed, seed % 2 == 0).rows);
+  }
+  check_build(synthetic(1u << 20, 99, true).rows);
+}
+
+TEST_CASE("device build of an empty table is the one-word image", "[gpu][build]") {
+  stream_guard s;
+  auto image = build(raw_rows_ref{}, s.stream);
+  REQUIRE(image.has_value());
+  CHECK(download(image->words(), 1, s.stream) == std::vector<std::uint32_t>{0});
+}
+
+TEST_CASE("device build rejects bad rows with the values named", "[gpu][build][errors]") {
+  stream_guard s;
+  raw_rows rows;
+  add_row(rows, 1, 0, {7});
+  device_rows missing(rows, s.stream);
+  auto no_class = build(missing.view, s.stream);
+  REQUIRE_FALSE(no_class.has_value());
+  CHECK(no_class.error().code() == errc::not_found);
+  CHECK(no_class.error().value_or("child_entry", 9) == 0);
+  CHECK(build(missing.view, s.stream, child_check::off).has_value());
+
+  raw_rows_ref short_children = missing.view;
+  short_children.child_count = 0;
+  auto overrun = build(short_children, s.stream);
+  REQUIRE_FALSE(overrun.has_value());
+  CHECK(overrun.error().code() == errc::out_of_range);
+  CHECK(overrun.error().value_or("row", 9) == 0);
+
+  raw_rows_ref no_rows{};
+  no_rows.child_count = 3;
+  CHECK(build(no_rows, s.stream).error().code() == errc::invalid_argument);
+}
+
+TEST_CASE("device congruence equals the CPU reference on hand-made cases", "[gpu][congruence]") {
+  SECTION("chain where each merge enables the next") {
+    raw_rows rows;
+    add_row(rows, 0, 9, {});
+    add_row(rows, 1000, 9, {});
+    for (std::uint32_t i = 1; i <= 200; ++i) {
+      add_row(rows, 1000 + i, 1, {1000 + i - 1});
+      add_row(rows, i, 1, {i - 1});
+    }
+    check_congruence(rows);
+  }
+  SECTION("diamond, self-loops, many children, sparse ids") {
+    raw_rows rows;
+    add_row(rows, 1, 0, {});
+    add_row(rows, 2, 0, {});
+    add_row(rows, 3, 1, {1});
+    add_row(rows, 4, 2, {2});
+    add_row(rows, 5, 3, {3, 4});
+    add_row(rows, 6, 3, {3, 4});
+    add_row(rows, 7, 1, {2});
+    add_row(rows, 10, 1, {10});
+    add_row(rows, 20, 1, {20});
+    add_row(rows, 10, 2, {});
+    add_row(rows, 20, 2, {});
+    add_row(rows, 0xFFFFFFFFu, 4, {});
+    add_row(rows, 0x80000000u, 4, {});
+    add_row(rows, 0xFFFFFFFEu, 1, {0x80000000u, 0xFFFFFFFFu});
+    add_row(rows, 0x7FFFFFFFu, 1, {0xFFFFFFFFu, 0xFFFFFFFFu});
+    std::vector<std::uint32_t> left, right;
+    for (std::uint32_t i = 0; i < 500; ++i) {
+      add_row(rows, 100000 + 2 * i, 7, {});
+      add_row(rows, 100000 + 2 * i + 1, 7, {});
+      left.push_back(100000 + 2 * i);
+      right.push_back(100000 + 2 * i + 1);
+    }
+    add_row(rows, 900000, 8, left);
+    add_row(rows, 900001, 8, right);
+    check_congruence(rows);
+  }
+  SECTION("no rows, and rows with nothing to merge") {
+    check_congruence(raw_rows{});
+    check_congruence(design_example());
+  }
+  SECTION("a real 32-bit signature collision") {
+    const auto hit = vyre_test::colliding_children(4);
+    raw_rows rows;
+    std::uint32_t leaf_op = 100;
+    for (const std::uint32_t c : std::set<std::uint32_t>{hit.a0, hit.a1, hit.b0, hit.b1})
+      add_row(rows, c, leaf_op++, {});
+    add_row(rows, 5000u, 4, {hit.a0, hit.a1});
+    add_row(rows, 6000u, 4, {hit.b0, hit.b1});
+    check_congruence(rows);
+  }
+}
+
+TEST_CASE("device congruence equals the CPU reference on synthetic e-graphs", "[gpu][congruence]") {
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) {
+    INFO("seed " << seed);
+    check_congruence(synthetic(30000, seed, seed % 2 == 0, seed <= 4 ? 2 : 64, seed % 3 == 0 ? 1 : 8).rows);
+  }
+  check_congruence(synthetic(1u << 20, 7, true).rows);
+}
+
+TEST_CASE("device congruence never merges on a signature collision alone", "[gpu][congruence]") {
+  // Every row collides with every other row of its op; the partition must not change.
+  check_congruence(synthetic(4000, 5, true, 4, 3).rows, vyre_test::op_only_signature{});
+}
+
+TEST_CASE("device congruence rejects a child without rows", "[gpu][congruence][errors]") {
+  stream_guard s;
+  raw_rows rows;
+  add_row(rows, 1, 0, {7});
+  device_rows on_device(rows, s.stream);
+  auto image = build(on_device.view, s.stream, child_check::off);
+  REQUIRE(image.has_value());
+  auto result = congruence(image->ref(), s.stream);
+  REQUIRE_FALSE(result.has_value());
+  CHECK(result.error().code() == errc::not_found);
+}
+
+TEST_CASE("device extraction equals the CPU reference", "[gpu][extract]") {
+  SECTION("ties, repeated children, cycles") {
+    raw_rows rows;
+    add_row(rows, 0, 0, {1, 1});
+    add_row(rows, 0, 1, {});
+    add_row(rows, 1, 2, {});
+    add_row(rows, 2, 3, {});
+    add_row(rows, 2, 4, {});
+    add_row(rows, 5, 5, {6});
+    add_row(rows, 6, 5, {5});
+    add_row(rows, 7, 6, {2, 7});
+    add_row(rows, 7, 7, {2});
+    check_extract(rows, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5});
+  }
+  SECTION("a deep chain in reverse row order") {
+    raw_rows rows;
+    for (std::uint32_t i = 3000; i > 0; --i) add_row(rows, i, 1, {i - 1});
+    add_row(rows, 0, 0, {});
+    check_extract(rows, std::vector<double>(rows.row_count(), 1.5), {3000});
+  }
+  SECTION("synthetic e-graphs") {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      const auto graph = synthetic(40000, seed, seed % 2 == 1);
+      check_extract(graph.rows, graph.cost, graph.roots);
+    }
+  }
+}
+
+TEST_CASE("device extraction errors", "[gpu][extract][errors]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {2});
+  add_row(rows, 2, 0, {1});
+  add_row(rows, 2, 1, {});
+  for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
+    stream_guard s;
+    const device_packed_image image = build_on_device(rows, s.stream);
+    const std::vector<std::uint32_t> roots{1};
+    const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
+      const device_buffer<double> device_cost = upload(cost, s.stream);
+      return extract(image.ref(), device_cost.get(), {r.data(), r.size()}, s.stream,
+                     extract_options{single_block_max});
+    };
+    auto negative = run({-3, 1, 0}, roots);
+    REQUIRE_FALSE(negative.has_value());
+    CHECK(negative.error().code() == errc::invalid_argument);
+    CHECK(negative.error().value_or("classes", 0) == 2);
+    auto fine = run({-3, 4, 0}, roots);
+    REQUIRE(fine.has_value());
+    CHECK(fine->root_cost == -3.0);
+    auto nan_cost = run({1, std::nan(""), 1}, roots);
+    REQUIRE_FALSE(nan_cost.has_value());
+    CHECK(nan_cost.error().value_or("row", 9) == 1);
+    auto bad_root = run({1, 1, 1}, {1, 99});
+    REQUIRE_FALSE(bad_root.has_value());
+    CHECK(bad_root.error().code() == errc::not_found);
+    CHECK(bad_root.error().value_or("eclass", 0) == 99);
+  }
+}
+
+#if VYRE_HAVE_SIMDJSON
+TEST_CASE("every real e-graph: device congruence and extraction equal the CPU", "[gpu][data]") {
+  const std::filesystem::path dir{VYRE_EGRAPH_DATA_DIR};
+  if (!std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
+    WARN("no e-graph data in " << dir << ": real-file checks did not run");
+    return;
+  }
+  const auto expected = vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string());
+  REQUIRE(expected.size() > 10);
+  for (const auto& entry : expected) {
+    INFO(entry.file);
+    const auto graph = vyre_test::load_egraph_json((dir / entry.file).string());
+    check_build(graph.rows);
+    check_congruence(graph.rows);
+    check_extract(graph.rows, graph.cost, graph.roots);
+    stream_guard s;
+    const device_packed_image image = build_on_device(graph.rows, s.stream);
+    const device_buffer<double> cost = upload(graph.cost, s.stream);
+    auto gpu = extract(image.ref(), cost.get(), {graph.roots.data(), graph.roots.size()}, s.stream);
+    REQUIRE(gpu.has_value());
+    CHECK(std::abs(gpu->root_cost - entry.root_tree_cost) <=
+          1e-9 * (std::max)(1.0, std::abs(entry.root_tree_cost)));
+  }
+}
+#endif

@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: Apache-2.0
+// CPU references: packing, congruence closure, extraction, and the synthetic generator.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "egraph_pack_support.hpp"
+#include "reference_support.hpp"
+#include "vyre/algorithms.hpp"
+
+using namespace vyre::algorithms;
+using vyre::errc;
+using vyre_test::add_row;
+
+namespace {
+
+std::map<std::uint32_t, std::uint32_t> class_map(const congruence_result& result) {
+  std::map<std::uint32_t, std::uint32_t> map;
+  for (std::size_t i = 0; i < result.eclass_ids.size(); ++i)
+    map[result.eclass_ids[i]] = result.representative[i];
+  return map;
+}
+
+congruence_result congruence_of(const raw_rows& rows) {
+  auto result = congruence_reference(rows.ref());
+  REQUIRE(result.has_value());
+  CHECK(class_map(*result) == vyre_test::naive_congruence(rows));
+  return std::move(*result);
+}
+
+cuda::std::span<const double> span_of(const std::vector<double>& v) { return {v.data(), v.size()}; }
+cuda::std::span<const std::uint32_t> span_of(const std::vector<std::uint32_t>& v) {
+  return {v.data(), v.size()};
+}
+
+}  // namespace
+
+namespace {
+raw_rows design_example_rows() {
+  raw_rows rows;
+  add_row(rows, 2, 0, {});
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 1, {1, 2});
+  return rows;
+}
+}  // namespace
+
+TEST_CASE("pack_reference reproduces DESIGN.md's worked example", "[pack]") {
+  raw_rows rows;
+  add_row(rows, 2, 0, {});
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 1, {1, 2});
+  auto image = pack_reference(rows.ref());
+  REQUIRE(image.has_value());
+  const packed_layout& at = image->layout;
+  CHECK(at.word_count() == 6 * 3 + 2 + 2 * 2 + 1);
+  CHECK(at.group_offsets() * 4 == 76);
+  const std::vector<std::uint32_t>& w = image->words;
+  const auto column = [&](std::uint64_t offset, std::uint64_t length) {
+    return std::vector<std::uint32_t>(w.begin() + static_cast<std::ptrdiff_t>(offset),
+                                      w.begin() + static_cast<std::ptrdiff_t>(offset + length));
+  };
+  CHECK(column(at.row_eclass_ids(), 3) == std::vector<std::uint32_t>{2, 1, 2});
+  CHECK(column(at.row_language_op_ids(), 3) == std::vector<std::uint32_t>{0, 0, 1});
+  CHECK(column(at.row_children_offsets(), 3) == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(column(at.row_children_lens(), 3) == std::vector<std::uint32_t>{0, 0, 2});
+  CHECK(column(at.children(), 2) == std::vector<std::uint32_t>{1, 2});
+  CHECK(column(at.group_eclass_ids(), 2) == std::vector<std::uint32_t>{1, 2});
+  CHECK(column(at.group_offsets(), 3) == std::vector<std::uint32_t>{0, 1, 3});
+  CHECK(column(at.group_rows(), 3) == std::vector<std::uint32_t>{1, 0, 2});
+  const std::uint32_t kids[] = {1, 2};
+  CHECK(w[at.row_signatures() + 2] == detail::row_signature(1, kids, 2));
+  CHECK(w[at.row_signatures() + 0] == detail::row_signature(0, nullptr, 0));
+}
+
+TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
+  CHECK(pack_reference(design_example_rows().ref())->words ==
+        vyre_test::egraph_pack_words(design_example_rows()));
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    auto graph = make_synthetic_egraph({.rows = 20000, .seed = seed, .sparse_ids = seed % 2 == 0});
+    REQUIRE(graph.has_value());
+    auto image = pack_reference(graph->rows.ref());
+    REQUIRE(image.has_value());
+    CHECK(image->words == vyre_test::egraph_pack_words(graph->rows));
+  }
+}
+
+TEST_CASE("row signature: known value, order matters, e-class ignored", "[pack]") {
+  // h = 0xA24BAED4 mixed with op 0 and length 0, computed by hand from DESIGN.md's formula.
+  std::uint32_t h = 0xA24BAED4u;
+  for (std::uint32_t v : {0u, 0u}) {
+    const std::uint32_t m = h ^ (v + 0x9E3779B9u + (h << 6) + (h >> 2));
+    h = ((m << 13) | (m >> 19)) * 0x85EBCA6Bu;
+  }
+  CHECK(detail::row_signature(0, nullptr, 0) == h);
+  const std::uint32_t ab[] = {1, 2}, ba[] = {2, 1};
+  CHECK(detail::row_signature(3, ab, 2) != detail::row_signature(3, ba, 2));
+  static_assert(detail::row_signature(0, nullptr, 0) != 0);
+}
+
+TEST_CASE("pack_reference rejects bad rows with the values named", "[pack][errors]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {7});
+  auto missing = pack_reference(rows.ref());
+  REQUIRE_FALSE(missing.has_value());
+  CHECK(missing.error().code() == errc::not_found);
+  CHECK(missing.error().value_or("child_eclass", 0) == 7);
+
+  raw_rows_ref short_children = rows.ref();
+  short_children.child_count = 0;
+  auto overrun = pack_reference(short_children);
+  REQUIRE_FALSE(overrun.has_value());
+  CHECK(overrun.error().code() == errc::out_of_range);
+
+  raw_rows leaf;
+  add_row(leaf, 1, 0, {});
+  raw_rows_ref extra_children = leaf.ref();
+  const std::uint32_t stray = 1;
+  extra_children.children = &stray;
+  extra_children.child_count = 1;
+  auto mismatch = pack_reference(extra_children);
+  REQUIRE_FALSE(mismatch.has_value());
+  CHECK(mismatch.error().code() == errc::invalid_argument);
+  CHECK(mismatch.error().value_or("child_count", 0) == 1);
+  CHECK(congruence_reference(extra_children).error().code() == errc::invalid_argument);
+}
+
+TEST_CASE("empty input packs to one word and has nothing to merge", "[pack][congruence]") {
+  raw_rows rows;
+  auto image = pack_reference(rows.ref());
+  REQUIRE(image.has_value());
+  CHECK(image->words == std::vector<std::uint32_t>{0});
+  auto result = congruence_reference(rows.ref());
+  REQUIRE(result.has_value());
+  CHECK(result->merges == 0);
+  CHECK(result->rebuilt.row_count() == 0);
+}
+
+TEST_CASE("congruence: a chain where each merge enables the next", "[congruence]") {
+  constexpr std::uint32_t depth = 50;
+  raw_rows rows;
+  // a_0 = leaf, b_0 = leaf (same op): congruent. a_i = f(a_{i-1}), b_i = f(b_{i-1}).
+  add_row(rows, 0, 9, {});
+  add_row(rows, 1000, 9, {});
+  for (std::uint32_t i = 1; i <= depth; ++i) {
+    add_row(rows, 1000 + i, 1, {1000 + i - 1});  // b side first: order must not matter
+    add_row(rows, i, 1, {i - 1});
+  }
+  const congruence_result result = congruence_of(rows);
+  CHECK(result.merges == depth + 1);
+  CHECK(result.rounds >= 2);
+  for (std::size_t i = 0; i < result.eclass_ids.size(); ++i)
+    CHECK(result.representative[i] == result.eclass_ids[i] % 1000);
+  // Rebuilt: one row per level, first occurrences kept (the b rows came first at each level).
+  REQUIRE(result.rebuilt.row_count() == depth + 1);
+  CHECK(result.kept_rows.front() == 0);
+  CHECK(result.rebuilt.eclass[1] == 1);
+  CHECK(result.rebuilt.children[0] == 0);
+  CHECK(result.kept_rows[1] == 2);
+}
+
+TEST_CASE("congruence: diamonds, self-loops and rows with many children", "[congruence]") {
+  SECTION("diamond") {
+    raw_rows rows;
+    add_row(rows, 1, 0, {});       // x
+    add_row(rows, 2, 0, {});       // y == x
+    add_row(rows, 3, 1, {1});      // u = f(x)
+    add_row(rows, 4, 2, {2});      // v = g(y)
+    add_row(rows, 5, 3, {3, 4});   // h(u, v)
+    add_row(rows, 6, 3, {3, 4});   // h(u, v) again: 5 == 6
+    add_row(rows, 7, 1, {2});      // f(y) == u
+    const congruence_result result = congruence_of(rows);
+    const auto map = class_map(result);
+    CHECK(map.at(2) == 1);
+    CHECK(map.at(6) == 5);
+    CHECK(map.at(7) == 3);
+    CHECK(map.at(4) == 4);
+    CHECK(result.merges == 3);
+  }
+  SECTION("self-loops stay apart until their e-classes meet") {
+    raw_rows rows;
+    add_row(rows, 10, 1, {10});
+    add_row(rows, 20, 1, {20});
+    const congruence_result apart = congruence_of(rows);
+    CHECK(apart.merges == 0);
+    add_row(rows, 10, 2, {});
+    add_row(rows, 20, 2, {});
+    const congruence_result together = congruence_of(rows);
+    CHECK(together.merges == 1);
+    CHECK(class_map(together).at(20) == 10);
+    // f(10) and f(20) become the same row; g twice too.
+    CHECK(together.rebuilt.row_count() == 2);
+    CHECK(together.rebuilt.children == std::vector<std::uint32_t>{10});
+  }
+  SECTION("many children, merged one position at a time") {
+    raw_rows rows;
+    std::vector<std::uint32_t> left, right;
+    for (std::uint32_t i = 0; i < 300; ++i) {
+      add_row(rows, 2 * i, 5, {});
+      add_row(rows, 2 * i + 1, 5, {});
+      left.push_back(2 * i);
+      right.push_back(2 * i + 1);
+    }
+    add_row(rows, 100000, 6, left);
+    add_row(rows, 100001, 6, right);
+    const congruence_result result = congruence_of(rows);
+    CHECK(class_map(result).at(100001) == 100000);
+    CHECK(result.merges == 599 + 1);
+  }
+  SECTION("sparse ids across the whole u32 range") {
+    raw_rows rows;
+    add_row(rows, 0xFFFFFFFFu, 0, {});
+    add_row(rows, 0x80000000u, 0, {});
+    add_row(rows, 7, 1, {0xFFFFFFFFu, 0xFFFFFFFFu});
+    add_row(rows, 0xFFFFFFFEu, 1, {0x80000000u, 0xFFFFFFFFu});
+    const congruence_result result = congruence_of(rows);
+    const auto map = class_map(result);
+    CHECK(map.at(0xFFFFFFFFu) == 0x80000000u);
+    CHECK(map.at(0xFFFFFFFEu) == 7);
+  }
+}
+
+TEST_CASE("congruence: a signature collision never merges different rows", "[congruence]") {
+  const auto hit = vyre_test::colliding_children(4);
+  const std::uint32_t a[] = {hit.a0, hit.a1}, b[] = {hit.b0, hit.b1};
+  REQUIRE((hit.a0 != hit.b0 || hit.a1 != hit.b1));
+  REQUIRE(detail::row_signature(4, a, 2) == detail::row_signature(4, b, 2));
+  raw_rows rows;
+  std::set<std::uint32_t> leaves{hit.a0, hit.a1, hit.b0, hit.b1};
+  std::uint32_t leaf_op = 100;
+  for (const std::uint32_t c : leaves) add_row(rows, c, leaf_op++, {});  // distinct ops
+  add_row(rows, 5000u, 4, {hit.a0, hit.a1});
+  add_row(rows, 6000u, 4, {hit.b0, hit.b1});
+  const congruence_result result = congruence_of(rows);
+  CHECK(result.merges == 0);
+  CHECK(result.rebuilt.row_count() == rows.row_count());
+}
+
+TEST_CASE("congruence: a long cascade over synthetic e-graphs matches the naive oracle",
+          "[congruence][synthetic]") {
+  for (std::uint64_t seed = 1; seed <= 6; ++seed) {
+    synthetic_options options;
+    options.rows = 3000;
+    options.seed = seed;
+    options.sparse_ids = seed % 2 == 0;
+    options.window = seed <= 3 ? 2 : 64;  // narrow windows make long cascades
+    options.op_count = seed % 3 == 0 ? 1 : 8;
+    auto graph = make_synthetic_egraph(options);
+    REQUIRE(graph.has_value());
+    const congruence_result result = congruence_of(graph->rows);
+    CHECK(result.merges >= graph->planted_twins);
+    // The rebuilt rows are canonical and distinct, and packing them succeeds.
+    std::set<std::vector<std::uint32_t>> distinct;
+    std::size_t at = 0;
+    const auto map = class_map(result);
+    for (std::uint32_t r = 0; r < result.rebuilt.row_count(); ++r) {
+      std::vector<std::uint32_t> key{result.rebuilt.eclass[r], result.rebuilt.op[r]};
+      CHECK(map.at(result.rebuilt.eclass[r]) == result.rebuilt.eclass[r]);
+      for (std::uint32_t k = 0; k < result.rebuilt.children_length[r]; ++k) {
+        const std::uint32_t child = result.rebuilt.children[at + k];
+        CHECK(map.at(child) == child);
+        key.push_back(child);
+      }
+      at += result.rebuilt.children_length[r];
+      CHECK(distinct.insert(key).second);
+    }
+    CHECK(pack_reference(result.rebuilt.ref()).has_value());
+  }
+}
+
+TEST_CASE("congruence over a packed image equals congruence over its raw rows", "[congruence]") {
+  auto graph = make_synthetic_egraph({.rows = 2000, .seed = 11, .sparse_ids = true});
+  REQUIRE(graph.has_value());
+  auto image = pack_reference(graph->rows.ref());
+  REQUIRE(image.has_value());
+  auto from_image = congruence_reference(image->ref());
+  auto from_rows = congruence_reference(graph->rows.ref());
+  REQUIRE(from_image.has_value());
+  REQUIRE(from_rows.has_value());
+  CHECK(from_image->representative == from_rows->representative);
+  CHECK(from_image->rebuilt.children == from_rows->rebuilt.children);
+}
+
+TEST_CASE("extraction: tree costs, ties, repeated children", "[extract]") {
+  raw_rows rows;
+  add_row(rows, 0, 0, {1, 1});  // row 0: 0 + 10 + 10
+  add_row(rows, 0, 1, {});      // row 1: 5
+  add_row(rows, 1, 2, {});      // row 2: 10
+  add_row(rows, 2, 3, {});      // row 3: 5  (tie with row 4: row 3 wins)
+  add_row(rows, 2, 4, {});      // row 4: 5
+  const std::vector<double> cost{0, 5, 10, 5, 5};
+  const std::vector<std::uint32_t> roots{0, 1};
+  auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+  REQUIRE(result.has_value());
+  CHECK(result->cost == std::vector<double>{5, 10, 5});
+  CHECK(result->choice == std::vector<std::uint32_t>{1, 2, 3});
+  CHECK(result->root_cost == 15.0);
+}
+
+TEST_CASE("extraction: classes reachable only through cycles stay infinite", "[extract]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {2});     // 1 -> 2 -> 1: no leaf
+  add_row(rows, 2, 0, {1});
+  add_row(rows, 3, 1, {});      // leaf
+  add_row(rows, 4, 2, {3, 4});  // self-loop, plus a way out
+  add_row(rows, 4, 3, {3});
+  const std::vector<double> cost{1, 1, 2, 1, 3};
+  const std::vector<std::uint32_t> roots{4};
+  auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+  REQUIRE(result.has_value());
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  CHECK(result->cost == std::vector<double>{inf, inf, 2, 5});
+  CHECK(result->choice == std::vector<std::uint32_t>{no_row, no_row, 2, 4});
+  CHECK(result->root_cost == 5.0);
+}
+
+TEST_CASE("extraction: a deep chain converges and matches the closed form", "[extract]") {
+  raw_rows rows;
+  constexpr std::uint32_t depth = 2000;
+  // Rows in reverse order so the in-place sweep cannot finish in one pass.
+  for (std::uint32_t i = depth; i > 0; --i) add_row(rows, i, 1, {i - 1});
+  add_row(rows, 0, 0, {});
+  std::vector<double> cost(rows.row_count(), 1.0);
+  const std::vector<std::uint32_t> roots{depth};
+  auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+  REQUIRE(result.has_value());
+  CHECK(result->root_cost == depth + 1.0);
+  CHECK(result->rounds == depth + 1);  // one level per pass; the last pass queues nothing
+}
+
+TEST_CASE("extraction: errors name the value", "[extract][errors]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {2});
+  add_row(rows, 2, 0, {1});
+  add_row(rows, 2, 1, {});
+  const std::vector<std::uint32_t> roots{1};
+  SECTION("negative-cost cycle") {
+    const std::vector<double> cost{-3, 1, 0};
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == errc::invalid_argument);
+    CHECK(result.error().value_or("classes", 0) == 2);
+    CHECK(result.error().message().find("negative-cost cycle") != std::string::npos);
+  }
+  SECTION("negative costs without a negative cycle are fine") {
+    const std::vector<double> cost{-3, 4, 0};
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+    REQUIRE(result.has_value());
+    CHECK(result->root_cost == -3.0);
+  }
+  SECTION("wrong cost count") {
+    const std::vector<double> cost{1, 1};
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().value_or("costs", 0) == 2);
+  }
+  SECTION("non-finite cost") {
+    const std::vector<double> cost{1, std::nan(""), 1};
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().value_or("row", 9) == 1);
+  }
+  SECTION("unknown root") {
+    const std::vector<double> cost{1, 1, 1};
+    const std::vector<std::uint32_t> bad_roots{1, 99};
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(bad_roots));
+    REQUIRE_FALSE(result.has_value());
+    CHECK(result.error().code() == errc::not_found);
+    CHECK(result.error().value_or("eclass", 0) == 99);
+  }
+}
+
+TEST_CASE("synthetic generator: deterministic, valid, every class finite", "[synthetic]") {
+  synthetic_options options;
+  options.rows = 5000;
+  options.seed = 3;
+  auto first = make_synthetic_egraph(options);
+  auto second = make_synthetic_egraph(options);
+  REQUIRE(first.has_value());
+  REQUIRE(second.has_value());
+  CHECK(first->rows.children == second->rows.children);
+  CHECK(first->planted_twins > 0);
+  CHECK(pack_reference(first->rows.ref()).has_value());
+  auto extraction = extract_reference(first->rows.ref(), span_of(first->cost), span_of(first->roots));
+  REQUIRE(extraction.has_value());
+  for (const double c : extraction->cost) CHECK(std::isfinite(c));
+  CHECK_FALSE(make_synthetic_egraph({.rows = 0}).has_value());
+}

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// A second translation unit that includes the device algorithms and launches them: linking it
+// with algorithms_gpu_test.cu proves the header kernels define no duplicate symbols.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "vyre/algorithms.cuh"
+
+TEST_CASE("the algorithms link from a second translation unit", "[gpu][odr]") {
+  using namespace vyre::algorithms;
+  cudaStream_t stream = nullptr;
+  REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
+  {
+    const std::vector<std::uint32_t> host{2, 1, 2, 0, 0, 1, 0, 0, 2, 1, 2};  // eclass op lens children
+    auto words = device_buffer<std::uint32_t>::allocate(host.size(), stream, "test rows");
+    REQUIRE(words.has_value());
+    REQUIRE(cudaMemcpyAsync(words->get(), host.data(), host.size() * 4, cudaMemcpyHostToDevice,
+                            stream) == cudaSuccess);
+    const std::uint32_t* d = words->get();
+    auto image = build(raw_rows_ref{d, d + 3, d + 6, d + 9, 3, 2}, stream);
+    REQUIRE(image.has_value());
+    CHECK(image->layout() == packed_layout{3, 2, 2});
+    auto merged = congruence(image->ref(), stream);
+    REQUIRE(merged.has_value());
+    CHECK(merged->merges == 0);
+  }
+  REQUIRE(cudaStreamDestroy(stream) == cudaSuccess);
+}
