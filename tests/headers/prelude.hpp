@@ -11,6 +11,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstddef>
+#include <cstdlib>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -46,6 +47,9 @@
 #include <cuda/stream_ref>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 // The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
 #if __has_include(<simdjson.h>) && !defined(__CUDACC__)
 #include <simdjson.h>

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -17,6 +18,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
+#include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/signature.hpp"
 
@@ -39,20 +41,11 @@ struct image_ref {
 };
 
 namespace detail {
-//! Words of an image, uninitialized (packing writes every word; zeroing would cost a pass).
-inline expected<std::unique_ptr<std::uint32_t[]>> allocate_words(std::uint64_t count,
-                                                                 const char* what) noexcept {
-  if (count == 0) return std::unique_ptr<std::uint32_t[]>();
-  if (count > SIZE_MAX / sizeof(std::uint32_t))
-    return fail(error(errc::out_of_memory, what).with("words", count).fix("shard the snapshot"));
-  std::unique_ptr<std::uint32_t[]> words(new (std::nothrow) std::uint32_t[static_cast<std::size_t>(count)]);
-  if (!words)
-    return fail(error(errc::out_of_memory, what)
-                    .with("words", count)
-                    .with("bytes", count * sizeof(std::uint32_t))
-                    .fix("free host memory, pack into caller memory (pack_into), or shard the "
-                         "snapshot"));
-  return words;
+//! Owned image words: uninitialized (packing writes every word), huge-page friendly.
+using word_storage = std::unique_ptr<std::uint32_t[], free_memory>;
+
+inline expected<word_storage> allocate_words(std::uint64_t count, const char* what) noexcept {
+  return allocate_uninitialized<std::uint32_t>(count, what);
 }
 }  // namespace detail
 
@@ -199,7 +192,7 @@ class device_image {
   }
 
   //! Internal: adopts words written by `pack` (no validation).
-  static device_image adopt(std::unique_ptr<std::uint32_t[]> words,
+  static device_image adopt(detail::word_storage words,
                             const image_layout& layout) noexcept {
     device_image image;
     image.words_ = std::move(words);
@@ -223,7 +216,7 @@ class device_image {
     return adopt(std::move(storage), layout_);
   }
 
-  std::unique_ptr<std::uint32_t[]> words_;
+  detail::word_storage words_;
   // A default-constructed image holds nothing: every span empty, zero words (unlike the pack of
   // an empty snapshot, which has its one group-offset word).
   image_layout layout_;

@@ -18,6 +18,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/row.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -46,18 +47,18 @@ struct grouping {
   std::uint32_t min_eclass = 0;
   std::uint32_t group_count = 0;
   //! Dense: rows per e-class id (index id - min_eclass). `emit` turns it into cursors.
-  std::vector<std::uint32_t> counts;
+  raw_array<std::uint32_t> counts;
   //! Dense: one bit per id in [min_eclass, min_eclass + counts.size()): the id has rows. A
   //! bitmap (not `counts`) answers the children check: 32x smaller, so it stays in cache.
   std::vector<std::uint64_t> present;
   //! Sparse: (eclass << 32 | row index), sorted by e-class, rows ascending inside a class.
-  std::vector<std::uint64_t> sorted;
+  raw_array<std::uint64_t> sorted;
   //! Sparse: the distinct e-class ids, ascending.
   std::vector<std::uint32_t> group_ids;
   //! Sparse: open-addressing set of the ids (linear probing, `empty_slot` marks a free slot;
   //! the id equal to `empty_slot` is tracked by `has_empty_slot_id`). One cache line per
   //! children check, where a binary search over all ids would take ~log2(G).
-  std::vector<std::uint32_t> id_set;
+  raw_array<std::uint32_t> id_set;
   unsigned id_set_shift = 32;
   bool has_empty_slot_id = false;
   static constexpr std::uint32_t empty_slot = 0xFFFFFFFFu;
@@ -163,8 +164,9 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
                                   std::uint64_t id_range, grouping& out) {
   out.dense = true;
   out.min_eclass = min_id;
-  VYRE_TRY(try_resize(out.counts, static_cast<std::size_t>(id_range),
-                      "pack: e-class counting array"));
+  VYRE_TRY_ASSIGN(out.counts, raw_array<std::uint32_t>::allocate(id_range,
+                                                                "pack: e-class counting array"));
+  std::memset(out.counts.data(), 0, out.counts.size() * sizeof(std::uint32_t));
   std::uint32_t* counts = out.counts.data();
   std::uint32_t groups = 0;
   for (const row& current : in.rows) {
@@ -183,9 +185,8 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
 inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
   out.dense = false;
   const std::size_t n = in.rows.size();
-  std::vector<std::uint64_t> scratch;
-  VYRE_TRY(try_resize(out.sorted, n, "pack: e-class sort keys"));
-  VYRE_TRY(try_resize(scratch, n, "pack: e-class sort scratch"));
+  VYRE_TRY_ASSIGN(out.sorted, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort keys"));
+  VYRE_TRY_ASSIGN(auto scratch, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort scratch"));
   // One pass builds the keys and the histograms of the four 8-bit digits of the e-class (256
   // buckets keep every scatter stream's page in the TLB).
   constexpr unsigned digit_bits = 8;
@@ -236,7 +237,8 @@ inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
   out.min_eclass = out.group_ids.front();
   const unsigned set_bits = (std::max)(4u, static_cast<unsigned>(std::bit_width(std::uint64_t{groups})) + 1);
   out.id_set_shift = 64 - set_bits;
-  VYRE_TRY(try_resize(out.id_set, std::size_t{1} << set_bits, "pack: e-class id set"));
+  VYRE_TRY_ASSIGN(out.id_set, raw_array<std::uint32_t>::allocate(std::uint64_t{1} << set_bits,
+                                                                "pack: e-class id set"));
   std::fill(out.id_set.begin(), out.id_set.end(), grouping::empty_slot);
   const std::size_t mask = out.id_set.size() - 1;
   for (const std::uint32_t eclass : out.group_ids) {
