@@ -31,9 +31,14 @@ struct gpu_session {
   vyre::egraph::resident_image resident;
   vyre::algorithms::packed_ref image;  //!< device pointers into the resident buffer
 
-  static expected<gpu_session> open(const vyre::egraph::device_image& host_image) {
+  //! @param started set when the device is ready, before the upload: `seconds` counts the
+  //!        upload, the algorithm and the downloads, not CUDA's one-time context creation.
+  static expected<gpu_session> open(const vyre::egraph::device_image& host_image,
+                                    std::chrono::steady_clock::time_point& started) {
     VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
+    VYRE_TRY(gpu.warmup());
     VYRE_TRY_ASSIGN(vyre::stream_lease stream, gpu.acquire_stream());
+    started = std::chrono::steady_clock::now();
     VYRE_TRY_ASSIGN(const vyre::egraph::resident_image resident, gpu.upload(host_image));
     VYRE_TRY_ASSIGN(const vyre::resident_span buffer, gpu.resident_buffer(resident.handle()));
     const vyre::egraph::image_layout& layout = host_image.layout();
@@ -80,8 +85,8 @@ bool gpu_present() noexcept {
 }
 
 expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_rebuilt) {
-  const auto start = std::chrono::steady_clock::now();
-  VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image));
+  std::chrono::steady_clock::time_point start;
+  VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image, start));
   const cudaStream_t stream = session.stream.get();
   VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence(session.image, stream));
   congruence_summary summary;
@@ -111,8 +116,8 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
 
 expected<extraction_summary> extract_gpu(const graph_input& input) {
   VYRE_TRY(check_extractable(input));
-  const auto start = std::chrono::steady_clock::now();
-  VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image));
+  std::chrono::steady_clock::time_point start;
+  VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image, start));
   const cudaStream_t stream = session.stream.get();
   using vyre::algorithms::device_buffer;
   VYRE_TRY_ASSIGN(auto node_cost, device_buffer<double>::allocate(input.node_cost.size(), stream,
