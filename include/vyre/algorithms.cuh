@@ -3,6 +3,13 @@
 //! vyre's e-graph algorithms on the device: `build` (raw rows -> packed image), `congruence`
 //! (the GPU rebuild) and `extract` (bottom-up tree cost), plus everything in
 //! `vyre/algorithms.hpp` (row tables, CPU references, the synthetic generator).
+//!
+//!     // rows: a raw_rows_ref of device pointers (e-class, op, children length, children)
+//!     auto image = vyre::algorithms::build(rows, stream);              // packed image
+//!     auto closure = vyre::algorithms::congruence(image->ref(), stream); // GPU rebuild
+//!     auto best = vyre::algorithms::extract(closure->rebuilt.ref(), costs, roots, stream);
+//!
+//! Every call returns `vyre::expected`; device memory is stream-ordered and RAII-owned.
 #pragma once
 
 #include "vyre/algorithms.hpp"

@@ -12,6 +12,7 @@
 #include "egraph_pack_support.hpp"
 #include "reference_support.hpp"
 #include "vyre/algorithms.hpp"
+#include "vyre/egraph.hpp"
 
 using namespace vyre::algorithms;
 using vyre::errc;
@@ -88,6 +89,30 @@ TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
     REQUIRE(image.has_value());
     CHECK(image->words == vyre_test::egraph_pack_words(graph->rows));
   }
+}
+
+TEST_CASE("an egraph::pack image is a packed_ref the algorithms run on", "[pack]") {
+  vyre::egraph::snapshot snapshot;
+  const std::uint32_t lit = snapshot.intern_op("lit");
+  const std::uint32_t add = snapshot.intern_op("add");
+  snapshot.add_row(2, lit);
+  snapshot.add_row(1, lit);
+  snapshot.add_row(2, add, {1, 2});
+  const vyre::egraph::device_image image = vyre::egraph::pack(snapshot);
+  auto layout = to_packed_layout(image.layout());
+  REQUIRE(layout.has_value());
+  CHECK(*layout == pack_reference(design_example_rows().ref())->layout);
+  const packed_ref view = packed_ref::from_words(image.words().data(), *layout);
+  CHECK(view.group_offsets[1] == 1);
+  auto closure = congruence_reference(view);
+  REQUIRE(closure.has_value());
+  CHECK(closure->merges == 1);  // lit in e-class 2 and lit in e-class 1 are congruent
+
+  vyre::egraph::image_layout shuffled = image.layout();
+  std::swap(shuffled.row_eclass_ids, shuffled.row_language_op_ids);
+  auto rejected = to_packed_layout(shuffled);
+  REQUIRE_FALSE(rejected.has_value());
+  CHECK(rejected.error().code() == errc::invalid_layout);
 }
 
 TEST_CASE("row signature: known value, order matters, e-class ignored", "[pack]") {

@@ -25,6 +25,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/egraph/layout.hpp"
 
 namespace vyre::algorithms {
 
@@ -116,6 +117,21 @@ struct packed_ref {
     return view;
   }
 };
+
+//! The algorithms' view of a `vyre::egraph` image layout (from `pack`, an image file or a
+//! resident image): same counts, and the columns must sit in DESIGN.md's standard order.
+//! @throws nothing; `errc::invalid_layout` when `layout` is not the standard layout of its counts.
+inline expected<packed_layout> to_packed_layout(const egraph::image_layout& layout) noexcept {
+  if (!(layout == egraph::image_layout::for_counts(layout.row_count, layout.child_count,
+                                                   layout.eclass_group_count)))
+    return fail(error(errc::invalid_layout,
+                      "to_packed_layout: the image's columns are not in the standard packed order")
+                    .with("rows", layout.row_count)
+                    .with("child_entries", layout.child_count)
+                    .with("groups", layout.eclass_group_count)
+                    .fix("pass the layout of an image written by vyre::egraph::pack"));
+  return packed_layout{layout.row_count, layout.child_count, layout.eclass_group_count};
+}
 
 namespace detail {
 //! The largest row count whose packed image stays addressable with u32 group offsets and row
