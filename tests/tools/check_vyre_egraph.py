@@ -313,6 +313,16 @@ def mode_gpu(tool, data_dir, work):
                 check(cpu[key] == gpu[key], f"{label}: congruence {key}: cpu {cpu[key]} gpu {gpu[key]}")
             with open(stem + ".cpu.vyreimg", "rb") as a, open(stem + ".gpu.vyreimg", "rb") as b:
                 check(a.read() == b.read(), f"{label}: rebuilt images differ between cpu and gpu")
+    # Image file input: congruence on the GPU and the CPU agree there too.
+    image = os.path.join(work, "builtin.vyreimg")
+    if run(tool, "pack", "-o", image)[0] == 0:
+        cpu = run_json(tool, "congruence", image, "--device", "cpu")
+        gpu = run_json(tool, "congruence", image, "--device", "gpu")
+        if cpu and gpu:
+            for key in ("nodes_after", "classes_before", "classes_after", "merges"):
+                check(cpu[key] == gpu[key], f"image: congruence {key}: cpu {cpu[key]} gpu {gpu[key]}")
+    else:
+        check(False, "pack of the built-in e-graph failed")
     # With a device present the default is the GPU, without the no-device note (a progress
     # line may appear while CUDA starts up).
     code, out, err = run(tool)
