@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The main job: install what is missing, build, run vyre's main program.
+# The main job: install what is missing, build, run vyre's main program: vyre-egraph on its
+# built-in e-graph (inspect + extract + congruence). On the GPU when one is present; without
+# one it runs on the CPU and says so in one line on stderr. Arguments go to vyre-egraph, e.g.
+#   scripts/main.sh extract --json path/to/egraph.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 cmake --preset default >/dev/null
-cmake --build --preset default --target quickstart
-./build/default/examples/00_quickstart/quickstart "$@"
+cmake --build --preset default --target vyre-egraph
+./build/default/tools/vyre-egraph/vyre-egraph "$@"

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! What `vyre-egraph` computes, split by where it runs: loading and the CPU paths are host code
+//! (`engine_cpu.cpp`, which also owns simdjson), the GPU paths are the one nvcc translation
+//! unit (`engine_gpu.cu`). Everything returns `vyre::expected`; only `main.cpp` turns an error
+//! into an exit status.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "vyre/core/error.hpp"
+#include "vyre/egraph.hpp"
+
+namespace vyre_tool {
+
+//! Where the input came from.
+enum class input_format : std::uint8_t { json, image };
+
+//! An e-graph ready for the algorithms: the packed image plus what JSON adds (names, costs,
+//! roots). E-class ids in the image are the loader's dense ids (JSON) or the file's (image).
+struct graph_input {
+  std::string file;  //!< as named in messages and in the `file` key
+  input_format format = input_format::json;
+  vyre::egraph::device_image image;
+  std::vector<std::string> op_names;  //!< by op id; empty for image files
+  std::vector<double> node_cost;      //!< one per row; empty for image files
+  std::vector<std::uint32_t> roots;   //!< root e-class ids; empty for image files
+  std::vector<std::string> eclass_names;  //!< JSON e-class id of dense id k; empty for images
+  double load_seconds = 0;
+};
+
+//! Loads `path`: a vyre image file when it starts with the image magic, else egraph-serialize
+//! JSON. Errors name the file.
+vyre::expected<graph_input> load_input(const std::string& path);
+//! Loads the built-in default e-graph (`default_egraph.hpp`).
+vyre::expected<graph_input> load_default_input();
+
+//! What congruence closure found.
+struct congruence_summary {
+  std::uint32_t classes_before = 0;
+  std::uint32_t classes_after = 0;
+  std::uint32_t nodes_after = 0;  //!< rows of the rebuilt image (duplicates removed)
+  std::uint64_t merges = 0;
+  std::uint32_t rounds = 0;
+  std::optional<vyre::egraph::device_image> rebuilt;  //!< when asked for (`-o`)
+  double seconds = 0;
+};
+
+//! What tree-cost extraction found.
+struct extraction_summary {
+  double root_tree_cost = 0;       //!< sum of the roots' costs (+infinity if one has no tree)
+  std::vector<double> root_costs;  //!< parallel to `graph_input::roots`
+  std::uint32_t unextractable_classes = 0;  //!< classes whose cost stays infinite (cycles only)
+  std::uint32_t rounds = 0;
+  double seconds = 0;
+};
+
+//! Whether a usable CUDA device is present (false without a driver too).
+bool gpu_present() noexcept;
+
+//! Extraction needs node costs and roots: an image file has neither (`errc::invalid_argument`).
+vyre::expected<void> check_extractable(const graph_input& input);
+
+vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt);
+vyre::expected<extraction_summary> extract_cpu(const graph_input& input);
+//! The same on device 0 through `vyre::backend` (upload to a resident image, run the
+//! algorithms on it, download the results). Results equal the CPU ones except `rounds` and
+//! `seconds`.
+vyre::expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_rebuilt);
+vyre::expected<extraction_summary> extract_gpu(const graph_input& input);
+
+//! The image's e-class id -> group index (the e-class ids ascend in `group_eclass_ids`).
+std::optional<std::uint32_t> group_of(const vyre::egraph::device_image& image,
+                                      std::uint32_t eclass) noexcept;
+//! Number of distinct values of `representative`.
+std::uint32_t distinct_count(std::vector<std::uint32_t> representative);
+
+}  // namespace vyre_tool

@@ -1,0 +1,572 @@
+// SPDX-License-Identifier: Apache-2.0
+// vyre-egraph: vyre on your own e-graph files, from the command line.
+//
+//   vyre-egraph [FILE]                     summary: inspect + extract + congruence
+//   vyre-egraph inspect [FILE]             rows, e-classes, ops, children, image bytes, columns
+//   vyre-egraph pack [FILE] -o OUT         write a vyre image file
+//   vyre-egraph extract [FILE]             bottom-up tree-cost extraction (JSON input)
+//   vyre-egraph congruence [FILE] [-o OUT] congruence closure; -o writes the rebuilt image
+//
+// FILE is egraph-serialize JSON (egg, egglog, extraction-gym) or a vyre image file (recognised
+// by its magic); without FILE the tool runs on a built-in e-graph. `--device gpu|cpu` picks
+// where extract and congruence run (default: the GPU when one is present); `--json` prints one
+// JSON object with stable keys instead of text.
+//
+// Exit status: 0 success; 1 the machine failed (a CUDA error, out of memory); 2 bad input or
+// bad usage (one line on stderr naming the file and the problem); 3 `--device gpu` without a
+// usable CUDA device.
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <vyre/egraph.hpp>
+
+#include "engine.hpp"
+
+namespace vyre_tool {
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_failure = 1;
+constexpr int exit_bad_input = 2;
+constexpr int exit_no_device = 3;
+
+//! A failure with its exit status and the one line that explains it.
+struct tool_failure {
+  int status;
+  std::string line;
+};
+
+std::string one_line(std::string text) {
+  std::replace(text.begin(), text.end(), '\n', ' ');
+  std::replace(text.begin(), text.end(), '\r', ' ');
+  return text;
+}
+
+//! Errors of the input are exit status 2; a failing device or machine is 1.
+int status_of(const vyre::error& err) noexcept {
+  switch (err.code()) {
+    case vyre::errc::out_of_memory:
+    case vyre::errc::cuda_runtime:
+    case vyre::errc::cuda_driver:
+    case vyre::errc::unsupported:
+    case vyre::errc::invalid_handle:
+    case vyre::errc::in_use:
+    case vyre::errc::invalid_state: return exit_failure;
+    default: return exit_bad_input;
+  }
+}
+
+//! "vyre-egraph: FILE: problem. Fix: ..." (the file once: most messages already name it).
+tool_failure failure_of(const std::string& file, const vyre::error& err) {
+  const std::string message = err.message();
+  const bool named = message.find(file) != std::string::npos;
+  return {status_of(err), one_line("vyre-egraph: " + (named ? message : file + ": " + message))};
+}
+
+//! Unwraps `value` or throws the failure that names `file`.
+template <class T>
+T take(vyre::expected<T> value, const std::string& file) {
+  if (!value) throw failure_of(file, value.error());
+  return std::move(*value);
+}
+inline void take(vyre::expected<void> value, const std::string& file) {
+  if (!value) throw failure_of(file, value.error());
+}
+
+// ---- progress ---------------------------------------------------------------------------------
+
+//! Prints "vyre-egraph: <what>..." on stderr when a step takes longer than half a second, and
+//! how long it took when it ends; quick steps print nothing.
+class progress_note {
+ public:
+  explicit progress_note(std::string what) : what_(std::move(what)) {
+    watcher_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      if (!done_cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; })) {
+        std::fprintf(stderr, "vyre-egraph: %s...\n", what_.c_str());
+        std::fflush(stderr);
+        printed_ = true;
+      }
+    });
+  }
+  ~progress_note() {
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    done_cv_.notify_all();
+    watcher_.join();
+    if (printed_)
+      std::fprintf(stderr, "vyre-egraph: %s took %.2f s\n", what_.c_str(),
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+  }
+  progress_note(const progress_note&) = delete;
+  progress_note& operator=(const progress_note&) = delete;
+
+ private:
+  std::string what_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;
+  bool printed_ = false;
+  std::thread watcher_;
+};
+
+// ---- JSON output ------------------------------------------------------------------------------
+
+std::string json_string(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
+          out += escaped;
+        } else {
+          out += c;
+        }
+    }
+  }
+  return out + '"';
+}
+
+//! Shortest text that reads back as the same double; `null` for infinity (no tree).
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  char buffer[64];
+  const auto written = std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, written.ptr);
+}
+
+//! One JSON object, keys in insertion order.
+class json_object {
+ public:
+  json_object& raw(std::string_view key, const std::string& text) {
+    body_ += body_.empty() ? "" : ", ";
+    body_ += json_string(key) + ": " + text;
+    return *this;
+  }
+  json_object& add(std::string_view key, std::string_view text) {
+    return raw(key, json_string(text));
+  }
+  json_object& add(std::string_view key, const char* text) { return add(key, std::string_view(text)); }
+  json_object& add(std::string_view key, std::uint64_t value) {
+    return raw(key, std::to_string(value));
+  }
+  json_object& add(std::string_view key, double value) { return raw(key, json_number(value)); }
+  json_object& add(std::string_view key, const json_object& value) { return raw(key, value.str()); }
+  std::string str() const { return "{" + body_ + "}"; }
+
+ private:
+  std::string body_;
+};
+
+// ---- commands ---------------------------------------------------------------------------------
+
+struct options {
+  std::string file;    //!< empty: the built-in e-graph
+  std::string output;  //!< -o
+  std::string device;  //!< "gpu", "cpu" or empty (automatic)
+  bool json = false;
+};
+
+enum class device_kind { cpu, gpu };
+const char* name_of(device_kind device) { return device == device_kind::gpu ? "gpu" : "cpu"; }
+
+device_kind choose_device(const options& opts) {
+  if (opts.device == "cpu") return device_kind::cpu;
+  const bool present = gpu_present();
+  if (opts.device == "gpu") {
+    if (!present)
+      throw tool_failure{exit_no_device,
+                         "vyre-egraph: --device gpu: no usable CUDA device here. Fix: run with "
+                         "--device cpu, or on a machine with an NVIDIA GPU and driver."};
+    return device_kind::gpu;
+  }
+  if (!present)
+    std::fprintf(stderr,
+                 "vyre-egraph: note: no CUDA device found; running on the CPU (--device cpu "
+                 "skips this check).\n");
+  return present ? device_kind::gpu : device_kind::cpu;
+}
+
+graph_input load(const options& opts) {
+  if (opts.file.empty()) return take(load_default_input(), "the built-in e-graph");
+  progress_note note("loading " + opts.file);
+  return take(load_input(opts.file), opts.file);
+}
+
+std::uint32_t distinct_ops(const graph_input& input) {
+  if (!input.op_names.empty()) return static_cast<std::uint32_t>(input.op_names.size());
+  std::vector<std::uint32_t> ops;
+  const auto column = input.image.column(vyre::egraph::image_column::row_language_op_ids);
+  ops.assign(column.data(), column.data() + column.size());
+  return distinct_count(std::move(ops));
+}
+
+const char* format_name(const graph_input& input) {
+  return input.format == input_format::json ? "json" : "image";
+}
+
+json_object inspect_json(const graph_input& input) {
+  const vyre::egraph::image_layout& layout = input.image.layout();
+  json_object columns;
+  for (std::size_t c = 0; c < vyre::egraph::image_column_count; ++c) {
+    const auto which = static_cast<vyre::egraph::image_column>(c);
+    const vyre::egraph::column_span span = layout.column(which);
+    columns.add(vyre::egraph::image_column_name(which),
+                json_object()
+                    .add("offset_words", span.offset)
+                    .add("words", span.length)
+                    .add("offset_bytes", span.offset * 4)
+                    .add("bytes", span.length * 4));
+  }
+  json_object out;
+  out.add("file", input.file)
+      .add("format", format_name(input))
+      .add("nodes", std::uint64_t{layout.row_count})
+      .add("classes", std::uint64_t{layout.eclass_group_count})
+      .add("ops", std::uint64_t{distinct_ops(input)})
+      .add("children", std::uint64_t{layout.child_count})
+      .add("roots", std::uint64_t{input.roots.size()})
+      .add("image_words", layout.word_count())
+      .add("image_bytes", layout.word_count() * 4)
+      .add("columns", columns)
+      .add("load_seconds", input.load_seconds);
+  return out;
+}
+
+//! The most frequent ops, "name x count", for the text output.
+std::string top_ops(const graph_input& input, std::size_t shown) {
+  const auto column = input.image.column(vyre::egraph::image_column::row_language_op_ids);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> counts;  // (op, rows)
+  {
+    std::vector<std::uint32_t> ops(column.data(), column.data() + column.size());
+    std::sort(ops.begin(), ops.end());
+    for (std::size_t i = 0; i < ops.size();) {
+      std::size_t j = i;
+      while (j < ops.size() && ops[j] == ops[i]) ++j;
+      counts.emplace_back(ops[i], static_cast<std::uint32_t>(j - i));
+      i = j;
+    }
+  }
+  std::stable_sort(counts.begin(), counts.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (std::size_t i = 0; i < counts.size() && i < shown; ++i) {
+    if (!text.empty()) text += ", ";
+    const std::uint32_t op = counts[i].first;
+    text += op < input.op_names.size() ? "'" + input.op_names[op] + "'" : "op " + std::to_string(op);
+    text += " x" + std::to_string(counts[i].second);
+  }
+  if (counts.size() > shown) text += ", ...";
+  return text;
+}
+
+void print_inspect_text(const graph_input& input) {
+  const vyre::egraph::image_layout& layout = input.image.layout();
+  std::printf("%s (%s)\n", input.file.c_str(),
+              input.format == input_format::json ? "egraph-serialize JSON" : "vyre image file");
+  std::printf("  e-graph   %u e-nodes, %u e-classes, %u ops, %u children, %zu root%s\n",
+              layout.row_count, layout.eclass_group_count, distinct_ops(input), layout.child_count,
+              input.roots.size(), input.roots.size() == 1 ? "" : "s");
+  std::printf("  ops       %s\n", top_ops(input, 6).c_str());
+  std::printf("  image     %llu words, %llu bytes\n",
+              static_cast<unsigned long long>(layout.word_count()),
+              static_cast<unsigned long long>(layout.word_count() * 4));
+}
+
+void print_columns_text(const graph_input& input) {
+  const vyre::egraph::image_layout& layout = input.image.layout();
+  std::printf("  %-22s %12s %12s\n", "column", "byte offset", "bytes");
+  for (std::size_t c = 0; c < vyre::egraph::image_column_count; ++c) {
+    const auto which = static_cast<vyre::egraph::image_column>(c);
+    const auto span = layout.column(which);
+    std::printf("  %-22s %12llu %12llu\n", vyre::egraph::image_column_name(which),
+                static_cast<unsigned long long>(span.offset * 4),
+                static_cast<unsigned long long>(span.length * 4));
+  }
+}
+
+extraction_summary run_extract(const graph_input& input, device_kind device) {
+  progress_note note("extracting on the " + std::string(name_of(device)));
+  return take(device == device_kind::gpu ? extract_gpu(input) : extract_cpu(input), input.file);
+}
+
+congruence_summary run_congruence(const graph_input& input, device_kind device, bool keep) {
+  progress_note note("congruence closure on the " + std::string(name_of(device)));
+  return take(device == device_kind::gpu ? congruence_gpu(input, keep) : congruence_cpu(input, keep),
+              input.file);
+}
+
+json_object extract_json(const graph_input& input, const extraction_summary& found,
+                         device_kind device) {
+  std::string costs = "[";
+  for (std::size_t i = 0; i < found.root_costs.size(); ++i)
+    costs += (i == 0 ? "" : ", ") + json_number(found.root_costs[i]);
+  costs += "]";
+  json_object out;
+  out.add("file", input.file)
+      .add("nodes", std::uint64_t{input.image.layout().row_count})
+      .add("classes", std::uint64_t{input.image.layout().eclass_group_count})
+      .add("roots", std::uint64_t{input.roots.size()})
+      .add("root_tree_cost", found.root_tree_cost)
+      .raw("root_costs", costs)
+      .add("unextractable_classes", std::uint64_t{found.unextractable_classes})
+      .add("rounds", std::uint64_t{found.rounds})
+      .add("device", name_of(device))
+      .add("seconds", found.seconds);
+  return out;
+}
+
+json_object congruence_json(const graph_input& input, const congruence_summary& found,
+                            device_kind device) {
+  json_object out;
+  out.add("file", input.file)
+      .add("nodes", std::uint64_t{input.image.layout().row_count})
+      .add("nodes_after", std::uint64_t{found.nodes_after})
+      .add("classes_before", std::uint64_t{found.classes_before})
+      .add("classes_after", std::uint64_t{found.classes_after})
+      .add("merges", found.merges)
+      .add("rounds", std::uint64_t{found.rounds})
+      .add("device", name_of(device))
+      .add("seconds", found.seconds);
+  return out;
+}
+
+std::string root_costs_text(const extraction_summary& found) {
+  std::string text;
+  for (std::size_t i = 0; i < found.root_costs.size() && i < 8; ++i)
+    text += (i == 0 ? "" : ", ") + json_number(found.root_costs[i]);
+  if (found.root_costs.size() > 8) text += ", ...";
+  return text;
+}
+
+void print_extract_text(const extraction_summary& found, device_kind device) {
+  std::printf("  extract   root tree cost %s (per root: %s), %u rounds, %.3f ms on the %s\n",
+              json_number(found.root_tree_cost).c_str(), root_costs_text(found).c_str(),
+              found.rounds, found.seconds * 1e3, name_of(device));
+  if (found.unextractable_classes != 0)
+    std::printf("            %u e-classes have no finite tree (reachable only through cycles)\n",
+                found.unextractable_classes);
+}
+
+void print_congruence_text(const graph_input& input, const congruence_summary& found,
+                           device_kind device) {
+  std::printf(
+      "  congruence %u -> %u e-classes (%llu merges, %u rounds), %u -> %u e-nodes, %.3f ms on "
+      "the %s\n",
+      found.classes_before, found.classes_after, static_cast<unsigned long long>(found.merges),
+      found.rounds, input.image.layout().row_count, found.nodes_after, found.seconds * 1e3,
+      name_of(device));
+  if (found.merges == 0)
+    std::printf("             (already congruence-closed)\n");
+}
+
+void write_image(const std::string& path, const vyre::egraph::device_image& image) {
+  progress_note note("writing " + path);
+  take(vyre::egraph::write_image_file<vyre::on_error::return_expected>(path, image.ref()), path);
+}
+
+int command_summary(const options& opts) {
+  const graph_input input = load(opts);
+  const device_kind device = choose_device(opts);
+  const bool extractable = static_cast<bool>(check_extractable(input));
+  std::optional<extraction_summary> extracted;
+  if (extractable) extracted = run_extract(input, device);
+  const congruence_summary closed = run_congruence(input, device, false);
+  if (opts.json) {
+    json_object out;
+    out.add("command", "summary").add("file", input.file).add("device", name_of(device));
+    out.add("inspect", inspect_json(input));
+    if (extracted) out.add("extract", extract_json(input, *extracted, device));
+    out.add("congruence", congruence_json(input, closed, device));
+    std::printf("%s\n", out.str().c_str());
+    return exit_ok;
+  }
+  std::printf("vyre-egraph: ");
+  print_inspect_text(input);
+  if (extracted)
+    print_extract_text(*extracted, device);
+  else
+    std::printf("  extract   skipped: an image file has no node costs or roots\n");
+  print_congruence_text(input, closed, device);
+  return exit_ok;
+}
+
+int command_inspect(const options& opts) {
+  const graph_input input = load(opts);
+  if (opts.json) {
+    std::printf("%s\n", inspect_json(input).add("command", "inspect").str().c_str());
+    return exit_ok;
+  }
+  print_inspect_text(input);
+  print_columns_text(input);
+  return exit_ok;
+}
+
+int command_pack(const options& opts) {
+  const graph_input input = load(opts);
+  const auto start = std::chrono::steady_clock::now();
+  write_image(opts.output, input.image);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::uint64_t file_bytes =
+      vyre::egraph::image_file_header_bytes + input.image.layout().word_count() * 4;
+  if (opts.json) {
+    json_object out;
+    out.add("command", "pack")
+        .add("file", input.file)
+        .add("output", opts.output)
+        .add("nodes", std::uint64_t{input.image.layout().row_count})
+        .add("classes", std::uint64_t{input.image.layout().eclass_group_count})
+        .add("image_words", input.image.layout().word_count())
+        .add("file_bytes", file_bytes)
+        .add("seconds", seconds);
+    std::printf("%s\n", out.str().c_str());
+    return exit_ok;
+  }
+  std::printf("wrote %s: %u e-nodes, %u e-classes, %llu bytes\n", opts.output.c_str(),
+              input.image.layout().row_count, input.image.layout().eclass_group_count,
+              static_cast<unsigned long long>(file_bytes));
+  return exit_ok;
+}
+
+int command_extract(const options& opts) {
+  const graph_input input = load(opts);
+  take(check_extractable(input), input.file);
+  const device_kind device = choose_device(opts);
+  const extraction_summary found = run_extract(input, device);
+  if (opts.json) {
+    std::printf("%s\n", extract_json(input, found, device).add("command", "extract").str().c_str());
+    return exit_ok;
+  }
+  std::printf("%s: %u e-nodes, %u e-classes, %zu roots\n", input.file.c_str(),
+              input.image.layout().row_count, input.image.layout().eclass_group_count,
+              input.roots.size());
+  print_extract_text(found, device);
+  return exit_ok;
+}
+
+int command_congruence(const options& opts) {
+  const graph_input input = load(opts);
+  const device_kind device = choose_device(opts);
+  const bool keep = !opts.output.empty();
+  const congruence_summary found = run_congruence(input, device, keep);
+  if (keep) write_image(opts.output, *found.rebuilt);
+  if (opts.json) {
+    json_object out = congruence_json(input, found, device);
+    out.add("command", "congruence");
+    if (keep) out.add("output", opts.output);
+    std::printf("%s\n", out.str().c_str());
+    return exit_ok;
+  }
+  std::printf("%s: %u e-nodes, %u e-classes\n", input.file.c_str(), input.image.layout().row_count,
+              found.classes_before);
+  print_congruence_text(input, found, device);
+  if (keep) std::printf("  wrote the rebuilt image to %s\n", opts.output.c_str());
+  return exit_ok;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{
+      "vyre-egraph: inspect, pack, extract and run congruence closure on an e-graph, on the GPU "
+      "(vyre) or the CPU.\nFILE is egraph-serialize JSON or a vyre image file; without FILE a "
+      "built-in e-graph is used.\nExit status: 0 ok, 1 the machine failed, 2 bad input or "
+      "usage, 3 --device gpu without a CUDA device.",
+      "vyre-egraph"};
+  options opts;
+  app.add_option("--device", opts.device, "where extract and congruence run (default: gpu when "
+                                          "a CUDA device is present, else cpu)")
+      ->check(CLI::IsMember({"gpu", "cpu"}));
+  app.add_flag("--json", opts.json, "print one JSON object with stable keys");
+  app.add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
+  app.require_subcommand(0, 1);
+
+  const auto add_file = [&opts](CLI::App* command) {
+    command->add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
+    command->fallthrough();  // --device and --json may follow the subcommand
+  };
+  CLI::App* inspect = app.add_subcommand("inspect", "rows, e-classes, ops, children, image bytes "
+                                                    "and column spans");
+  add_file(inspect);
+  CLI::App* pack = app.add_subcommand("pack", "write a vyre image file");
+  add_file(pack);
+  pack->add_option("-o,--output", opts.output, "image file to write")->required();
+  CLI::App* extract = app.add_subcommand(
+      "extract", "bottom-up tree-cost extraction (needs node costs: JSON input)");
+  add_file(extract);
+  CLI::App* congruence = app.add_subcommand(
+      "congruence", "congruence closure: merges, rounds, e-classes before and after");
+  add_file(congruence);
+  congruence->add_option("-o,--output", opts.output, "write the rebuilt image file here");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "vyre-egraph: %s (run with --help for usage)\n",
+                 one_line(e.what()).c_str());
+    return exit_bad_input;
+  }
+
+  if (*inspect) return command_inspect(opts);
+  if (*pack) return command_pack(opts);
+  if (*extract) return command_extract(opts);
+  if (*congruence) return command_congruence(opts);
+  return command_summary(opts);
+}
+
+}  // namespace
+}  // namespace vyre_tool
+
+int main(int argc, char** argv) {
+  // Nothing escapes: every failure becomes one line on stderr and an exit status.
+  try {
+    return vyre_tool::run(argc, argv);
+  } catch (const vyre_tool::tool_failure& failure) {
+    std::fprintf(stderr, "%s\n", failure.line.c_str());
+    return failure.status;
+  } catch (const vyre::error_exception& e) {
+    std::fprintf(stderr, "vyre-egraph: %s\n", vyre_tool::one_line(e.what()).c_str());
+    return vyre_tool::status_of(e.error());
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vyre-egraph: out of host memory. Fix: free memory or use a smaller "
+                         "e-graph.\n");
+    return vyre_tool::exit_failure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vyre-egraph: internal error: %s\n", vyre_tool::one_line(e.what()).c_str());
+    return vyre_tool::exit_failure;
+  } catch (...) {
+    std::fprintf(stderr, "vyre-egraph: internal error (unknown exception)\n");
+    return vyre_tool::exit_failure;
+  }
+}
