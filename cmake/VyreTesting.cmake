@@ -5,7 +5,9 @@
 #                                            test case.
 # vyre_add_gpu_test(NAME name SOURCES ...)   one executable per component (CUDA sources); one
 #                                            CTest entry that reports SKIPPED (exit code 77)
-#                                            on a machine without a usable CUDA device.
+#                                            on a machine without a usable CUDA device. Not
+#                                            created at all with VYRE_BUILD_GPU_TESTS=OFF: pass
+#                                            LIBRARIES and DEFINITIONS here, never afterwards.
 include_guard(GLOBAL)
 
 set(VYRE_TEST_SKIP_CODE 77)
@@ -34,12 +36,13 @@ function(vyre_add_host_test)
 endfunction()
 
 function(vyre_add_gpu_test)
-  cmake_parse_arguments(ARG "" "NAME" "SOURCES;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;LIBRARIES;DEFINITIONS" ${ARGN})
   if(NOT VYRE_BUILD_GPU_TESTS)
     return()
   endif()
   add_executable(${ARG_NAME} ${ARG_SOURCES})
   target_link_libraries(${ARG_NAME} PRIVATE vyre::vyre vyre_gpu_catch_main ${ARG_LIBRARIES})
+  target_compile_definitions(${ARG_NAME} PRIVATE ${ARG_DEFINITIONS})
   target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests/support")
   vyre_test_warnings(${ARG_NAME})
   add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME})
