@@ -6,6 +6,7 @@
 #   build     configure + build everything (-j16)
 #   test      the whole CTest suite, GPU tests included
 #   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests
+#   examples  run every example program (04 on a real e-graph from .deps/egraphs)
 #   bench     every benchmark executable under build/default/bench (JSON lines)
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
 set -uo pipefail
@@ -44,7 +45,8 @@ stage_test() {
 stage_sanitize() {
   local rc=0
   # Test executables only (the tool's GPU test is a Python driver around vyre-egraph).
-  for exe in $(ctest --test-dir "$build" -L gpu -N -V | sed -n 's/^[0-9]*: Test command: //p' | grep -v python); do
+  # SANITIZE_FILTER (a grep -E pattern on the executable's path) picks a subset.
+  for exe in $(ctest --test-dir "$build" -L gpu -N -V | sed -n 's/^[0-9]*: Test command: //p' | grep -v python | grep -E "${SANITIZE_FILTER:-.}"); do
     for tool in memcheck racecheck initcheck synccheck; do
       local name
       name=$(basename "$exe")
@@ -58,6 +60,22 @@ stage_sanitize() {
       echo "$name $tool: exit $r, $(grep -E 'ERROR SUMMARY' "$out/sanitize-$name-$tool.log" | tail -n 1)"
       [ $r -ne 0 ] && rc=1
     done
+  done
+  return $rc
+}
+stage_examples() {
+  local rc=0 dir=$build/examples
+  local runs=("00_quickstart/quickstart" "01_policies/policies" "02_cuda_graph/cuda_graph"
+              "03_fusion/fusion_example" "04_congruence_extraction/congruence_extraction"
+              "20_egraph_pack/egraph_pack")
+  for run in "${runs[@]}"; do
+    local args=()
+    [[ $run == 04_* ]] && args=("$PWD/.deps/egraphs/fuzz/37.json")
+    [[ $run == 20_* ]] && args=("$PWD/.deps/egraphs/egg/math_powers.json" "$out/math_powers.vyreimg")
+    "$dir/$run" "${args[@]}" >"$out/example-${run%%/*}.log" 2>&1
+    local r=$?
+    echo "example $run: exit $r; $(tail -n 1 "$out/example-${run%%/*}.log")"
+    [ $r -ne 0 ] && rc=1
   done
   return $rc
 }
