@@ -16,6 +16,7 @@
 #include <cuda/std/span>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -45,7 +46,10 @@ inline expected<std::unique_ptr<std::uint32_t[]>> allocate_words(std::uint64_t c
   if (count == 0) return std::unique_ptr<std::uint32_t[]>();
   if (count > SIZE_MAX / sizeof(std::uint32_t))
     return fail(error(errc::out_of_memory, what).with("words", count).fix("shard the snapshot"));
-  std::unique_ptr<std::uint32_t[]> words(new (std::nothrow) std::uint32_t[static_cast<std::size_t>(count)]);
+  std::unique_ptr<std::uint32_t[]> words(
+      testing::inject_allocation_failure(testing::allocation_kind::host)
+          ? nullptr
+          : new (std::nothrow) std::uint32_t[static_cast<std::size_t>(count)]);
   if (!words)
     return fail(error(errc::out_of_memory, what)
                     .with("words", count)
