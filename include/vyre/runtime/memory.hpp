@@ -330,6 +330,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
 
   //! Returns `ptr` to the pool; it is reused at once by allocations on `stream`.
+  //! @pre `stream` stays alive while the pool caches blocks freed on it: call
+  //!      `release_cached()` before destroying a stream of your own that you freed on (the
+  //!      backend's stream leases are only destroyed after that).
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
     owned_block block;
@@ -503,6 +506,14 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       std::lock_guard lock(shard.mutex);
       for (auto& [other, classes] : shard.lists) {
         if (other == stream || classes[index].empty()) continue;
+        // Querying a stream that another thread is capturing would invalidate its capture:
+        // ask first (legal on a capturing stream) and leave such a stream's blocks alone.
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(other, &capture) != cudaSuccess ||
+            capture != cudaStreamCaptureStatusNone) {
+          (void)cudaGetLastError();
+          continue;
+        }
         if (cudaStreamQuery(other) == cudaSuccess) return pop(classes[index], held);
         (void)cudaGetLastError();  // cudaErrorNotReady is not an error worth keeping
       }
