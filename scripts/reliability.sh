@@ -18,7 +18,7 @@
 # Environment:
 #   BUILD=build/default      the build tree
 #   TOOLS="memcheck racecheck initcheck synccheck"
-#   FILTER=<regex>           only executables whose path matches (grep -E)
+#   FILTER=<regex>           only executables whose file name matches (grep -E)
 #   JOBS=2                   sanitizer runs at once (they share the GPU; each is mostly CPU-bound)
 #   RUN_TIMEOUT=1800         seconds per sanitizer run (a timeout is exit 124)
 #   OUT=./device-out         where the full logs go (sanitize-<exe>-<tool>.log)
@@ -92,7 +92,10 @@ export out run_timeout
 stage_sanitize() {
   command -v compute-sanitizer >/dev/null || { echo "compute-sanitizer not found"; return 1; }
   local commands
-  commands=$( { gpu_test_commands; example_binaries; } | grep -E "$filter")
+  commands=$( { gpu_test_commands; example_binaries; } | while IFS= read -r line; do
+    exe=${line%% *}
+    basename "$exe" | grep -qE "$filter" && printf '%s\n' "$line"
+  done)
   [ -n "$commands" ] || { echo "no GPU test or example executables under $build"; return 1; }
   # One line per (tool, command); xargs runs $jobs at once and fails if any run failed.
   local tool line

@@ -47,7 +47,7 @@ TEST_CASE("fault injector: fails exactly the Nth allocation of the armed kind",
     CHECK(fault.seen() == 4u);
   }
   CHECK_FALSE(vyre::testing::inject_allocation_failure(allocation_kind::pinned));  // disarmed
-  CHECK(faults.fired());  // kept after disarming, for the caller to read
+  CHECK(faults.fired());                      // kept after disarming, for the caller to read
   faults.fail_nth(allocation_kind::host, 0);  // n = 0 disarms
   CHECK_FALSE(vyre::testing::inject_allocation_failure(allocation_kind::host));
   CHECK(std::string(vyre::testing::allocation_kind_name(allocation_kind::host)) == "host");
@@ -71,9 +71,10 @@ TEST_CASE("fault injector: counts allocations of every thread, fails one", "[rel
   CHECK(fault.seen() == 8000u);
 }
 
-TEST_CASE("try_reserve / try_resize: an injected failure is out_of_memory naming the bytes and "
-          "leaves the container unchanged",
-          "[reliability][fault]") {
+TEST_CASE(
+    "try_reserve / try_resize: an injected failure is out_of_memory naming the bytes and "
+    "leaves the container unchanged",
+    "[reliability][fault]") {
   std::vector<std::uint64_t> v{1, 2, 3};
   {
     scoped_allocation_fault fault(allocation_kind::host, 1);

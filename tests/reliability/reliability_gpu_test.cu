@@ -45,11 +45,12 @@ VYRE_KERNEL void fill_words(std::uint32_t* out, std::uint32_t count, std::uint32
   const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < count) out[i] = value + i;
 }
-VYRE_KERNEL void add_one(std::uint32_t* counter) { counter[0] += 1u; }
+VYRE_KERNEL void add_one(std::uint32_t* counter) {
+  counter[0] += 1u;
+}
 // Waits about `cycles` clock ticks, then derives the output from the input: work that is still
 // in flight when the host acts.
-VYRE_KERNEL void spin_then_copy(const std::uint32_t* source, std::uint32_t* out,
-                                long long cycles) {
+VYRE_KERNEL void spin_then_copy(const std::uint32_t* source, std::uint32_t* out, long long cycles) {
   const long long start = clock64();
   while (clock64() - start < cycles) {
   }
@@ -88,12 +89,13 @@ constexpr std::array<vyre::fusion::stage, 2> fused_stages{
      {.id = 2, .layout_hash = 7, .input_bytes = fused_unit, .output_bytes = fused_unit}}};
 constexpr auto fused_plan = vyre::fusion::static_plan(fused_stages, 3 * fused_unit);
 static_assert(fused_plan.launch_count() == 1);
-using fused_type =
-    vyre::fusion::fused_pipeline<fused_plan, std::uint32_t, times_three, plus_five>;
+using fused_type = vyre::fusion::fused_pipeline<fused_plan, std::uint32_t, times_three, plus_five>;
 
 constexpr std::uint32_t graph_words = 4096;  // words of the graph and pipeline operations
 
-constexpr unsigned blocks_for(std::uint32_t n) { return (n + 255u) / 256u; }
+constexpr unsigned blocks_for(std::uint32_t n) {
+  return (n + 255u) / 256u;
+}
 
 vyre::error wrong_result(const char* what) {
   return vyre::error(errc::invalid_state, what).fix("a test operation computed a wrong result");
@@ -113,7 +115,9 @@ std::size_t env_size(const char* name, std::size_t fallback) {
   if (text == nullptr || *text == '\0') return fallback;
   return static_cast<std::size_t>(std::strtoull(text, nullptr, 10));
 }
-bool skip_meminfo() { return env_size("VYRE_RELIABILITY_SKIP_MEMINFO", 0) != 0; }
+bool skip_meminfo() {
+  return env_size("VYRE_RELIABILITY_SKIP_MEMINFO", 0) != 0;
+}
 
 cudaMemPool_t default_pool() {
   cudaMemPool_t pool = nullptr;
@@ -246,10 +250,9 @@ constexpr allocation_kind all_kinds[] = {allocation_kind::device, allocation_kin
 template <class Policies, class Op>
 void sweep(const char* name, Op&& op) {
   using gpu_type = vyre::backend<Policies>;
-  const std::string label = std::string(name) + " [" + gpu_type::allocation_policy_name() +
-                            (vyre::staging::swaps_bytes<typename Policies::staging_policy>
-                                 ? ", forced_swap]"
-                                 : "]");
+  const std::string label =
+      std::string(name) + " [" + gpu_type::allocation_policy_name() +
+      (vyre::staging::swaps_bytes<typename Policies::staging_policy> ? ", forced_swap]" : "]");
   INFO(label);
   {
     auto gpu = gpu_type::acquire(0);
@@ -388,8 +391,8 @@ void sweep_egraph_upload(const eg::device_image& image) {
                     if (view.row_count() != image.layout().row_count)
                       return vyre::fail(wrong_result("test: view row count"));
                     VYRE_TRY_ASSIGN(const eg::device_image back, eg::download(gpu, resident));
-                    if (!std::equal(back.words().begin(), back.words().end(),
-                                    image.words().begin(), image.words().end()))
+                    if (!std::equal(back.words().begin(), back.words().end(), image.words().begin(),
+                                    image.words().end()))
                       return vyre::fail(wrong_result("test: image round trip differs"));
                     return {};
                   });
@@ -420,20 +423,20 @@ TEST_CASE("fault injection: graph capture, instantiate, cache and fused pipeline
           "[reliability][gpu][fault]") {
   using policies = expected_policies<vyre::alloc::caching_pool>;
   using gpu_type = vyre::backend<policies>;
-  sweep<policies>("graph capture + instantiate + replay", [](gpu_type& gpu)
-                                                               -> vyre::expected<void> {
-    VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
-    VYRE_TRY_ASSIGN(vyre::device_buffer out, gpu.allocate(graph_words * 4u, stream.get()));
-    auto graph = captured_graph_expected::capture_on_stream(stream.get(), [&](cudaStream_t s) {
-      fill_words<<<blocks_for(graph_words), 256, 0, s>>>(out.as<std::uint32_t>(), graph_words, 21u);
-      return cudaGetLastError();
-    });
-    if (!graph) return vyre::fail(graph.error());
-    VYRE_TRY(graph->launch(stream.get()));
-    return check_fill(out.get(), graph_words, 21u, stream.get());
-  });
-  sweep<policies>("graph_cache get_or_capture + launch", [](gpu_type& gpu)
-                                                              -> vyre::expected<void> {
+  sweep<policies>(
+      "graph capture + instantiate + replay", [](gpu_type& gpu) -> vyre::expected<void> {
+        VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+        VYRE_TRY_ASSIGN(vyre::device_buffer out, gpu.allocate(graph_words * 4u, stream.get()));
+        auto graph = captured_graph_expected::capture_on_stream(stream.get(), [&](cudaStream_t s) {
+          fill_words<<<blocks_for(graph_words), 256, 0, s>>>(out.as<std::uint32_t>(), graph_words,
+                                                             21u);
+          return cudaGetLastError();
+        });
+        if (!graph) return vyre::fail(graph.error());
+        VYRE_TRY(graph->launch(stream.get()));
+        return check_fill(out.get(), graph_words, 21u, stream.get());
+      });
+  sweep<policies>("graph_cache get_or_capture + launch", [](gpu_type& gpu) -> vyre::expected<void> {
     VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
     VYRE_TRY_ASSIGN(vyre::device_buffer out, gpu.allocate(graph_words * 4u, stream.get()));
     VYRE_TRY_ASSIGN(auto cache, vyre::graph::graph_cache<expect>::make({4, 1 << 20}));
@@ -445,7 +448,8 @@ TEST_CASE("fault injection: graph capture, instantiate, cache and fused pipeline
     const auto key = vyre::graph::make_graph_key(inputs);
     for (std::uint32_t round = 0; round < 2; ++round) {  // a miss, then a hit
       VYRE_TRY(cache.launch(stream.get(), key, 64, [&](cudaStream_t s) {
-        fill_words<<<blocks_for(graph_words), 256, 0, s>>>(out.as<std::uint32_t>(), graph_words, 33u);
+        fill_words<<<blocks_for(graph_words), 256, 0, s>>>(out.as<std::uint32_t>(), graph_words,
+                                                           33u);
         return cudaGetLastError();
       }));
       VYRE_TRY(check_fill(out.get(), graph_words, 33u, stream.get()));
@@ -455,10 +459,12 @@ TEST_CASE("fault injection: graph capture, instantiate, cache and fused pipeline
   sweep<policies>("fused pipeline run", [](gpu_type& gpu) -> vyre::expected<void> {
     VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
     VYRE_TRY_ASSIGN(vyre::device_buffer data, gpu.allocate(graph_words * 4u, stream.get()));
-    fill_words<<<blocks_for(graph_words), 256, 0, stream.get()>>>(data.as<std::uint32_t>(), graph_words, 1u);
+    fill_words<<<blocks_for(graph_words), 256, 0, stream.get()>>>(data.as<std::uint32_t>(),
+                                                                  graph_words, 1u);
     VYRE_CUDA_TRY(cudaGetLastError(), "test: fill");
     const fused_type pipeline{times_three{}, plus_five{}};
-    VYRE_TRY(pipeline.run(data.as<std::uint32_t>(), data.as<std::uint32_t>(), graph_words, stream.get()));
+    VYRE_TRY(pipeline.run(data.as<std::uint32_t>(), data.as<std::uint32_t>(), graph_words,
+                          stream.get()));
     std::vector<std::uint32_t> host(graph_words, 0xCDCDCDCDu);
     VYRE_CUDA_TRY(cudaMemcpyAsync(host.data(), data.get(), graph_words * 4u, cudaMemcpyDeviceToHost,
                                   stream.get()),
@@ -483,41 +489,43 @@ TEST_CASE("fault injection: algorithms build, congruence and extraction",
   std::vector<double> cost(rows.row_count());
   for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = 1.0 + static_cast<double>(i % 5);
   const std::vector<std::uint32_t> roots = {200, 201, 250};
-  const auto extraction = alg::extract_reference(
-      rows.ref(), cuda::std::span<const double>(cost.data(), cost.size()),
-      cuda::std::span<const std::uint32_t>(roots.data(), roots.size()));
+  const auto extraction =
+      alg::extract_reference(rows.ref(), cuda::std::span<const double>(cost.data(), cost.size()),
+                             cuda::std::span<const std::uint32_t>(roots.data(), roots.size()));
   REQUIRE(extraction.has_value());
 
-  sweep<policies>("algorithms build + congruence + extract", [&](gpu_type& gpu)
-                                                                  -> vyre::expected<void> {
-    VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
-    const cudaStream_t s = stream.get();
-    VYRE_TRY_ASSIGN(auto eclass, to_device(rows.eclass, s));
-    VYRE_TRY_ASSIGN(auto op, to_device(rows.op, s));
-    VYRE_TRY_ASSIGN(auto lens, to_device(rows.children_length, s));
-    VYRE_TRY_ASSIGN(auto children, to_device(rows.children, s));
-    const alg::raw_rows_ref view{eclass.get(), op.get(), lens.get(), children.get(),
-                                 rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
-    VYRE_TRY_ASSIGN(const alg::device_packed_image image, alg::build(view, s));
-    std::vector<std::uint32_t> words(static_cast<std::size_t>(image.word_count()), 0xCDCDCDCDu);
-    VYRE_CUDA_TRY(cudaMemcpyAsync(words.data(), image.words(), words.size() * 4u,
-                                  cudaMemcpyDeviceToHost, s),
-                  "test: read image");
-    VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: read image");
-    if (words != packed->words) return vyre::fail(wrong_result("test: device build differs"));
-    VYRE_TRY_ASSIGN(const alg::device_congruence_result merged, alg::congruence(image.ref(), s));
-    if (merged.merges != closure->merges)
-      return vyre::fail(wrong_result("test: congruence merges differ"));
-    VYRE_TRY_ASSIGN(auto d_cost, to_device(cost, s));
-    VYRE_TRY_ASSIGN(const alg::device_extraction_result best,
-                    alg::extract(image.ref(), d_cost.get(),
-                                 cuda::std::span<const std::uint32_t>(roots.data(), roots.size()),
-                                 s));
-    if (best.root_cost != extraction->root_cost)
-      return vyre::fail(wrong_result("test: extraction root cost differs"));
-    VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: sync");
-    return {};
-  });
+  sweep<policies>(
+      "algorithms build + congruence + extract", [&](gpu_type& gpu) -> vyre::expected<void> {
+        VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+        const cudaStream_t s = stream.get();
+        VYRE_TRY_ASSIGN(auto eclass, to_device(rows.eclass, s));
+        VYRE_TRY_ASSIGN(auto op, to_device(rows.op, s));
+        VYRE_TRY_ASSIGN(auto lens, to_device(rows.children_length, s));
+        VYRE_TRY_ASSIGN(auto children, to_device(rows.children, s));
+        const alg::raw_rows_ref view{
+            eclass.get(),   op.get(),         lens.get(),
+            children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
+        VYRE_TRY_ASSIGN(const alg::device_packed_image image, alg::build(view, s));
+        std::vector<std::uint32_t> words(static_cast<std::size_t>(image.word_count()), 0xCDCDCDCDu);
+        VYRE_CUDA_TRY(cudaMemcpyAsync(words.data(), image.words(), words.size() * 4u,
+                                      cudaMemcpyDeviceToHost, s),
+                      "test: read image");
+        VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: read image");
+        if (words != packed->words) return vyre::fail(wrong_result("test: device build differs"));
+        VYRE_TRY_ASSIGN(const alg::device_congruence_result merged,
+                        alg::congruence(image.ref(), s));
+        if (merged.merges != closure->merges)
+          return vyre::fail(wrong_result("test: congruence merges differ"));
+        VYRE_TRY_ASSIGN(auto d_cost, to_device(cost, s));
+        VYRE_TRY_ASSIGN(
+            const alg::device_extraction_result best,
+            alg::extract(image.ref(), d_cost.get(),
+                         cuda::std::span<const std::uint32_t>(roots.data(), roots.size()), s));
+        if (best.root_cost != extraction->root_cost)
+          return vyre::fail(wrong_result("test: extraction root cost differs"));
+        VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: sync");
+        return {};
+      });
 }
 
 // ---- CUDA faults ----------------------------------------------------------------------------
@@ -563,12 +571,11 @@ TEST_CASE("an invalidated capture is a clear error; stream and backend stay usab
   constexpr std::uint32_t n = 2048;
   auto out = gpu->allocate(n * 4u, stream->get());
   REQUIRE(out.has_value());
-  auto invalidated =
-      captured_graph_expected::capture_on_stream(stream->get(), [&](cudaStream_t s) {
-        fill_words<<<blocks_for(n), 256, 0, s>>>(out->as<std::uint32_t>(), n, 1u);
-        // A synchronous call on a capturing stream is not capturable: it invalidates the capture.
-        (void)cudaStreamSynchronize(s);
-      });
+  auto invalidated = captured_graph_expected::capture_on_stream(stream->get(), [&](cudaStream_t s) {
+    fill_words<<<blocks_for(n), 256, 0, s>>>(out->as<std::uint32_t>(), n, 1u);
+    // A synchronous call on a capturing stream is not capturable: it invalidates the capture.
+    (void)cudaStreamSynchronize(s);
+  });
   REQUIRE_FALSE(invalidated.has_value());
   INFO(invalidated.error().message());
   CHECK(invalidated.error().code() == errc::cuda_runtime);
@@ -942,12 +949,13 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
         total.pool_allocations + total.resident_allocations);
   CHECK(after.peak_device_bytes >= after.current_device_bytes);
   CHECK(counters_of(*gpu) == baseline);
-  std::printf("stress: %zu threads x %zu ops: %llu pool allocations, %llu resident uploads "
-              "(%llu bytes), %llu downloads, %llu graph replays, %llu re-captures\n",
-              threads, ops, static_cast<unsigned long long>(total.pool_allocations),
-              static_cast<unsigned long long>(total.uploads),
-              static_cast<unsigned long long>(total.upload_bytes),
-              static_cast<unsigned long long>(total.downloads),
-              static_cast<unsigned long long>(total.replays),
-              static_cast<unsigned long long>(total.recaptures));
+  std::printf(
+      "stress: %zu threads x %zu ops: %llu pool allocations, %llu resident uploads "
+      "(%llu bytes), %llu downloads, %llu graph replays, %llu re-captures\n",
+      threads, ops, static_cast<unsigned long long>(total.pool_allocations),
+      static_cast<unsigned long long>(total.uploads),
+      static_cast<unsigned long long>(total.upload_bytes),
+      static_cast<unsigned long long>(total.downloads),
+      static_cast<unsigned long long>(total.replays),
+      static_cast<unsigned long long>(total.recaptures));
 }

@@ -38,9 +38,12 @@ enum class allocation_kind : std::uint8_t {
 
 constexpr const char* allocation_kind_name(allocation_kind kind) noexcept {
   switch (kind) {
-    case allocation_kind::device: return "device";
-    case allocation_kind::pinned: return "pinned";
-    case allocation_kind::host: return "host";
+    case allocation_kind::device:
+      return "device";
+    case allocation_kind::pinned:
+      return "pinned";
+    case allocation_kind::host:
+      return "host";
   }
   return "unknown";
 }
