@@ -8,6 +8,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/checked.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/core/staging.hpp"
 #include "vyre/core/cuda_check.hpp"

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 
 namespace vyre {
 
@@ -24,12 +25,24 @@ error reservation_error(const char* what, std::size_t count) {
       .with("bytes", bytes)
       .fix("free host memory or process the input in smaller shards");
 }
+
+//! Whether growing `container` to `count` elements allocates and the fault injector says that
+//! allocation fails (vyre/core/fault_injection.hpp). One relaxed load while disarmed.
+template <class Container>
+bool injected_growth_failure(const Container& container, std::size_t count) noexcept {
+  if constexpr (requires { container.capacity(); }) {
+    if (count <= container.capacity()) return false;
+  }
+  return testing::inject_allocation_failure(testing::allocation_kind::host);
+}
 }  // namespace detail
 
 //! `container.reserve(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
 //! @param what static text, e.g. "snapshot rows".
 template <class Container>
 expected<void> try_reserve(Container& container, std::size_t count, const char* what) noexcept {
+  if (detail::injected_growth_failure(container, count))
+    return fail(detail::reservation_error<Container>(what, count));
   try {
     container.reserve(count);
     return {};
@@ -42,6 +55,8 @@ expected<void> try_reserve(Container& container, std::size_t count, const char* 
 //! `container.resize(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
 template <class Container>
 expected<void> try_resize(Container& container, std::size_t count, const char* what) noexcept {
+  if (detail::injected_growth_failure(container, count))
+    return fail(detail::reservation_error<Container>(what, count));
   try {
     container.resize(count);
     return {};

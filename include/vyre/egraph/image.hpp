@@ -17,6 +17,7 @@
 #include <cuda/std/span>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"

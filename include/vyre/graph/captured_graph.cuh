@@ -223,6 +223,7 @@ class graph_core {
     } catch (const std::bad_alloc&) {
       return fail(error(errc::out_of_memory, "captured_graph::nodes: host allocation failed")
                       .with("node_count", inventory_.count)
+                      .with("bytes", inventory_.count * sizeof(graph_node))
                       .fix("free host memory, or walk the graph with node(i)"));
     }
     for (std::size_t i = 0; i < inventory_.count; ++i)
@@ -302,6 +303,7 @@ class graph_core {
         return fail(error(errc::out_of_memory, "captured_graph::kernel_nodes: host allocation "
                                                "failed")
                         .with("node_count", inventory_.count)
+                        .with("bytes", (found.size() + 1) * sizeof(node))
                         .fix("free host memory"));
       }
     }

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 
 namespace vyre::graph {
 
@@ -80,12 +81,13 @@ class lru_map {
                       .with("max_device_bytes", limits_.max_device_bytes)
                       .fix("raise cache_limits::max_device_bytes or launch this graph without "
                            "caching it"));
+    if (testing::inject_allocation_failure(testing::allocation_kind::host))
+      return fail(entry_allocation_error());
     erase(key);
     try {
       order_.push_front(node{key, std::move(value), device_bytes});
     } catch (const std::bad_alloc&) {
-      return fail(error(errc::out_of_memory, "graph cache: host allocation of an entry failed")
-                      .fix("free host memory or lower cache_limits::max_entries"));
+      return fail(entry_allocation_error());
     }
     try {
       index_.emplace(key, order_.begin());
@@ -94,6 +96,7 @@ class lru_map {
       order_.pop_front();
       return fail(error(errc::out_of_memory, "graph cache: host allocation of an index entry "
                                              "failed")
+                      .with("bytes", sizeof(typename decltype(index_)::value_type))
                       .fix("free host memory or lower cache_limits::max_entries"));
     }
     stats_.device_bytes += device_bytes;
@@ -140,6 +143,12 @@ class lru_map {
     Value value;
     std::uint64_t device_bytes;
   };
+
+  static error entry_allocation_error() noexcept {
+    return error(errc::out_of_memory, "graph cache: host allocation of an entry failed")
+        .with("bytes", sizeof(node))
+        .fix("free host memory or lower cache_limits::max_entries");
+  }
 
   void evict_back() noexcept {
     node& victim = order_.back();

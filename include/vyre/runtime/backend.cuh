@@ -258,7 +258,8 @@ class backend {
     try {
       state = std::make_unique<state_type>(std::move(caps), options);
     } catch (...) {
-      return fail(error(errc::out_of_memory, "backend::acquire: host allocation failed"));
+      return fail(error(errc::out_of_memory, "backend::acquire: host allocation failed")
+                      .with("bytes", sizeof(state_type)));
     }
     if constexpr (std::is_same_v<resource_type, stream_ordered_resource>)
       VYRE_TRY(state->memory.status());

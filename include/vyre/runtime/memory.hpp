@@ -43,6 +43,7 @@
 
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/runtime/device.hpp"
 #include "vyre/runtime/telemetry.hpp"
@@ -95,6 +96,11 @@ inline error device_oom(cudaError_t status, const char* context, std::size_t byt
       .with("device_free_bytes", free_bytes)
       .with("device_total_bytes", total_bytes)
       .fix("free device memory (release pool caches with cleanup()), or split the work");
+}
+
+//! True (and the request fails as if the device were full) when the fault injector says so.
+inline bool injected_device_fault() noexcept {
+  return testing::inject_allocation_failure(testing::allocation_kind::device);
 }
 
 inline error unknown_pointer(const char* context, const void* ptr) noexcept {
@@ -169,6 +175,9 @@ class direct_resource : public mr_interface<direct_resource> {
   //!          and the policy when the device is full.
   expected<void*> try_allocate(std::size_t bytes, cudaStream_t /*stream*/) noexcept {
     if (bytes == 0) return fail(detail::zero_byte_error("alloc::direct: zero-byte request"));
+    if (detail::injected_device_fault())
+      return fail(detail::device_oom(cudaErrorMemoryAllocation,
+                                     "alloc::direct: cudaMalloc failed (injected fault)", bytes));
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
     void* ptr = nullptr;
@@ -275,6 +284,11 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   expected<void*> try_allocate(std::size_t bytes, cudaStream_t stream) noexcept {
     if (bytes == 0) return fail(detail::zero_byte_error("alloc::caching_pool: zero-byte request"));
     const std::size_t held = held_bytes(bytes);
+    if (detail::injected_device_fault())
+      return fail(detail::device_oom(cudaErrorMemoryAllocation,
+                                     "alloc::caching_pool: cudaMalloc failed (injected fault)",
+                                     bytes)
+                      .with("class_bytes", held));
     if (is_class(held)) {
       if (void* ptr = take_cached(held, stream); ptr != nullptr) {
         if (!track(ptr, bytes, held)) {
@@ -316,6 +330,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
 
   //! Returns `ptr` to the pool; it is reused at once by allocations on `stream`.
+  //! @pre `stream` stays alive while the pool caches blocks freed on it: call
+  //!      `release_cached()` before destroying a stream of your own that you freed on (the
+  //!      backend's stream leases are only destroyed after that).
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
     owned_block block;
@@ -489,6 +506,14 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       std::lock_guard lock(shard.mutex);
       for (auto& [other, classes] : shard.lists) {
         if (other == stream || classes[index].empty()) continue;
+        // Querying a stream that another thread is capturing would invalidate its capture:
+        // ask first (legal on a capturing stream) and leave such a stream's blocks alone.
+        cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(other, &capture) != cudaSuccess ||
+            capture != cudaStreamCaptureStatusNone) {
+          (void)cudaGetLastError();
+          continue;
+        }
         if (cudaStreamQuery(other) == cudaSuccess) return pop(classes[index], held);
         (void)cudaGetLastError();  // cudaErrorNotReady is not an error worth keeping
       }
@@ -561,6 +586,10 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
     VYRE_TRY(status_);
     if (bytes == 0)
       return fail(detail::zero_byte_error("alloc::stream_ordered: zero-byte request"));
+    if (detail::injected_device_fault())
+      return fail(detail::device_oom(
+          cudaErrorMemoryAllocation,
+          "alloc::stream_ordered: cudaMallocFromPoolAsync failed (injected fault)", bytes));
     void* ptr = nullptr;
     if (const cudaError_t status = cudaMallocFromPoolAsync(&ptr, bytes, pool_, stream);
         status != cudaSuccess)

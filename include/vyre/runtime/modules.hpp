@@ -94,7 +94,8 @@ class module_cache {
       loaded_[key].push_back(entry{format, std::move(owned), module});
     } catch (...) {
       (void)api->module_unload(module);
-      return fail(error(errc::out_of_memory, "module_cache::load: host allocation failed"));
+      return fail(error(errc::out_of_memory, "module_cache::load: host allocation failed")
+                      .with("bytes", sizeof(entry)));
     }
     return module;
   }

@@ -21,6 +21,7 @@
 
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 
 namespace vyre {
 
@@ -95,6 +96,12 @@ class pinned_pool {
       return fail(
           error(errc::out_of_memory, "pinned_pool: request too large").with("bytes", bytes));
     const std::size_t cls = std::bit_ceil((std::max)(bytes, min_class));
+    if (testing::inject_allocation_failure(testing::allocation_kind::pinned))
+      return fail(cuda_error(cudaErrorMemoryAllocation,
+                             "pinned_pool: cudaHostAlloc failed (injected fault)")
+                      .with("bytes", bytes)
+                      .with("class_bytes", cls)
+                      .fix("free pinned host memory, or stage in smaller chunks"));
     const std::size_t index = static_cast<std::size_t>(std::countr_zero(cls));
     {
       std::lock_guard lock(mutex_);
@@ -103,6 +110,7 @@ class pinned_pool {
         free_[index].pop_back();
         cached_bytes_ -= cls;
         ++hits_;
+        ++leased_;
         return pinned_lease(this, data, bytes, cls);
       }
       ++misses_;
@@ -119,6 +127,10 @@ class pinned_pool {
                       .with("bytes", bytes)
                       .with("class_bytes", cls)
                       .fix("free pinned host memory, or stage in smaller chunks"));
+    {
+      std::lock_guard lock(mutex_);
+      ++leased_;
+    }
     return pinned_lease(this, static_cast<std::byte*>(data), bytes, cls);
   }
 
@@ -152,12 +164,18 @@ class pinned_pool {
     return misses_;
   }
   std::size_t retained_cap() const noexcept { return retained_cap_; }
+  //! Blocks currently leased out (not yet returned): 0 when nothing holds staging memory.
+  std::size_t leased_blocks() const {
+    std::lock_guard lock(mutex_);
+    return leased_;
+  }
 
  private:
   friend class pinned_lease;
   void give_back(std::byte* data, std::size_t cls) noexcept {
     {
       std::lock_guard lock(mutex_);
+      --leased_;
       if (cached_bytes_ + cls <= retained_cap_) {
         try {
           const std::size_t index = static_cast<std::size_t>(std::countr_zero(cls));
@@ -178,6 +196,7 @@ class pinned_pool {
   std::size_t cached_bytes_ = 0;
   std::uint64_t hits_ = 0;
   std::uint64_t misses_ = 0;
+  std::size_t leased_ = 0;
   std::vector<std::vector<std::byte*>> free_;  // index: log2(class bytes)
 };
 

@@ -287,7 +287,8 @@ class resident_store {
       s->pending.push_back(std::move(event));
     } catch (...) {
       return fail(
-          error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed"));
+          error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed")
+              .with("bytes", (s->pending.size() + 1) * sizeof(event_lease)));
     }
     return {};
   }
@@ -336,7 +337,8 @@ class resident_store {
       try {
         released.reserve(live_);
       } catch (...) {
-        return fail(error(errc::out_of_memory, "resident_store::clear: host allocation failed"));
+        return fail(error(errc::out_of_memory, "resident_store::clear: host allocation failed")
+                        .with("bytes", live_ * sizeof(slot)));
       }
       for (std::uint32_t i = 0; i < static_cast<std::uint32_t>(slots_.size()); ++i) {
         if (slots_[i].state != slot_state::live) continue;
@@ -379,7 +381,8 @@ class resident_store {
       free_slots_.reserve(slots_.size());  // later returns never allocate
       return static_cast<std::uint32_t>(slots_.size() - 1);
     } catch (...) {
-      return fail(error(errc::out_of_memory, "resident_store::allocate: host allocation failed"));
+      return fail(error(errc::out_of_memory, "resident_store::allocate: host allocation failed")
+                      .with("bytes", (slots_.size() + 1) * sizeof(slot)));
     }
   }
 

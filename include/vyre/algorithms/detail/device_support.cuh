@@ -23,6 +23,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 
 namespace vyre::algorithms {
 
@@ -61,7 +62,10 @@ class device_buffer {
       return fail(error(errc::overflow, what).with("elements", count).fix(
           "the buffer size overflows size_t: process the input in smaller shards"));
     void* raw = nullptr;
-    const cudaError_t status = cudaMallocAsync(&raw, count * sizeof(T), stream);
+    const cudaError_t status =
+        testing::inject_allocation_failure(testing::allocation_kind::device)
+            ? cudaErrorMemoryAllocation
+            : cudaMallocAsync(&raw, count * sizeof(T), stream);
     if (status != cudaSuccess)
       return fail(cuda_error(status, what).with("elements", count).with("bytes",
                                                                         count * sizeof(T)));

@@ -17,6 +17,7 @@
 #endif
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 
 namespace vyre::egraph::detail {
 
@@ -35,7 +36,8 @@ expected<std::unique_ptr<T[], free_memory>> allocate_uninitialized(std::uint64_t
   void* memory = nullptr;
   const bool representable = count <= (SIZE_MAX - huge_page) / sizeof(T);
   const std::uint64_t bytes = representable ? count * sizeof(T) : UINT64_MAX;
-  if (representable) {
+  // The fault-injection seam (vyre/core/fault_injection.hpp) fails this like a full heap.
+  if (representable && !testing::inject_allocation_failure(testing::allocation_kind::host)) {
     if (bytes >= huge_page) {
       const std::uint64_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
       memory = std::aligned_alloc(static_cast<std::size_t>(huge_page),

@@ -17,6 +17,7 @@
 
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/graph/node_kind.hpp"
 
 namespace vyre::graph::detail {
@@ -141,12 +142,15 @@ inline expected<node_inventory> read_inventory(cudaGraph_t graph) noexcept {
   VYRE_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count), "captured_graph: cudaGraphGetNodes "
                                                            "(count)");
   if (count != 0) {
-    inventory.handles.reset(new (std::nothrow) cudaGraphNode_t[count]);
-    inventory.kinds.reset(new (std::nothrow) node_kind[count]);
+    if (!testing::inject_allocation_failure(testing::allocation_kind::host)) {
+      inventory.handles.reset(new (std::nothrow) cudaGraphNode_t[count]);
+      inventory.kinds.reset(new (std::nothrow) node_kind[count]);
+    }
     if (!inventory.handles || !inventory.kinds)
       return fail(error(errc::out_of_memory, "captured_graph: host allocation of the node "
                                              "inventory failed")
                       .with("nodes", count)
+                      .with("bytes", count * (sizeof(cudaGraphNode_t) + sizeof(node_kind)))
                       .fix("free host memory"));
     std::size_t filled = count;
     VYRE_CUDA_TRY(cudaGraphGetNodes(graph, inventory.handles.get(), &filled),
