@@ -14,7 +14,7 @@
 //   their own streams; no error, no leak, telemetry consistent with the work done.
 //
 // Environment: VYRE_RELIABILITY_STRESS_OPS overrides the operations per stress thread (10000);
-// VYRE_RELIABILITY_SKIP_MEMINFO=1 skips the cudaMemGetInfo comparison (compute-sanitizer adds
+// VYRE_TEST_SKIP_MEMINFO=1 skips the cudaMemGetInfo comparison (compute-sanitizer adds
 // its own device allocations; scripts/reliability.sh sets both under the sanitizers).
 #include <catch2/catch.hpp>
 
@@ -116,7 +116,7 @@ std::size_t env_size(const char* name, std::size_t fallback) {
   return static_cast<std::size_t>(std::strtoull(text, nullptr, 10));
 }
 bool skip_meminfo() {
-  return env_size("VYRE_RELIABILITY_SKIP_MEMINFO", 0) != 0;
+  return env_size("VYRE_TEST_SKIP_MEMINFO", 0) != 0;
 }
 
 cudaMemPool_t default_pool() {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <random>
@@ -182,6 +183,10 @@ TEMPLATE_TEST_CASE("device free memory returns to its baseline after the backend
     CHECK(device_free_bytes() + (std::size_t{160} << 20) <= baseline);
   }
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  // Under compute-sanitizer the tool's own shadow allocations move cudaMemGetInfo; the
+  // sanitizer scripts set VYRE_TEST_SKIP_MEMINFO (the pool counters are checked regardless).
+  if (const char* skip = std::getenv("VYRE_TEST_SKIP_MEMINFO"); skip != nullptr && *skip == '1')
+    return;
   const std::size_t after = device_free_bytes();
   const std::size_t tolerance = std::size_t{8} << 20;
   CHECK(after + tolerance >= baseline);
