@@ -306,7 +306,9 @@ void sweep(const char* name, Op&& op) {
   if (skip_meminfo()) return;
   const std::size_t free_after = settled_free_bytes();
   INFO("device free bytes before " << free_before << ", after " << free_after);
-  CHECK(free_after == free_before);
+  // A leak can only lower free memory. It may rise: the previous test process's context can
+  // still be releasing its memory when this one takes the baseline (seen under CTest).
+  CHECK(free_after >= free_before);
 }
 
 // Every allocating operation of one backend type.
