@@ -5,43 +5,24 @@
 #include <fstream>
 #include <sstream>
 
-#include <simdjson.h>
+#include <vyre/io/egraph_json.hpp>
 
 namespace vyre_test {
 
 loaded_egraph load_egraph_json(const std::string& path) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element doc = parser.load(path);
+  const vyre::io::loaded_egraph loaded = vyre::io::load_egraph_json(path);
   loaded_egraph out;
-  std::unordered_map<std::string, std::uint32_t> ops;
-  std::unordered_map<std::string, std::uint32_t> node_class;
-  const auto class_id = [&](std::string_view name) {
-    const auto [it, inserted] =
-        out.class_ids.emplace(std::string(name), static_cast<std::uint32_t>(out.class_ids.size()));
-    return it->second;
-  };
-  simdjson::dom::object nodes = doc["nodes"];
-  for (auto field : nodes) {
-    simdjson::dom::object node = field.value;
-    node_class.emplace(std::string(field.key), class_id(std::string_view(node["eclass"])));
+  const auto rows = loaded.graph.rows();
+  const auto children = loaded.graph.children();
+  for (const vyre::egraph::row& row : rows) {
+    out.rows.eclass.push_back(row.eclass);
+    out.rows.op.push_back(row.op);
+    out.rows.children_length.push_back(row.children_length);
+    for (std::uint32_t i = 0; i < row.children_length; ++i)
+      out.rows.children.push_back(children[row.children_offset + i]);
   }
-  for (auto field : nodes) {
-    simdjson::dom::object node = field.value;
-    out.rows.eclass.push_back(node_class.at(std::string(field.key)));
-    const std::string_view op = node["op"];
-    out.rows.op.push_back(
-        ops.emplace(std::string(op), static_cast<std::uint32_t>(ops.size())).first->second);
-    simdjson::dom::array children = node["children"];
-    std::uint32_t length = 0;
-    for (std::string_view child : children) {
-      out.rows.children.push_back(node_class.at(std::string(child)));
-      ++length;
-    }
-    out.rows.children_length.push_back(length);
-    out.cost.push_back(double(node["cost"]));
-  }
-  for (std::string_view root : simdjson::dom::array(doc["root_eclasses"]))
-    out.roots.push_back(out.class_ids.at(std::string(root)));
+  out.cost = loaded.node_costs;
+  out.roots = loaded.root_eclasses;
   return out;
 }
 

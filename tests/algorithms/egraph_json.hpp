@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Test support: a small egraph-serialize JSON reader (simdjson, in egraph_json.cpp so nvcc
-// never sees simdjson.h) into the algorithms' raw rows,
-// plus the expected_tree_cost.tsv table. Used until the egraph branch's io/egraph_json.hpp is
-// merged; e-class names become ids in first-seen order, nodes become rows in file order.
+// Test support: egraph-serialize JSON (through vyre/io/egraph_json.hpp, in egraph_json.cpp so
+// nvcc never sees simdjson.h) as the algorithms' raw rows, plus the expected_tree_cost.tsv
+// table. Nodes become rows in file order.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "vyre/algorithms/reference.hpp"
@@ -19,10 +17,9 @@ struct loaded_egraph {
   vyre::algorithms::raw_rows rows;
   std::vector<double> cost;
   std::vector<std::uint32_t> roots;
-  std::unordered_map<std::string, std::uint32_t> class_ids;
 };
 
-// Throws std::runtime_error / simdjson errors on malformed input (tests only).
+// Throws vyre::error_exception on malformed input (tests only).
 loaded_egraph load_egraph_json(const std::string& path);
 
 struct expected_cost {
