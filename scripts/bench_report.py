@@ -132,7 +132,7 @@ PLOTS = [
     ("upload", "Image upload throughput vs size", "resident.upload", "bytes", "gb_per_s",
      "GB/s", True),
     ("graph_chain", "Kernel chain: stream launches vs graph replay", "graph.chain", "kernels",
-     "median_ns", "end-to-end time per chain (ns)", True),
+     "median_ns", "time per chain (ns)", True),
     ("congruence", "Congruence closure: GPU vs CPU reference", "algorithms.congruence_vs_cpu",
      "rows", "median_ns", "time (ns)", True),
     ("extraction", "Extraction: GPU vs CPU reference", "algorithms.extract_vs_cpu", "rows",
@@ -165,10 +165,17 @@ def make_plots(rows, plot_dir: pathlib.Path):
             series[label].append((params[xkey], r[ykey]))
             base_key = "baseline_median_ns" if ykey == "median_ns" else f"baseline_{ykey}"
             if base_key in r:
-                # One dashed series per baseline; rows that share it add each x once.
-                points = baseline[f"baseline: {r.get('baseline', '')}"]
-                if all(p[0] != params[xkey] for p in points):
-                    points.append((params[xkey], r[base_key]))
+                baseline[(r.get("baseline", ""), label)].append((params[xkey], r[base_key]))
+        # Series that share a baseline with identical numbers (say, two configurations timed
+        # against the same raw copy) draw it once; different numbers keep their own line.
+        merged = collections.defaultdict(list)
+        for (name, label), points in baseline.items():
+            same = [k for k in baseline if k[0] == name]
+            identical = all(sorted(baseline[k]) == sorted(points) for k in same)
+            key = f"baseline: {name}" if identical else f"{label} baseline: {name}"
+            if key not in merged:
+                merged[key] = points
+        baseline = merged
         if not series:
             continue
         fig, ax = plt.subplots(figsize=(7, 4.2))
