@@ -224,6 +224,161 @@ TEMPLATE_TEST_CASE("telemetry counts every allocation as a hit or a miss",
   if constexpr (std::is_same_v<TestType, vyre::alloc::stream_ordered>) CHECK(s.pool_hits >= 3);
 }
 
+TEST_CASE("caching pool: another stream reuses a block only after a fence on its stream completed",
+          "[runtime][gpu][memory][caching_pool]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto& pool = gpu.memory();
+  auto busy = gpu.acquire_stream();
+  auto other = gpu.acquire_stream();
+  auto third = gpu.acquire_stream();
+  REQUIRE_OK(busy);
+  REQUIRE_OK(other);
+  REQUIRE_OK(third);
+  constexpr std::size_t bytes = std::size_t{1} << 20;
+
+  // A block whose last use is still running on `busy` when it is freed there.
+  auto block = pool.try_allocate(bytes, busy->get());
+  REQUIRE_OK(block);
+  spin<<<1, 1, 0, busy->get()>>>(spin_cycles);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE_OK(pool.try_deallocate(*block, bytes, busy->get()));
+
+  // Nothing fences it yet: another stream must get fresh memory (and asks for a fence).
+  auto fresh = pool.try_allocate(bytes, other->get());
+  REQUIRE_OK(fresh);
+  CHECK(*fresh != *block);
+  // The next free on `busy` records the fence, but the spin has not finished behind it.
+  auto tiny = pool.try_allocate(256, busy->get());
+  REQUIRE_OK(tiny);
+  REQUIRE_OK(pool.try_deallocate(*tiny, 256, busy->get()));
+  auto still_busy = pool.try_allocate(bytes, third->get());
+  REQUIRE_OK(still_busy);
+  CHECK(*still_busy != *block);
+  CHECK(cudaStreamQuery(busy->get()) == cudaErrorNotReady);  // the spin really is pending
+
+  // Once the fence completed, a third stream takes the block as a hit.
+  REQUIRE(cudaStreamSynchronize(busy->get()) == cudaSuccess);
+  const auto before = gpu.telemetry().snapshot();
+  auto reused = pool.try_allocate(bytes, third->get());
+  REQUIRE_OK(reused);
+  CHECK(*reused == *block);
+  const auto after = gpu.telemetry().snapshot();
+  CHECK(after.pool_hits - before.pool_hits == 1);
+  CHECK(after.pool_misses == before.pool_misses);
+  for (void* p : {*fresh, *still_busy, *reused})
+    REQUIRE_OK(pool.try_deallocate(p, bytes, third->get()));
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(pool.live_allocations() == 0);
+}
+
+TEST_CASE("caching pool: the retained cap holds across streams and comes back from idle shares",
+          "[runtime][gpu][memory][caching_pool]") {
+  constexpr std::size_t cap = std::size_t{2} << 20;
+  vyre::backend_options options;
+  options.memory.retained_cap = cap;
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>(options);
+  auto& pool = gpu.memory();
+  std::vector<vyre::stream_lease> streams;
+  for (int i = 0; i < 4; ++i) {
+    auto s = gpu.acquire_stream();
+    REQUIRE_OK(s);
+    streams.push_back(std::move(*s));
+  }
+  constexpr std::size_t bytes = std::size_t{1} << 20;
+  std::vector<void*> blocks;
+  for (auto& s : streams) {
+    auto b = pool.try_allocate(bytes, s.get());
+    REQUIRE_OK(b);
+    blocks.push_back(*b);
+  }
+  // Four 1 MiB frees on four streams: only two fit under the 2 MiB cap.
+  for (std::size_t i = 0; i < blocks.size(); ++i)
+    REQUIRE_OK(pool.try_deallocate(blocks[i], bytes, streams[i].get()));
+  CHECK(pool.cached_bytes() == cap);
+  CHECK(pool.live_allocations() == 0);
+  // Streams 0 and 1 hold the shares; their blocks go back into use, and a free on stream 3
+  // then takes over the idle share instead of being refused.
+  auto again0 = pool.try_allocate(bytes, streams[0].get());
+  auto again1 = pool.try_allocate(bytes, streams[1].get());
+  REQUIRE_OK(again0);
+  REQUIRE_OK(again1);
+  CHECK(*again0 == blocks[0]);
+  CHECK(*again1 == blocks[1]);
+  CHECK(pool.cached_bytes() == 0);
+  REQUIRE_OK(pool.try_deallocate(*again0, bytes, streams[3].get()));
+  REQUIRE_OK(pool.try_deallocate(*again1, bytes, streams[3].get()));
+  CHECK(pool.cached_bytes() == cap);
+  REQUIRE_OK(pool.release_cached());
+  CHECK(pool.cached_bytes() == 0);
+}
+
+TEST_CASE("caching pool: cross-stream reuse never disturbs a capture in another thread",
+          "[runtime][gpu][memory][caching_pool][graph]") {
+  auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
+  auto& pool = gpu.memory();
+  auto captured = gpu.acquire_stream();
+  REQUIRE_OK(captured);
+  constexpr std::size_t bytes = 4096;
+  // The capturing stream holds a cached block that other streams keep asking to fence.
+  auto seed = pool.try_allocate(bytes, captured->get());
+  REQUIRE_OK(seed);
+  REQUIRE_OK(pool.try_deallocate(*seed, bytes, captured->get()));
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> capture_failures{0}, pool_failures{0}, captures{0};
+  std::string first_capture_failure;
+  std::thread capturer([&] {
+    for (int i = 0; i < 400; ++i) {
+      cudaGraph_t graph = nullptr;
+      if (cudaStreamBeginCapture(captured->get(), cudaStreamCaptureModeThreadLocal) !=
+          cudaSuccess) {
+        capture_failures.fetch_add(1);
+        break;
+      }
+      // A hit inside the capture: its free is where a fence could be asked for.
+      auto p = pool.try_allocate(bytes, captured->get());
+      if (p) {
+        stamp<<<1, 32, 0, captured->get()>>>(static_cast<std::uint32_t*>(*p), 32, 7u);
+        (void)pool.try_deallocate(*p, bytes, captured->get());
+      }
+      const cudaError_t ended = cudaStreamEndCapture(captured->get(), &graph);
+      if (!p || ended != cudaSuccess) {
+        if (capture_failures.fetch_add(1) == 0)
+          first_capture_failure = p ? cudaGetErrorString(ended) : p.error().message();
+        (void)cudaGetLastError();
+      } else {
+        captures.fetch_add(1);
+      }
+      if (graph != nullptr) (void)cudaGraphDestroy(graph);
+    }
+    stop.store(true);
+  });
+  std::thread thief([&] {
+    auto a = gpu.acquire_stream();
+    auto b = gpu.acquire_stream();
+    if (!a || !b) {
+      pool_failures.fetch_add(1);
+      return;
+    }
+    // Allocate on one stream, free on the other: every allocation on `a` misses its own lists
+    // and scans the others, the capturing stream's included.
+    while (!stop.load()) {
+      auto p = pool.try_allocate(bytes, a->get());
+      if (!p || !pool.try_deallocate(*p, bytes, b->get())) pool_failures.fetch_add(1);
+      auto q = pool.try_allocate(bytes, b->get());
+      if (!q || !pool.try_deallocate(*q, bytes, a->get())) pool_failures.fetch_add(1);
+    }
+  });
+  capturer.join();
+  thief.join();
+  INFO(first_capture_failure);
+  CHECK(capture_failures.load() == 0);
+  CHECK(captures.load() == 400);
+  CHECK(pool_failures.load() == 0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(pool.live_allocations() == 0);
+}
+
 TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across streams",
                    "[runtime][gpu][memory][stress]", vyre::alloc::caching_pool,
                    vyre::alloc::stream_ordered, vyre::alloc::direct) {

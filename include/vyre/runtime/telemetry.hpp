@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Runtime telemetry: lock-free counters (relaxed atomics, one cache line each so threads that
-//! bump different counters never contend), a plain snapshot, and a Prometheus text exposition
-//! with `vyre_*` metric names. Host-only; compiles with any C++20 compiler.
+//! Runtime telemetry: per-thread counters (no lock and no shared cache line on the recording
+//! path), a plain snapshot, and a Prometheus text exposition with `vyre_*` metric names.
+//! Host-only; compiles with any C++20 compiler.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
+#include <new>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace vyre {
 
@@ -32,90 +35,189 @@ struct telemetry_snapshot {
   friend constexpr bool operator==(const telemetry_snapshot&, const telemetry_snapshot&) = default;
 };
 
-//! The live counters of one backend. Every `record_*` is a relaxed atomic add (no lock, no
-//! CUDA call), so other components (graphs, egraph uploads, user launch code) record through
-//! the backend's `telemetry()` freely from any thread.
+//! The live counters of one backend. Recording costs no lock, no CUDA call and (apart from the
+//! device-bytes gauge) no atomic read-modify-write: each thread counts into a slot of its own,
+//! found through a small thread-local cache, and `snapshot()` sums the slots. Other components
+//! (graphs, egraph uploads, user launch code) record through the backend's `telemetry()` freely
+//! from any thread.
 class telemetry_counters {
  public:
   telemetry_counters() = default;
   telemetry_counters(const telemetry_counters&) = delete;
   telemetry_counters& operator=(const telemetry_counters&) = delete;
+  ~telemetry_counters() {
+    for (thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;) {
+      thread_slot* next = slot->next;
+      delete slot;
+      slot = next;
+    }
+  }
 
-  void record_kernel_launch(std::uint64_t count = 1) noexcept { add(kernel_launches_, count); }
-  void record_graph_launch(std::uint64_t count = 1) noexcept { add(graph_launches_, count); }
+  void record_kernel_launch(std::uint64_t count = 1) noexcept { add(kernel_launches, count); }
+  void record_graph_launch(std::uint64_t count = 1) noexcept { add(graph_launches, count); }
   //! One host-to-device upload of `bytes` (however many copies it took).
   void record_h2d(std::uint64_t bytes) noexcept {
-    add(h2d_bytes_, bytes);
-    add(h2d_operations_, 1);
+    if (thread_slot* slot = my_slot()) {
+      bump(*slot, h2d_bytes, bytes);
+      bump(*slot, h2d_operations, 1);
+    }
   }
   //! One device-to-host download of `bytes`.
   void record_d2h(std::uint64_t bytes) noexcept {
-    add(d2h_bytes_, bytes);
-    add(d2h_operations_, 1);
+    if (thread_slot* slot = my_slot()) {
+      bump(*slot, d2h_bytes, bytes);
+      bump(*slot, d2h_operations, 1);
+    }
   }
   //! A point where the host waited for the device (stream/event/device synchronize).
-  void record_sync(std::uint64_t count = 1) noexcept { add(sync_points_, count); }
-  void record_pool_hit() noexcept { add(pool_hits_, 1); }
-  void record_pool_miss() noexcept { add(pool_misses_, 1); }
+  void record_sync(std::uint64_t count = 1) noexcept { add(sync_points, count); }
+  void record_pool_hit() noexcept { add(pool_hits, 1); }
+  void record_pool_miss() noexcept { add(pool_misses, 1); }
   //! A successful device allocation: `requested` bytes asked for, `held` bytes now held for it.
   void record_allocation(std::uint64_t requested, std::uint64_t held) noexcept {
-    add(bytes_requested_, requested);
-    add(allocations_, 1);
+    if (thread_slot* slot = my_slot()) {
+      bump(*slot, bytes_requested, requested);
+      bump(*slot, allocations, 1);
+    }
+    // The gauge and its peak are global: a peak cannot be summed from per-thread parts.
     const std::uint64_t now =
-        current_device_bytes_.value.fetch_add(held, std::memory_order_relaxed) + held;
-    std::uint64_t peak = peak_device_bytes_.value.load(std::memory_order_relaxed);
+        current_device_bytes_.fetch_add(held, std::memory_order_relaxed) + held;
+    std::uint64_t peak = peak_device_bytes_.load(std::memory_order_relaxed);
     while (now > peak &&
-           !peak_device_bytes_.value.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+           !peak_device_bytes_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
   }
   //! A device allocation of `held` bytes returned.
   void record_deallocation(std::uint64_t held) noexcept {
-    current_device_bytes_.value.fetch_sub(held, std::memory_order_relaxed);
+    current_device_bytes_.fetch_sub(held, std::memory_order_relaxed);
   }
 
   telemetry_snapshot snapshot() const noexcept {
+    std::uint64_t totals[counter_count] = {};
+    for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
+         slot = slot->next)
+      for (int c = 0; c < counter_count; ++c)
+        totals[c] += slot->value[c].load(std::memory_order_relaxed);
+    for (int c = 0; c < counter_count; ++c)
+      totals[c] -= baseline_[c].load(std::memory_order_relaxed);
     telemetry_snapshot s;
-    s.kernel_launches = load(kernel_launches_);
-    s.graph_launches = load(graph_launches_);
-    s.h2d_bytes = load(h2d_bytes_);
-    s.h2d_operations = load(h2d_operations_);
-    s.d2h_bytes = load(d2h_bytes_);
-    s.d2h_operations = load(d2h_operations_);
-    s.sync_points = load(sync_points_);
-    s.pool_hits = load(pool_hits_);
-    s.pool_misses = load(pool_misses_);
-    s.bytes_requested = load(bytes_requested_);
-    s.allocations = load(allocations_);
-    s.current_device_bytes = load(current_device_bytes_);
-    s.peak_device_bytes = load(peak_device_bytes_);
+    s.kernel_launches = totals[kernel_launches];
+    s.graph_launches = totals[graph_launches];
+    s.h2d_bytes = totals[h2d_bytes];
+    s.h2d_operations = totals[h2d_operations];
+    s.d2h_bytes = totals[d2h_bytes];
+    s.d2h_operations = totals[d2h_operations];
+    s.sync_points = totals[sync_points];
+    s.pool_hits = totals[pool_hits];
+    s.pool_misses = totals[pool_misses];
+    s.bytes_requested = totals[bytes_requested];
+    s.allocations = totals[allocations];
+    s.current_device_bytes = current_device_bytes_.load(std::memory_order_relaxed);
+    s.peak_device_bytes = peak_device_bytes_.load(std::memory_order_relaxed);
     return s;
   }
 
-  //! Zeroes every counter. `current_device_bytes` is a gauge of live memory and is kept; the
-  //! peak restarts from it.
+  //! Zeroes every counter (the slots belong to their threads, so the current sums become the
+  //! new baseline). `current_device_bytes` is a gauge of live memory and is kept; the peak
+  //! restarts from it.
   void reset() noexcept {
-    for (counter* c : {&kernel_launches_, &graph_launches_, &h2d_bytes_, &h2d_operations_,
-                       &d2h_bytes_, &d2h_operations_, &sync_points_, &pool_hits_, &pool_misses_,
-                       &bytes_requested_, &allocations_})
-      c->value.store(0, std::memory_order_relaxed);
-    peak_device_bytes_.value.store(load(current_device_bytes_), std::memory_order_relaxed);
+    std::uint64_t totals[counter_count] = {};
+    for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
+         slot = slot->next)
+      for (int c = 0; c < counter_count; ++c)
+        totals[c] += slot->value[c].load(std::memory_order_relaxed);
+    for (int c = 0; c < counter_count; ++c)
+      baseline_[c].store(totals[c], std::memory_order_relaxed);
+    peak_device_bytes_.store(current_device_bytes_.load(std::memory_order_relaxed),
+                             std::memory_order_relaxed);
   }
 
  private:
-  // One cache line per counter: no false sharing between unrelated counters.
-  struct alignas(64) counter {
-    std::atomic<std::uint64_t> value{0};
+  enum counter_id : int {
+    kernel_launches,
+    graph_launches,
+    h2d_bytes,
+    h2d_operations,
+    d2h_bytes,
+    d2h_operations,
+    sync_points,
+    pool_hits,
+    pool_misses,
+    bytes_requested,
+    allocations,
+    counter_count
   };
-  static void add(counter& c, std::uint64_t n) noexcept {
-    c.value.fetch_add(n, std::memory_order_relaxed);
+  // One thread's counters. Only the owning thread writes them (a plain load and store, no
+  // read-modify-write); snapshots read them relaxed from any thread.
+  struct alignas(64) thread_slot {
+    std::atomic<std::uint64_t> value[counter_count] = {};
+    std::thread::id owner;
+    thread_slot* next = nullptr;
+  };
+  // Which slot this thread uses in the last few instances it recorded into. Instance ids are
+  // never reused, so an entry of a destroyed instance can never match a new one.
+  struct slot_cache_entry {
+    std::uint64_t instance = 0;
+    thread_slot* slot = nullptr;
+  };
+  static constexpr int slot_cache_size = 4;
+
+  static std::uint64_t next_instance_id() noexcept {
+    static std::atomic<std::uint64_t> next{1};
+    return next.fetch_add(1, std::memory_order_relaxed);
   }
-  static std::uint64_t load(const counter& c) noexcept {
-    return c.value.load(std::memory_order_relaxed);
+  static slot_cache_entry* slot_cache() noexcept {
+    static thread_local slot_cache_entry entries[slot_cache_size];
+    return entries;
   }
 
-  counter kernel_launches_, graph_launches_, h2d_bytes_, h2d_operations_, d2h_bytes_,
-      d2h_operations_, sync_points_, pool_hits_, pool_misses_, bytes_requested_, allocations_,
-      current_device_bytes_, peak_device_bytes_;
+  thread_slot* my_slot() noexcept {
+    slot_cache_entry* cache = slot_cache();
+    for (int i = 0; i < slot_cache_size; ++i)
+      if (cache[i].instance == instance_) return cache[i].slot;
+    return find_or_add_slot(cache);
+  }
+  // First record of this thread into this instance: reuse the slot of an ended thread with the
+  // same id (ids are recycled only after a thread ends) or add one. Null only without memory,
+  // when the count is dropped rather than failing the operation being counted.
+  thread_slot* find_or_add_slot(slot_cache_entry* cache) noexcept {
+    const std::thread::id me = std::this_thread::get_id();
+    thread_slot* slot = nullptr;
+    {
+      std::lock_guard lock(slots_mutex_);
+      for (thread_slot* s = slots_.load(std::memory_order_relaxed); s != nullptr; s = s->next)
+        if (s->owner == me) {
+          slot = s;
+          break;
+        }
+      if (slot == nullptr) {
+        slot = new (std::nothrow) thread_slot;
+        if (slot == nullptr) return nullptr;
+        slot->owner = me;
+        slot->next = slots_.load(std::memory_order_relaxed);
+        slots_.store(slot, std::memory_order_release);
+      }
+    }
+    // Round-robin replacement keeps the entries of the instances used most recently.
+    static thread_local unsigned victim = 0;
+    cache[victim % slot_cache_size] = {instance_, slot};
+    ++victim;
+    return slot;
+  }
+  static void bump(thread_slot& slot, counter_id c, std::uint64_t n) noexcept {
+    slot.value[c].store(slot.value[c].load(std::memory_order_relaxed) + n,
+                        std::memory_order_relaxed);
+  }
+  void add(counter_id c, std::uint64_t n) noexcept {
+    if (thread_slot* slot = my_slot()) bump(*slot, c, n);
+  }
+
+  const std::uint64_t instance_ = next_instance_id();
+  std::atomic<thread_slot*> slots_{nullptr};
+  std::mutex slots_mutex_;
+  std::atomic<std::uint64_t> baseline_[counter_count] = {};
+  alignas(64) std::atomic<std::uint64_t> current_device_bytes_{0};
+  std::atomic<std::uint64_t> peak_device_bytes_{0};
 };
 
 //! One metric of the exposition: name, type, help text and the snapshot field it reads.
