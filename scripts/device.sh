@@ -3,8 +3,8 @@
 # Runs on the lent GPU machine (no network, no apt): build with the carried Debian packages in
 # .deps/ (see scripts/fetch-device-deps.sh), then any of the stages given as arguments:
 #   info      GPU, driver and toolkit versions
-#   build     configure + build everything (-j16)
-#   test      the whole CTest suite, GPU tests included
+#   build     configure + build everything (-j16), or only BUILD_TARGETS (space-separated)
+#   test      the whole CTest suite, GPU tests included (TEST_FILTER: a ctest -R pattern)
 #   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests
 #   examples  run every example program (04 on a real e-graph from .deps/egraphs)
 #   bench     every benchmark executable under build/default/bench (JSON lines)
@@ -30,14 +30,18 @@ stage_build() {
     -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
     -DVYRE_EGRAPH_DATA_DIR="$PWD/.deps/egraphs" >"$out/configure.log" 2>&1 \
     || { tail -n 40 "$out/configure.log"; return 1; }
-  cmake --build "$build" -j16 >"$out/build.log" 2>&1 || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
+  # shellcheck disable=SC2086 # BUILD_TARGETS is a list
+  cmake --build "$build" -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$out/build.log" 2>&1 \
+    || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
   echo "build ok"
 }
 stage_test() {
-  ctest --test-dir "$build" -j8 -LE gpu --timeout 600 --output-on-failure >"$out/ctest-host.log" 2>&1
+  local filter=()
+  [ -n "${TEST_FILTER:-}" ] && filter=(-R "$TEST_FILTER")
+  ctest --test-dir "$build" -j8 -LE gpu "${filter[@]}" --timeout 600 --output-on-failure >"$out/ctest-host.log" 2>&1
   local host=$?
   tail -n 4 "$out/ctest-host.log"
-  ctest --test-dir "$build" -L gpu -j1 -V --timeout 300 >"$out/ctest-gpu.log" 2>&1
+  ctest --test-dir "$build" -L gpu "${filter[@]}" -j1 -V --timeout 300 >"$out/ctest-gpu.log" 2>&1
   local gpu=$?
   grep -E "tests passed|Passed|Failed|FAILED|test cases|SKIPPED" "$out/ctest-gpu.log" | tail -n 30
   return $((host | gpu))
