@@ -30,6 +30,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -163,7 +164,11 @@ leak_counters counters_of(Backend& gpu) {
   c.resident_buffers = gpu.resident().live_buffers();
   c.resident_bytes = gpu.resident().bytes_in_use();
   c.pinned_leased = gpu.pinned().leased_blocks();
+  // The gauge counts the caching pool's free blocks too: leave those out.
   c.device_bytes = gpu.telemetry().snapshot().current_device_bytes;
+  if constexpr (std::is_same_v<std::remove_cvref_t<decltype(gpu.memory())>,
+                               vyre::caching_pool_resource>)
+    c.device_bytes -= gpu.memory().cached_bytes();
   REQUIRE(cudaMemPoolGetAttribute(default_pool(), cudaMemPoolAttrUsedMemCurrent,
                                   &c.default_pool_used) == cudaSuccess);
   return c;

@@ -3,20 +3,27 @@
 //! `vyre::alloc::caching_pool`: device blocks in power-of-two size classes (256 B upwards),
 //! cached per stream. Include `vyre/runtime/memory.hpp`.
 //!
-//! A hit costs one uncontended spin lock and no CUDA call: each stream has its own free lists
-//! (found through a thread-local cache of the streams a thread used last), and the pointer table
-//! that validates every free is read without a lock.
+//! **Hits cost no atomic read-modify-write and no CUDA call.** Each thread keeps its last few
+//! freed blocks (up to `thread_cache_blocks`, of at most `thread_cache_max_block` bytes) in a
+//! cache of its own, tagged with the stream they were freed on; a free pushes there and the
+//! next allocation of that class on that stream pops it. Other threads reach a thread's cache
+//! only to drain it (`release_cached`, teardown, a thread's exit), through asymmetric fences:
+//! the owner pays a compiler barrier, the drainer a process-wide membarrier.
 //!
-//! Reuse is safe by stream order: a block freed on stream `s` goes to `s`'s lists and the next
-//! allocation on `s` may take it at once. Another stream takes it only once an event recorded
-//! on `s` after the free has completed. That event is recorded by the next free on `s` after
-//! another stream asked for one (so nothing is paid while no stream is short), and only when
-//! `s` is not being captured. The pool never queries a stream, which would invalidate a
-//! capture running in another thread.
+//! Behind the thread caches, every stream has shared free lists under a spin lock. Reuse is
+//! safe by stream order: a block freed on stream `s` may go to the next allocation on `s` at
+//! once. Another stream takes it only once an event recorded on `s` after the free has
+//! completed. That event is recorded by the next free on `s` after another stream asked for
+//! one (nothing is paid while no stream is short), and never while `s` is being captured. The
+//! pool never queries a stream, which would invalidate a capture running in another thread.
 //!
-//! At most `retained_cap` free bytes are kept. Each stream holds a share of that cap, taken
-//! when its lists grow and given back when the pool runs short, so a free only touches shared
-//! state when its stream's lists reach a new high-water mark.
+//! At most `retained_cap` free bytes are kept. Stream lists and thread caches each hold a share
+//! of that cap, taken when they grow and given back when the pool runs short, so a free only
+//! touches shared state when it reaches a new high-water mark.
+//!
+//! Every free is validated against a pointer table read without a lock: a foreign pointer, or
+//! one freed twice, is an error. (Two threads freeing the same pointer at the same moment is a
+//! race in the caller that is not guaranteed to be caught.)
 #pragma once
 
 #include <algorithm>
@@ -28,6 +35,7 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -37,6 +45,7 @@
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
+#include "vyre/runtime/detail/asymmetric_fence.hpp"
 #include "vyre/runtime/detail/block_index.hpp"
 #include "vyre/runtime/detail/resource_support.hpp"
 #include "vyre/runtime/detail/spin_lock.hpp"
@@ -45,8 +54,7 @@
 
 namespace vyre {
 
-//! `vyre::alloc::caching_pool`. Thread-safe; every free is validated (a foreign or doubly freed
-//! pointer is an error).
+//! `vyre::alloc::caching_pool`. Thread-safe.
 //! @note A stream you freed blocks on must outlive its cached blocks: call `release_cached()`
 //!       before destroying a stream of your own (the backend's stream leases do this).
 class caching_pool_resource : public mr_interface<caching_pool_resource> {
@@ -55,16 +63,23 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   static constexpr const char* policy_name = "alloc::caching_pool";
   static constexpr const char* alignment_context = "alloc::caching_pool: unsupported alignment";
   static constexpr int min_class_log2 = 8;  // 256 bytes, the cudaMalloc alignment
+  //! Blocks a thread keeps for itself, and the largest it keeps.
+  static constexpr std::size_t thread_cache_blocks = 8;
+  static constexpr std::size_t thread_cache_max_block = std::size_t{16} << 20;
 
   caching_pool_resource(int ordinal, telemetry_counters* telemetry,
                         device_memory_options options = {}) noexcept
       : ordinal_(ordinal),
         telemetry_(telemetry),
         retained_cap_(options.retained_cap),
-        unreserved_(options.retained_cap) {}
+        thread_cache_bytes_((std::min)(options.retained_cap / 4, std::size_t{64} << 20)),
+        unreserved_(options.retained_cap) {
+    live_pools::add(instance_, this);
+  }
   caching_pool_resource(const caching_pool_resource&) = delete;
   caching_pool_resource& operator=(const caching_pool_resource&) = delete;
   ~caching_pool_resource() {
+    live_pools::remove(instance_);  // first: an ending thread no longer hands its cache back
     (void)release_all();
     std::lock_guard lock(streams_mutex_);
     for (auto& [key, stream] : streams_)
@@ -90,63 +105,69 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
                                      "alloc::caching_pool: cudaMalloc failed (injected fault)",
                                      bytes)
                       .with("class_bytes", held));
-    stream_lists* own = is_class(held) ? lists_of(stream) : nullptr;
-    if (own != nullptr) {
-      block* b = take_own(*own, held);
+    if (!is_class(held)) return allocate_from_device(bytes, held, nullptr);
+    const void* key = key_of(stream);
+    block* b = nullptr;
+    thread_cache* mine = held <= thread_cache_max_block ? my_thread_cache() : nullptr;
+    if (mine != nullptr) b = take_from_thread_cache(*mine, key, held);
+    stream_lists* own = nullptr;
+    if (b == nullptr) {
+      own = lists_of(stream);
+      if (own == nullptr) return allocate_from_device(bytes, held, nullptr);
+      if (mine != nullptr) flush_other_streams(*mine, key);  // so they can be fenced and shared
+      b = take_own(*own, held);
       if (b == nullptr) b = take_from_other_stream(*own, held, stream);
-      if (b != nullptr) {
-        if (telemetry_ != nullptr) {
-          telemetry_->record_pool_hit();
-          telemetry_->record_allocation(bytes, held);
-        }
-        return b->ptr.load(std::memory_order_relaxed);
-      }
+      if (b == nullptr) return allocate_from_device(bytes, held, own);
     }
-    return allocate_from_device(bytes, held, own);
+    if (telemetry_ != nullptr) {
+      telemetry_->record_pool_hit();
+      telemetry_->record_request(bytes);
+    }
+    return b->ptr.load(std::memory_order_relaxed);
   }
 
   //! Returns `ptr` to the pool; it is reused at once by allocations on `stream`.
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
-    stream_lists* target = lists_of(stream);  // before any lock: it may take the registry's
     block* b = index_.find(ptr);
-    if (b == nullptr) return fail(not_live(ptr));
-    stream_lists* home = nullptr;
-    for (;;) {
-      home = b->home.load(std::memory_order_acquire);
-      if (home == nullptr) return free_uncached(b, ptr);
-      home->lock.lock();
-      if (b->home.load(std::memory_order_relaxed) == home &&
-          b->ptr.load(std::memory_order_relaxed) == ptr)
-        break;
-      home->lock.unlock();  // moved to another stream or recycled meanwhile: look again
-      b = index_.find(ptr);
-      if (b == nullptr) return fail(not_live(ptr));
+    if (b == nullptr || !b->live.load(std::memory_order_relaxed)) return fail(not_live(ptr));
+    if (!b->cacheable) return free_uncached(b, ptr);
+    stream_lists* target = lists_of(stream);
+    // The hit path: into this thread's cache, unless the stream owes a fence.
+    if (b->held <= thread_cache_max_block && target != nullptr &&
+        !target->fence_wanted.load(std::memory_order_relaxed))
+      if (thread_cache* mine = my_thread_cache();
+          mine != nullptr && put_in_thread_cache(*mine, b, key_of(stream), stream))
+        return {};
+    if (b->live.exchange(false, std::memory_order_acq_rel) == false) return fail(not_live(ptr));
+    if (target != nullptr) {
+      if (thread_cache* mine = my_thread_cache()) flush_stream(*mine, key_of(stream), *target);
+      if (cache_in_lists(*target, b, /*may_fence=*/true, /*may_reclaim=*/true)) return {};
     }
-    if (!b->live) {
-      home->lock.unlock();
-      return fail(not_live(ptr));
-    }
-    b->live = false;
-    const std::size_t held = b->held;
-    if (telemetry_ != nullptr) telemetry_->record_deallocation(held);
-    if (target == home && home->cached_bytes + held <= home->budget && has_room(*home, held)) {
-      cache(*home, b);  // the hit path: same stream, within its share of the cap
-      home->lock.unlock();
-      return {};
-    }
-    home->lock.unlock();
-    // Not live and on no list: only this thread can reach the block now.
-    if (target != nullptr && cache_with_new_share(*target, b)) return {};
     // Over the cap or no memory for bookkeeping: cudaFree synchronises the device, so pending
     // work that uses the block finishes first.
     return free_to_device(b);
   }
 
-  //! Frees every cached (free) block; live allocations are untouched.
+  //! Frees every cached (free) block, the thread caches' included; live allocations are
+  //! untouched.
   expected<void> release_cached() noexcept {
-    std::lock_guard registry(streams_mutex_);
     expected<void> result;
+    auto keep_first = [&](expected<void> r) {
+      if (!r && result) result = std::move(r);
+    };
+    {
+      std::lock_guard caches(thread_caches_mutex_);
+      for (auto& tc : thread_caches_)
+        drain(*tc, [&](thread_cache& c) {
+          for (std::size_t i = 0; i < c.count; ++i) keep_first(free_to_device(c.entries[i].b));
+          c.count = 0;
+          c.bytes.store(0, std::memory_order_relaxed);
+          unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
+                                std::memory_order_relaxed);
+        });
+    }
+    std::lock_guard registry(streams_mutex_);
     for (auto& [key, lists] : streams_) {
       std::array<std::vector<block*>, class_count> taken;
       {
@@ -154,12 +175,11 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
         taken.swap(lists->free);  // no allocation under the lock
         lists->fenced.fill(0);
         lists->cached_bytes = 0;
-        lists->cached_blocks = 0;
+        lists->cached_blocks.store(0, std::memory_order_relaxed);
         unreserved_.fetch_add(std::exchange(lists->budget, 0), std::memory_order_relaxed);
       }
       for (auto& blocks : taken)
-        for (block* b : blocks)
-          if (auto freed = free_to_device(b); !freed && result) result = freed;
+        for (block* b : blocks) keep_first(free_to_device(b));
     }
     return result;
   }
@@ -178,25 +198,31 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       });
       if (count == 0) break;
       for (std::size_t i = 0; i < count; ++i) {
-        if (batch[i]->live && telemetry_ != nullptr)
-          telemetry_->record_deallocation(batch[i]->held);
-        batch[i]->live = false;
+        batch[i]->live.store(false, std::memory_order_relaxed);
         if (auto freed = free_to_device(batch[i]); !freed && result) result = freed;
       }
     }
     return result;
   }
 
-  //! Free bytes kept for reuse.
+  //! Free bytes kept for reuse (exact when no other thread is allocating or freeing).
   std::size_t cached_bytes() const noexcept {
     std::size_t total = 0;
     for_each_stream([&](const stream_lists& lists) { total += lists.cached_bytes; });
+    std::lock_guard caches(thread_caches_mutex_);
+    for (const auto& tc : thread_caches_) total += tc->bytes.load(std::memory_order_relaxed);
     return total;
   }
-  //! Blocks handed out and not yet returned.
+  //! Blocks handed out and not yet returned (exact when no other thread is using the pool).
   std::size_t live_allocations() const {
     std::size_t cached = 0;
-    for_each_stream([&](const stream_lists& lists) { cached += lists.cached_blocks; });
+    for_each_stream([&](const stream_lists& lists) {
+      cached += lists.cached_blocks.load(std::memory_order_relaxed);
+    });
+    {
+      std::lock_guard caches(thread_caches_mutex_);
+      for (const auto& tc : thread_caches_) cached += tc->blocks.load(std::memory_order_relaxed);
+    }
     const std::size_t owned = index_.size();
     return owned > cached ? owned - cached : 0;
   }
@@ -209,13 +235,12 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
 
   // One device block the pool owns, live or cached. Records are recycled, never freed before
   // the pool, so a lock-free reader holding a stale one reads valid (if unrelated) memory.
-  struct block {
+  // A cache line each: threads flip `live` on their own blocks without false sharing.
+  struct alignas(64) block {
     std::atomic<void*> ptr{nullptr};
     std::size_t held = 0;
-    // The stream whose lock guards `live` (and whose lists hold the block while it is free);
-    // null for uncached blocks, which the records mutex guards.
-    std::atomic<stream_lists*> home{nullptr};
-    bool live = false;
+    bool cacheable = false;  // a size class the pool keeps
+    std::atomic<bool> live{false};
   };
 
   // The free blocks of one stream, LIFO per class. `free[c][0, fenced[c])` were freed before
@@ -224,21 +249,85 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     detail::spin_lock lock;
     cudaStream_t stream = nullptr;
     std::size_t cached_bytes = 0;
-    std::size_t cached_blocks = 0;
-    std::size_t budget = 0;  // this stream's share of the retained cap
-    bool fence_wanted = false;
+    std::atomic<std::size_t> cached_blocks{0};  // written under the lock, read by observers
+    std::size_t budget = 0;                     // this stream's share of the retained cap
+    std::atomic<bool> fence_wanted{false};      // another stream is short of blocks
     cudaEvent_t fence = nullptr;
     std::array<std::vector<block*>, class_count> free{};
     std::array<std::size_t, class_count> fenced{};
   };
 
-  // Which lists a thread used last, per pool instance (ids are never reused).
+  // A thread's own free blocks. Only its thread touches the entries while `busy`; a drainer
+  // sets `stop`, fences, and waits until the owner is out (see asymmetric_fence.hpp).
+  struct alignas(64) thread_cache {
+    std::atomic<bool> busy{false};
+    std::atomic<bool> stop{false};
+    std::mutex drain_mutex;  // one drainer at a time
+    struct entry {
+      const void* key;
+      cudaStream_t stream;
+      block* b;
+    };
+    std::array<entry, thread_cache_blocks> entries{};
+    std::size_t count = 0;
+    // Written by the owner (or a drainer), read by observers: relaxed atomics.
+    std::atomic<std::size_t> budget{0};  // this cache's share of the retained cap
+    std::atomic<std::size_t> bytes{0};
+    std::atomic<std::size_t> blocks{0};
+    std::thread::id owner;  // default id: the thread ended and the cache is free for another
+  };
+
+  // Which lists and which thread cache a thread used last, per pool instance (instance ids are
+  // never reused, so an entry of a destroyed pool matches nothing).
   struct lists_cache_entry {
     std::uint64_t pool = 0;
     const void* key = nullptr;
     stream_lists* lists = nullptr;
   };
-  static constexpr int lists_cache_size = 4;
+  struct thread_cache_entry {
+    std::uint64_t pool = 0;
+    thread_cache* cache = nullptr;
+  };
+  static constexpr int tls_entries = 4;
+
+  // Pools alive in the process, so a thread that ends can hand its caches back to the pools
+  // that still exist (and skip those that do not).
+  struct live_pools {
+    static std::mutex& mutex() noexcept {
+      static std::mutex* m = new std::mutex;  // leaked on purpose: threads may end after exit
+      return *m;
+    }
+    static std::unordered_map<std::uint64_t, caching_pool_resource*>& map() noexcept {
+      static auto* pools = new std::unordered_map<std::uint64_t, caching_pool_resource*>;
+      return *pools;
+    }
+    static void add(std::uint64_t id, caching_pool_resource* pool) noexcept {
+      std::lock_guard lock(mutex());
+      try {
+        map().emplace(id, pool);
+      } catch (...) {
+        // Without the entry an ending thread's cache waits for release_cached() or teardown.
+      }
+    }
+    static void remove(std::uint64_t id) noexcept {
+      std::lock_guard lock(mutex());
+      map().erase(id);
+    }
+  };
+  // Runs when a thread ends: every cache it owned goes back to its pool.
+  struct thread_exit_hook {
+    std::array<thread_cache_entry, tls_entries>* entries = nullptr;
+    ~thread_exit_hook() {
+      if (entries == nullptr) return;
+      std::lock_guard lock(live_pools::mutex());
+      for (thread_cache_entry& e : *entries) {
+        if (e.cache == nullptr) continue;
+        if (const auto it = live_pools::map().find(e.pool); it != live_pools::map().end())
+          it->second->abandon(*e.cache);
+        e = {};
+      }
+    }
+  };
 
   static std::uint64_t next_instance_id() noexcept {
     static std::atomic<std::uint64_t> next{1};
@@ -268,37 +357,216 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
 
   // The per-thread default stream is a different stream in every thread under one handle:
   // key it by thread so one thread never reuses another's block without a fence.
-  static const void* key_of(cudaStream_t stream) noexcept {
-    static thread_local const char this_thread = 0;
-#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-    if (stream == nullptr) return &this_thread;
-#endif
-    return stream == cudaStreamPerThread ? &this_thread : static_cast<const void*>(stream);
+  static const void* this_thread_key() noexcept {
+    static thread_local const char tag = 0;
+    return &tag;
   }
+  static bool is_per_thread(cudaStream_t stream) noexcept {
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+    if (stream == nullptr) return true;
+#endif
+    return stream == cudaStreamPerThread;
+  }
+  static const void* key_of(cudaStream_t stream) noexcept {
+    return is_per_thread(stream) ? this_thread_key() : static_cast<const void*>(stream);
+  }
+
+  // ---- thread caches ----------------------------------------------------------------------
+
+  static bool enter(thread_cache& tc) noexcept {
+    tc.busy.store(true, std::memory_order_relaxed);
+    detail::asymmetric_fence::light();
+    if (!tc.stop.load(std::memory_order_acquire)) return true;
+    tc.busy.store(false, std::memory_order_release);  // being drained: use the shared lists
+    return false;
+  }
+  static void leave(thread_cache& tc) noexcept {
+    tc.busy.store(false, std::memory_order_release);
+  }
+
+  // Runs `f(tc)` with the owner kept out (any thread, the owner's included).
+  template <class F>
+  static void drain(thread_cache& tc, F&& f) noexcept {
+    std::lock_guard lock(tc.drain_mutex);
+    tc.stop.store(true, std::memory_order_relaxed);
+    detail::asymmetric_fence::heavy();
+    while (tc.busy.load(std::memory_order_acquire)) std::this_thread::yield();
+    f(tc);
+    tc.stop.store(false, std::memory_order_release);
+  }
+
+  // This thread's cache for this pool, created (or taken over from an ended thread) on first
+  // use; null only without host memory.
+  thread_cache* my_thread_cache() noexcept {
+    static thread_local std::array<thread_cache_entry, tls_entries> entries{};
+    for (const thread_cache_entry& e : entries)
+      if (e.pool == instance_) return e.cache;
+    return adopt_thread_cache(entries);
+  }
+  thread_cache* adopt_thread_cache(std::array<thread_cache_entry, tls_entries>& entries) noexcept {
+    static thread_local thread_exit_hook hook;
+    static thread_local unsigned victim = 0;
+    thread_cache* tc = nullptr;
+    {
+      std::lock_guard caches(thread_caches_mutex_);
+      for (auto& c : thread_caches_)
+        if (c->owner == std::thread::id{}) {
+          tc = c.get();
+          break;
+        }
+      if (tc == nullptr) {
+        try {
+          thread_caches_.push_back(std::make_unique<thread_cache>());
+        } catch (...) {
+          return nullptr;
+        }
+        tc = thread_caches_.back().get();
+      }
+      tc->owner = std::this_thread::get_id();
+    }
+    thread_cache_entry& slot = entries[victim++ % tls_entries];
+    if (slot.cache != nullptr) {
+      // Evicting another pool's entry: give that cache back as if this thread had ended.
+      std::lock_guard lock(live_pools::mutex());
+      if (const auto it = live_pools::map().find(slot.pool); it != live_pools::map().end())
+        it->second->abandon(*slot.cache);
+    }
+    slot = {instance_, tc};
+    hook.entries = &entries;
+    return tc;
+  }
+  // The owner is gone (or evicted it): its blocks go to their streams' lists, the cache to
+  // the next thread that needs one.
+  void abandon(thread_cache& tc) noexcept {
+    drain(tc, [&](thread_cache& c) {
+      for (std::size_t i = 0; i < c.count; ++i) {
+        block* b = c.entries[i].b;
+        stream_lists* lists = lists_by_key(c.entries[i].key, c.entries[i].stream);
+        // The cache's share goes back first, so the lists can take it over.
+        unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
+                              std::memory_order_relaxed);
+        if (lists == nullptr || !cache_in_lists(*lists, b, /*may_fence=*/false,
+                                                /*may_reclaim=*/false))
+          (void)free_to_device(b);
+      }
+      c.count = 0;
+      c.bytes.store(0, std::memory_order_relaxed);
+      c.blocks.store(0, std::memory_order_relaxed);
+      unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
+                            std::memory_order_relaxed);
+    });
+    std::lock_guard caches(thread_caches_mutex_);
+    tc.owner = std::thread::id{};
+  }
+
+  block* take_from_thread_cache(thread_cache& tc, const void* key, std::size_t held) noexcept {
+    if (!enter(tc)) return nullptr;
+    block* found = nullptr;
+    for (std::size_t i = tc.count; i-- > 0;) {
+      auto& e = tc.entries[i];
+      if (e.key == key && e.b->held == held) {
+        found = e.b;
+        e = tc.entries[--tc.count];
+        tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - held, std::memory_order_relaxed);
+        tc.blocks.store(tc.count, std::memory_order_relaxed);
+        found->live.store(true, std::memory_order_relaxed);
+        break;
+      }
+    }
+    leave(tc);
+    return found;
+  }
+
+  bool put_in_thread_cache(thread_cache& tc, block* b, const void* key,
+                           cudaStream_t stream) noexcept {
+    const std::size_t held = b->held;
+    if (!enter(tc)) return false;
+    const std::size_t bytes = tc.bytes.load(std::memory_order_relaxed);
+    const bool room = tc.count < thread_cache_blocks && bytes + held <= thread_cache_bytes_;
+    if (room && bytes + held > tc.budget.load(std::memory_order_relaxed)) {
+      // A new high-water mark: a share of the cap (the only read-modify-write on this path).
+      if (!take_from_cap(held)) {
+        leave(tc);
+        return false;
+      }
+      tc.budget.store(tc.budget.load(std::memory_order_relaxed) + held, std::memory_order_relaxed);
+    }
+    if (room) {
+      b->live.store(false, std::memory_order_relaxed);
+      tc.entries[tc.count++] = {key, stream, b};
+      tc.bytes.store(bytes + held, std::memory_order_relaxed);
+      tc.blocks.store(tc.count, std::memory_order_relaxed);
+    }
+    leave(tc);
+    return room;
+  }
+
+  // Moves this thread's cached blocks of `key` to that stream's lists (before a fence there).
+  void flush_stream(thread_cache& tc, const void* key, stream_lists& lists) noexcept {
+    move_from_thread_cache(
+        tc, [&](const thread_cache::entry& e) { return e.key == key; },
+        [&](const thread_cache::entry&) { return &lists; });
+  }
+  // Moves this thread's cached blocks of other streams to their lists, where those streams
+  // can fence them for everyone else.
+  void flush_other_streams(thread_cache& tc, const void* key) noexcept {
+    move_from_thread_cache(
+        tc, [&](const thread_cache::entry& e) { return e.key != key; },
+        [&](const thread_cache::entry& e) { return lists_by_key(e.key, e.stream); });
+  }
+  template <class Pick, class ListsOf>
+  void move_from_thread_cache(thread_cache& tc, Pick&& pick, ListsOf&& lists_of_entry) noexcept {
+    if (!enter(tc)) return;
+    std::array<thread_cache::entry, thread_cache_blocks> moving;
+    std::size_t n = 0, bytes = 0;
+    for (std::size_t i = tc.count; i-- > 0;)
+      if (pick(tc.entries[i])) {
+        moving[n++] = tc.entries[i];
+        bytes += tc.entries[i].b->held;
+        tc.entries[i] = tc.entries[--tc.count];
+      }
+    if (n != 0) {
+      tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
+      tc.blocks.store(tc.count, std::memory_order_relaxed);
+      // The share moves with the blocks.
+      const std::size_t share = (std::min)(bytes, tc.budget.load(std::memory_order_relaxed));
+      tc.budget.store(tc.budget.load(std::memory_order_relaxed) - share, std::memory_order_relaxed);
+      unreserved_.fetch_add(share, std::memory_order_relaxed);
+    }
+    leave(tc);
+    for (std::size_t i = 0; i < n; ++i) {
+      stream_lists* lists = lists_of_entry(moving[i]);
+      if (lists == nullptr ||
+          !cache_in_lists(*lists, moving[i].b, /*may_fence=*/false, /*may_reclaim=*/true))
+        (void)free_to_device(moving[i].b);
+    }
+  }
+
+  // ---- stream lists -----------------------------------------------------------------------
 
   // The lists of `stream`, created on first use; null only without host memory.
   stream_lists* lists_of(cudaStream_t stream) noexcept {
-    static thread_local lists_cache_entry entries[lists_cache_size];
+    static thread_local std::array<lists_cache_entry, tls_entries> entries{};
     static thread_local unsigned victim = 0;
     const void* key = key_of(stream);
     for (const lists_cache_entry& e : entries)
       if (e.pool == instance_ && e.key == key) return e.lists;
-    stream_lists* lists = nullptr;
-    {
-      std::lock_guard registry(streams_mutex_);
-      try {
-        auto& slot = streams_[key];
-        if (!slot) {
-          slot.reset(new stream_lists);
-          slot->stream = stream;
-        }
-        lists = slot.get();
-      } catch (...) {
-        return nullptr;
-      }
-    }
-    entries[victim++ % lists_cache_size] = {instance_, key, lists};
+    stream_lists* lists = lists_by_key(key, stream);
+    if (lists != nullptr) entries[victim++ % tls_entries] = {instance_, key, lists};
     return lists;
+  }
+  stream_lists* lists_by_key(const void* key, cudaStream_t stream) noexcept {
+    std::lock_guard registry(streams_mutex_);
+    try {
+      auto& slot = streams_[key];
+      if (!slot) {
+        slot.reset(new stream_lists);
+        slot->stream = stream;
+      }
+      return slot.get();
+    } catch (...) {
+      return nullptr;
+    }
   }
 
   template <class F>
@@ -311,7 +579,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
 
   // Pops the newest free block of the class from the stream's own lists.
-  block* take_own(stream_lists& lists, std::size_t held) noexcept {
+  static block* take_own(stream_lists& lists, std::size_t held) noexcept {
     const std::size_t c = class_index(held);
     std::lock_guard lock(lists.lock);
     auto& list = lists.free[c];
@@ -320,8 +588,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     list.pop_back();
     lists.fenced[c] = (std::min)(lists.fenced[c], list.size());
     lists.cached_bytes -= held;
-    --lists.cached_blocks;
-    b->live = true;
+    lists.cached_blocks.store(lists.cached_blocks.load(std::memory_order_relaxed) - 1,
+                              std::memory_order_relaxed);
+    b->live.store(true, std::memory_order_relaxed);
     return b;
   }
 
@@ -337,33 +606,28 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       return nullptr;
     }
     const std::size_t c = class_index(held);
-    block* taken = nullptr;
-    {
-      std::lock_guard registry(streams_mutex_);
-      for (auto& [key, entry] : streams_) {
-        stream_lists& other = *entry;
-        if (&other == &own) continue;
-        std::lock_guard lock(other.lock);
-        auto& list = other.free[c];
-        if (other.fenced[c] > 0 && fence_completed(other)) {
-          // Take the newest fenced block; the oldest unfenced one fills its slot.
-          const std::size_t slot = other.fenced[c] - 1;
-          taken = list[slot];
-          list[slot] = list.back();
-          list.pop_back();
-          other.fenced[c] = slot;
-          other.cached_bytes -= held;
-          --other.cached_blocks;
-          break;
-        }
-        if (list.size() > other.fenced[c]) other.fence_wanted = true;
+    std::lock_guard registry(streams_mutex_);
+    for (auto& [key, entry] : streams_) {
+      stream_lists& other = *entry;
+      if (&other == &own) continue;
+      std::lock_guard lock(other.lock);
+      auto& list = other.free[c];
+      if (other.fenced[c] > 0 && fence_completed(other)) {
+        // Take the newest fenced block; the newest unfenced one fills its slot.
+        const std::size_t slot = other.fenced[c] - 1;
+        block* taken = list[slot];
+        list[slot] = list.back();
+        list.pop_back();
+        other.fenced[c] = slot;
+        other.cached_bytes -= held;
+        other.cached_blocks.store(other.cached_blocks.load(std::memory_order_relaxed) - 1,
+                                  std::memory_order_relaxed);
+        taken->live.store(true, std::memory_order_relaxed);
+        return taken;
       }
+      if (list.size() > other.fenced[c]) other.fence_wanted.store(true, std::memory_order_relaxed);
     }
-    if (taken == nullptr) return nullptr;
-    std::lock_guard lock(own.lock);
-    taken->home.store(&own, std::memory_order_release);
-    taken->live = true;
-    return taken;
+    return nullptr;
   }
 
   static bool fence_completed(stream_lists& lists) noexcept {
@@ -374,18 +638,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     return false;
   }
 
-  // Pushes a free block onto its home's lists and, if another stream asked, fences them.
-  // @pre lists.lock is held, b->home is &lists and the class list has room.
-  static void cache(stream_lists& lists, block* b) noexcept {
-    const std::size_t c = class_index(b->held);
-    lists.free[c].push_back(b);  // never allocates: the caller checked `has_room`
-    lists.cached_bytes += b->held;
-    ++lists.cached_blocks;
-    if (lists.fence_wanted) record_fence(lists);
-  }
-
   // Records the fence on the stream (never on one being captured: the record would become
   // part of the capture) and marks every block on the lists as covered by it.
+  // @pre lists.lock is held, by a thread that may use the stream.
   static void record_fence(stream_lists& lists) noexcept {
     cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(lists.stream, &capture) != cudaSuccess ||
@@ -404,47 +659,48 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       return;
     }
     for (std::size_t c = 0; c < class_count; ++c) lists.fenced[c] = lists.free[c].size();
-    lists.fence_wanted = false;
+    lists.fence_wanted.store(false, std::memory_order_relaxed);
   }
 
-  static bool has_room(const stream_lists& lists, std::size_t held) noexcept {
-    const auto& list = lists.free[class_index(held)];
-    return list.size() < list.capacity();
-  }
-
-  // Caches `b` (free, on no list) on `lists`, first growing that stream's share of the cap by
-  // the block's bytes when it is full. False when the cap is reached even after idle shares
-  // came back, or without host memory for the list.
-  bool cache_with_new_share(stream_lists& lists, block* b) noexcept {
+  // Caches `b` (free, on no list, in no thread cache) on `lists`, growing that stream's share
+  // of the cap by the block's bytes when it is full; `may_fence` when the calling thread may
+  // use the stream (it freed on it), `may_reclaim` unless a thread cache is being drained (the
+  // reclaim drains them too). False when the cap is reached even after idle shares came back,
+  // or without host memory for the list.
+  bool cache_in_lists(stream_lists& lists, block* b, bool may_fence, bool may_reclaim) noexcept {
     const std::size_t held = b->held;
+    const std::size_t c = class_index(held);
     for (bool took_share = false;;) {
       {
         std::lock_guard lock(lists.lock);
         if (took_share) lists.budget += held;
         if (lists.cached_bytes + held <= lists.budget) {
-          if (!has_room(lists, held) && !grow_list(lists, held)) return false;
-          b->home.store(&lists, std::memory_order_release);
-          cache(lists, b);
+          auto& list = lists.free[c];
+          if (list.size() == list.capacity()) {
+            try {
+              list.reserve(list.size() < 4 ? 4 : list.size() * 2);
+            } catch (...) {
+              return false;
+            }
+          }
+          list.push_back(b);  // never allocates: capacity checked above
+          lists.cached_bytes += held;
+          lists.cached_blocks.store(lists.cached_blocks.load(std::memory_order_relaxed) + 1,
+                                    std::memory_order_relaxed);
+          if (may_fence && lists.fence_wanted.load(std::memory_order_relaxed)) record_fence(lists);
           return true;
         }
         if (took_share) return false;  // others filled the share meanwhile
       }
       if (!take_from_cap(held)) {
+        if (!may_reclaim) return false;
         reclaim_idle_shares();
         if (!take_from_cap(held)) return false;
       }
       took_share = true;
     }
   }
-  static bool grow_list(stream_lists& lists, std::size_t held) noexcept {
-    try {
-      auto& list = lists.free[class_index(held)];
-      list.reserve(list.size() < 4 ? 4 : list.size() * 2);
-      return true;
-    } catch (...) {
-      return false;
-    }
-  }
+
   bool take_from_cap(std::size_t held) noexcept {
     std::size_t left = unreserved_.load(std::memory_order_relaxed);
     do {
@@ -452,15 +708,29 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     } while (!unreserved_.compare_exchange_weak(left, left - held, std::memory_order_relaxed));
     return true;
   }
-  // Gives back every stream's share beyond what its lists hold.
+  // Gives back every stream's and thread cache's share beyond what it holds.
   void reclaim_idle_shares() noexcept {
-    std::lock_guard registry(streams_mutex_);
-    for (auto& [key, lists] : streams_) {
-      std::lock_guard lock(lists->lock);
-      unreserved_.fetch_add(lists->budget - lists->cached_bytes, std::memory_order_relaxed);
-      lists->budget = lists->cached_bytes;
+    {
+      std::lock_guard registry(streams_mutex_);
+      for (auto& [key, lists] : streams_) {
+        std::lock_guard lock(lists->lock);
+        unreserved_.fetch_add(lists->budget - lists->cached_bytes, std::memory_order_relaxed);
+        lists->budget = lists->cached_bytes;
+      }
+    }
+    std::lock_guard caches(thread_caches_mutex_);
+    for (auto& tc : thread_caches_) {
+      if (tc->budget.load(std::memory_order_relaxed) == tc->bytes.load(std::memory_order_relaxed))
+        continue;  // nothing idle (a racing owner only makes this a missed chance)
+      drain(*tc, [&](thread_cache& c) {
+        const std::size_t bytes = c.bytes.load(std::memory_order_relaxed);
+        unreserved_.fetch_add(c.budget.exchange(bytes, std::memory_order_relaxed) - bytes,
+                              std::memory_order_relaxed);
+      });
     }
   }
+
+  // ---- the device -------------------------------------------------------------------------
 
   expected<void*> allocate_from_device(std::size_t bytes, std::size_t held,
                                        stream_lists* own) noexcept {
@@ -482,8 +752,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       // Complete before the index publishes it.
       b->ptr.store(ptr, std::memory_order_relaxed);
       b->held = held;
-      b->live = true;
-      b->home.store(own, std::memory_order_relaxed);
+      b->cacheable = own != nullptr;
+      b->live.store(true, std::memory_order_relaxed);
     }
     if (b == nullptr || !index_.insert(b)) {
       if (b != nullptr) recycle(b);
@@ -492,29 +762,25 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     }
     if (telemetry_ != nullptr) {
       telemetry_->record_pool_miss();
-      telemetry_->record_allocation(bytes, held);
+      telemetry_->record_request(bytes);
+      telemetry_->record_device_acquired(held);
     }
     return ptr;
   }
 
-  // Frees a block that has no home lists (its class is not cached).
+  // Frees a block of a size the pool does not keep.
   expected<void> free_uncached(block* b, void* ptr) noexcept {
-    {
-      std::lock_guard lock(records_mutex_);
-      if (b->ptr.load(std::memory_order_relaxed) != ptr || !b->live ||
-          b->home.load(std::memory_order_relaxed) != nullptr)
-        return fail(not_live(ptr));
-      b->live = false;
-    }
-    if (telemetry_ != nullptr) telemetry_->record_deallocation(b->held);
+    if (b->live.exchange(false, std::memory_order_acq_rel) == false) return fail(not_live(ptr));
     return free_to_device(b);
   }
 
-  // cudaFree of a block that is on no list and not live; its record is recycled.
+  // cudaFree of a block that is on no list, in no cache and not live; its record is recycled.
   expected<void> free_to_device(block* b) noexcept {
     void* ptr = b->ptr.load(std::memory_order_relaxed);
+    const std::size_t held = b->held;
     index_.erase(ptr);
     recycle(b);
+    if (telemetry_ != nullptr) telemetry_->record_device_released(held);
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
     VYRE_CUDA_TRY(cudaFree(ptr), "alloc::caching_pool: cudaFree failed");
@@ -538,19 +804,21 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
   void recycle(block* b) noexcept {
     std::lock_guard lock(records_mutex_);
-    b->home.store(nullptr, std::memory_order_relaxed);
-    b->live = false;
+    b->live.store(false, std::memory_order_relaxed);
     spare_records_.push_back(b);  // capacity reserved in new_record
   }
 
   int ordinal_;
   telemetry_counters* telemetry_;
   std::size_t retained_cap_;
+  std::size_t thread_cache_bytes_;  // the most one thread cache keeps
   const std::uint64_t instance_ = next_instance_id();
-  std::atomic<std::size_t> unreserved_;  // the part of the cap no stream holds
+  std::atomic<std::size_t> unreserved_;  // the part of the cap nobody holds
   detail::block_index<block> index_;
   mutable std::mutex streams_mutex_;
   std::unordered_map<const void*, std::unique_ptr<stream_lists>> streams_;
+  mutable std::mutex thread_caches_mutex_;
+  std::vector<std::unique_ptr<thread_cache>> thread_caches_;
   std::mutex records_mutex_;
   std::vector<std::unique_ptr<block>> records_;
   std::vector<block*> spare_records_;

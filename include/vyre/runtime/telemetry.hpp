@@ -73,24 +73,35 @@ class telemetry_counters {
   void record_sync(std::uint64_t count = 1) noexcept { add(sync_points, count); }
   void record_pool_hit() noexcept { add(pool_hits, 1); }
   void record_pool_miss() noexcept { add(pool_misses, 1); }
-  //! A successful device allocation: `requested` bytes asked for, `held` bytes now held for it.
-  void record_allocation(std::uint64_t requested, std::uint64_t held) noexcept {
+  //! A successful allocation of `requested` bytes (counts it; the gauge is separate).
+  void record_request(std::uint64_t requested) noexcept {
     if (thread_slot* slot = my_slot()) {
       bump(*slot, bytes_requested, requested);
       bump(*slot, allocations, 1);
     }
-    // The gauge and its peak are global: a peak cannot be summed from per-thread parts.
+  }
+  //! The allocator took `bytes` of device memory (the gauge and its peak are global: a peak
+  //! cannot be summed from per-thread parts, so pools call this only when they grow).
+  void record_device_acquired(std::uint64_t bytes) noexcept {
     const std::uint64_t now =
-        current_device_bytes_.fetch_add(held, std::memory_order_relaxed) + held;
+        current_device_bytes_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     std::uint64_t peak = peak_device_bytes_.load(std::memory_order_relaxed);
     while (now > peak &&
            !peak_device_bytes_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
     }
   }
-  //! A device allocation of `held` bytes returned.
-  void record_deallocation(std::uint64_t held) noexcept {
-    current_device_bytes_.fetch_sub(held, std::memory_order_relaxed);
+  //! The allocator gave `bytes` of device memory back.
+  void record_device_released(std::uint64_t bytes) noexcept {
+    current_device_bytes_.fetch_sub(bytes, std::memory_order_relaxed);
   }
+  //! An allocation that takes its own device memory: `requested` bytes asked for, `held`
+  //! bytes taken from the device for it.
+  void record_allocation(std::uint64_t requested, std::uint64_t held) noexcept {
+    record_request(requested);
+    record_device_acquired(held);
+  }
+  //! The device memory of such an allocation (`held` bytes) given back.
+  void record_deallocation(std::uint64_t held) noexcept { record_device_released(held); }
 
   telemetry_snapshot snapshot() const noexcept {
     std::uint64_t totals[counter_count] = {};
@@ -253,7 +264,8 @@ inline constexpr telemetry_metric telemetry_metrics[] = {
      &telemetry_snapshot::bytes_requested},
     {"vyre_allocations_total", "counter", "Successful device allocations.",
      &telemetry_snapshot::allocations},
-    {"vyre_device_bytes", "gauge", "Device bytes currently held by live allocations.",
+    {"vyre_device_bytes", "gauge",
+     "Device bytes the allocator holds: live allocations plus the caching pool's free blocks.",
      &telemetry_snapshot::current_device_bytes},
     {"vyre_device_bytes_peak", "gauge", "Peak of vyre_device_bytes since creation or reset.",
      &telemetry_snapshot::peak_device_bytes},
