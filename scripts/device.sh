@@ -58,7 +58,7 @@ stage_sanitize() {
       # injection): those are not memory errors, so API-error reports are off.
       local extra="--report-api-errors no"
       [ "$tool" = memcheck ] && extra="$extra --leak-check full"
-      VYRE_TEST_SKIP_MEMINFO=1 timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
+      VYRE_TEST_SKIP_MEMINFO=1 VYRE_RUNTIME_STRESS_ITERATIONS=${SANITIZE_STRESS_ITERATIONS:-12} timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
         "$exe" >"$out/sanitize-$name-$tool.log" 2>&1
       local r=$?
       echo "$name $tool: exit $r, $(grep -E 'ERROR SUMMARY' "$out/sanitize-$name-$tool.log" | tail -n 1)"

@@ -77,7 +77,7 @@ sanitize_one() {
   local start=$SECONDS
   # Under a sanitizer: fewer stress operations (instrumented launches are slow) and no
   # cudaMemGetInfo comparison (the sanitizer allocates device memory of its own).
-  VYRE_RELIABILITY_STRESS_OPS=${VYRE_RELIABILITY_STRESS_OPS:-300} VYRE_TEST_SKIP_MEMINFO=1 \
+  VYRE_RELIABILITY_STRESS_OPS=${VYRE_RELIABILITY_STRESS_OPS:-300} VYRE_RUNTIME_STRESS_ITERATIONS=${VYRE_RUNTIME_STRESS_ITERATIONS:-12} VYRE_TEST_SKIP_MEMINFO=1 \
     timeout "$run_timeout" compute-sanitizer --tool "$tool" "${extra[@]}" --error-exitcode 99 "$@" \
     >"$log" 2>&1
   local r=$?
