@@ -85,8 +85,8 @@ void emit(const row& r, const std::string& device) {
       "\"median_ns\":%.1f,\"gb_per_s\":%.3f,\"baseline\":\"%s\",\"baseline_median_ns\":%.1f,"
       "\"baseline_gb_per_s\":%.3f,\"ratio\":%.3f,\"exact\":%s}\n",
       r.name.c_str(), static_cast<unsigned long long>(r.bytes), r.plan.chunk_bytes, r.plan.lanes,
-      r.plan.slots_per_lane, r.automatic ? "true" : "false", r.idle_gap_us, device.c_str(),
-      r.ours, gbps(r.ours), r.baseline, r.theirs, gbps(r.theirs), r.theirs / r.ours,
+      r.plan.slots_per_lane, r.automatic ? "true" : "false", r.idle_gap_us, device.c_str(), r.ours,
+      gbps(r.ours), r.baseline, r.theirs, gbps(r.theirs), r.theirs / r.ours,
       r.exact ? "true" : "false");
   std::fflush(stdout);
 }
@@ -168,10 +168,9 @@ int main(int argc, char** argv) {
         require_ok(gpu.resident().upload(target, source, 0, stream.get(), options), "upload");
       };
       // Check the bytes once: poison, upload, read back.
-      require(cudaMemset(buffer.data, 0xEE, bytes), "poison");
+      require(cudaMemsetAsync(buffer.data, 0xEE, bytes, stream.get()), "poison");
       upload();
-      require(cudaMemcpy(readback.data(), buffer.data, bytes, cudaMemcpyDeviceToHost),
-              "readback");
+      require(cudaMemcpy(readback.data(), buffer.data, bytes, cudaMemcpyDeviceToHost), "readback");
       const bool exact = std::memcmp(readback.data(), source.data(), source.size()) == 0;
       upload();  // warm-up
       vyre::upload_options resolved = options;

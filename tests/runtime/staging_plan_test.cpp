@@ -88,6 +88,10 @@ TEST_CASE("staging plans follow explicit options", "[runtime][staging]") {
   options.chunk_bytes = 1 * MiB;
   CHECK(vyre::plan_staging(3 * MiB, options, 1).lanes == 3);
 
+  // Nothing to stage: no chunks.
+  CHECK(vyre::plan_staging(0, options, 4).chunks == 0);
+  CHECK_FALSE(vyre::plan_staging(0, options, 4).reuses_slots());
+
   // A chunk larger than the upload shrinks to it.
   options.host_lanes = 0;
   options.chunk_bytes = 64 * MiB;
@@ -95,9 +99,9 @@ TEST_CASE("staging plans follow explicit options", "[runtime][staging]") {
 }
 
 TEST_CASE("staging plans cover every byte within their bounds", "[runtime][staging]") {
-  const std::size_t sizes[] = {1, 3, 4096, 65535, 65536, 65537, 1 * MiB - 1, 1 * MiB,
-                               3 * MiB + 5, 4 * MiB, 4 * MiB + 1, 8 * MiB, 100 * MiB + 7,
-                               std::size_t{1} << 30};
+  const std::size_t sizes[] = {
+      1,       3,           4096,    65535,       65536,   65537,         1 * MiB - 1,
+      1 * MiB, 3 * MiB + 5, 4 * MiB, 4 * MiB + 1, 8 * MiB, 100 * MiB + 7, std::size_t{1} << 30};
   const std::size_t chunks[] = {0, 1, 4, 1000, 4096, 128 * KiB, 1 * MiB, 16 * MiB};
   for (const std::size_t bytes : sizes)
     for (const std::size_t chunk : chunks)

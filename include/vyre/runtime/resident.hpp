@@ -16,15 +16,15 @@
 //! destructor. Either way telemetry records one upload operation. Thread-safe.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
 #include <array>
 #include <atomic>
 #include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <mutex>
-#include <thread>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -61,8 +61,8 @@ struct resident_span {
 
 //! Staging options of an upload. Zero means "choose from the size" (see `plan_staging`).
 struct upload_options {
-  //! Bytes per staging chunk; 0: `auto_chunk_bytes`. Chunks are copied in order of their
-  //! offsets as they are filled; a fill callback sees chunk offsets that are multiples of it.
+  //! Bytes per staging chunk; 0: `auto_chunk_bytes`. Lanes take chunks in order of their
+  //! offsets; a fill callback sees chunk offsets that are multiples of the chunk size.
   std::size_t chunk_bytes = 0;
   //! Host threads filling staging chunks at once (at most `max_host_lanes`); 0: automatic.
   //! One host thread copies pageable memory at a fraction of the DMA rate, so uploads split
@@ -134,21 +134,23 @@ struct staging_plan {
 //! - lanes at most the chunk count; staging: a slot for every chunk when that stays within
 //!   `staging_ring_bytes` and `max_staging_slots_per_lane` slots per lane (nothing waits for
 //!   an earlier copy then), else two slots per lane (double buffering).
-//! @pre bytes > 0.
+//! Zero bytes: no chunks.
 constexpr staging_plan plan_staging(std::size_t bytes, const upload_options& options,
                                     std::size_t default_lanes) noexcept {
   staging_plan plan;
+  if (bytes == 0) return plan;
   std::size_t lanes = options.host_lanes != 0 ? options.host_lanes : default_lanes;
   if (lanes == 0) lanes = 1;
   if (lanes > max_host_lanes) lanes = max_host_lanes;
-  std::size_t chunk = options.chunk_bytes != 0 ? options.chunk_bytes : auto_chunk_bytes(bytes, lanes);
+  std::size_t chunk =
+      options.chunk_bytes != 0 ? options.chunk_bytes : auto_chunk_bytes(bytes, lanes);
   if (chunk > bytes) chunk = bytes;
   plan.chunk_bytes = chunk;
   plan.chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
   plan.lanes = lanes < plan.chunks ? lanes : plan.chunks;
   const std::size_t per_lane = (plan.chunks + plan.lanes - 1) / plan.lanes;
-  const bool every_chunk_its_slot = per_lane <= max_staging_slots_per_lane &&
-                                    per_lane * plan.lanes <= staging_ring_bytes / chunk;
+  const bool every_chunk_its_slot =
+      per_lane <= max_staging_slots_per_lane && per_lane * plan.lanes <= staging_ring_bytes / chunk;
   plan.slots_per_lane = every_chunk_its_slot || per_lane < 2 ? per_lane : 2;
   return plan;
 }
@@ -369,9 +371,8 @@ class resident_store {
     try {
       s->pending.push_back(std::move(event));
     } catch (...) {
-      return fail(
-          error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed")
-              .with("bytes", (s->pending.size() + 1) * sizeof(event_lease)));
+      return fail(error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed")
+                      .with("bytes", (s->pending.size() + 1) * sizeof(event_lease)));
     }
     return {};
   }
@@ -592,9 +593,10 @@ class resident_store {
     std::array<event_lease, max_host_lanes * 2> copied;
     if (reuse) {
       if (plan.slots_per_lane > 2 || plan.lanes > max_host_lanes)
-        return fail(error(errc::invalid_argument, "resident_store::upload: staging plan out of bounds")
-                        .with("lanes", plan.lanes)
-                        .with("slots_per_lane", plan.slots_per_lane));
+        return fail(
+            error(errc::invalid_argument, "resident_store::upload: staging plan out of bounds")
+                .with("lanes", plan.lanes)
+                .with("slots_per_lane", plan.slots_per_lane));
       for (std::size_t s = 0; s < plan.lanes * plan.slots_per_lane; ++s) {
         VYRE_TRY_ASSIGN(copied[s], events_.acquire());
       }
@@ -644,9 +646,9 @@ class resident_store {
         } else {
           if (auto filled = fill(at, view); !filled) return report(std::move(filled));
         }
-        if (auto queued = cuda_check(cudaMemcpyAsync(destination + at, view.data(), n,
-                                                     cudaMemcpyHostToDevice, stream),
-                                     "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
+        if (auto queued = cuda_check(
+                cudaMemcpyAsync(destination + at, view.data(), n, cudaMemcpyHostToDevice, stream),
+                "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
             !queued)
           return report(std::move(queued));
         if (reuse) {
@@ -658,8 +660,10 @@ class resident_store {
         }
       }
     };
-    if (plan.lanes > 1) lanes_.run(plan.lanes, lane_body);
-    else lane_body(0);
+    if (plan.lanes > 1)
+      lanes_.run(plan.lanes, lane_body);
+    else
+      lane_body(0);
 
     // Every copy is queued (or the upload failed): the staging memory goes back to the pool
     // only once no copy reads it.

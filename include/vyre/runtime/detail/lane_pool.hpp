@@ -46,7 +46,9 @@ class lane_pool {
     static_assert(noexcept(body(std::size_t{0})), "lane bodies must be noexcept");
     if (lanes == 0) return;
     job j;
-    j.invoke = [](void* context, std::size_t lane) noexcept { (*static_cast<Body*>(context))(lane); };
+    j.invoke = [](void* context, std::size_t lane) noexcept {
+      (*static_cast<Body*>(context))(lane);
+    };
     j.context = &body;
     j.lanes = lanes;
     if (lanes > 1 && start_helpers(lanes - 1) > 0) {
@@ -129,18 +131,24 @@ class lane_pool {
   void push(job* j) noexcept {
     j->prev = tail_;
     j->next = nullptr;
-    if (tail_ != nullptr) tail_->next = j;
-    else head_ = j;
+    if (tail_ != nullptr)
+      tail_->next = j;
+    else
+      head_ = j;
     tail_ = j;
     j->queued = true;
     queued_.fetch_add(1, std::memory_order_release);
   }
   void unlink(job* j) noexcept {
     if (!j->queued) return;
-    if (j->prev != nullptr) j->prev->next = j->next;
-    else head_ = j->next;
-    if (j->next != nullptr) j->next->prev = j->prev;
-    else tail_ = j->prev;
+    if (j->prev != nullptr)
+      j->prev->next = j->next;
+    else
+      head_ = j->next;
+    if (j->next != nullptr)
+      j->next->prev = j->prev;
+    else
+      tail_ = j->prev;
     j->prev = j->next = nullptr;
     j->queued = false;
     queued_.fetch_sub(1, std::memory_order_release);
