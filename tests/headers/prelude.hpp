@@ -10,6 +10,7 @@
 #include <climits>
 #include <cmath>
 #include <concepts>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
 #include <cstdint>

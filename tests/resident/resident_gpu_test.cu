@@ -4,11 +4,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <random>
+#include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <vyre/vyre.cuh>
@@ -408,4 +411,152 @@ TEST_CASE("large pageable uploads are split over host lanes and land exactly",
   const auto device_words = raw_words(swapped.resident_buffer(swapped_resident.handle()), words);
   for (std::size_t i = 0; i < words; ++i)
     REQUIRE(device_words[i] == cuda::std::byteswap(source[i]));
+}
+
+namespace {
+std::vector<std::byte> random_bytes(std::size_t n, std::uint32_t seed) {
+  std::vector<std::byte> bytes(n);
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<std::byte>(rng() & 0xFFu);
+  return bytes;
+}
+}  // namespace
+
+TEST_CASE("staged uploads land exactly for every plan shape, with one upload operation each",
+          "[resident][gpu][staging]") {
+  auto gpu = vyre::backend<default_policies>::acquire(0);
+  auto stream = gpu.acquire_stream();
+  // Sizes around the plan's boundaries: one chunk, 64 KiB chunks, the 4 MiB staging ring.
+  const std::size_t sizes[] = {1, 4095, (std::size_t{64} << 10) + 3, std::size_t{1} << 20,
+                               (std::size_t{2} << 20) + 5, std::size_t{4} << 20,
+                               (std::size_t{4} << 20) + 4, (std::size_t{9} << 20) + 1};
+  struct setting {
+    std::size_t chunk_bytes, host_lanes;
+  };
+  const setting settings[] = {{0, 0},          {0, 1},           {0, 3},      {4096, 5},
+                              {1000, 2},       {65536, 1},       {65536, 16}, {1 << 20, 4},
+                              {128 << 10, 2},  {256 << 10, 8}};
+  std::uint32_t seed = 1;
+  for (const std::size_t bytes : sizes) {
+    const auto source = random_bytes(bytes, seed++);
+    const vyre::resident_handle h = gpu.allocate_resident(bytes, stream.get());
+    const vyre::resident_span buffer = gpu.resident_buffer(h);
+    for (const setting& s : settings) {
+      INFO("bytes " << bytes << " chunk " << s.chunk_bytes << " lanes " << s.host_lanes);
+      REQUIRE(cudaMemsetAsync(buffer.data, 0xEE, bytes, stream.get()) == cudaSuccess);  // poison
+      vyre::upload_options options;
+      options.chunk_bytes = s.chunk_bytes;
+      options.host_lanes = s.host_lanes;
+      const auto before = gpu.telemetry().snapshot();
+      REQUIRE(gpu.resident().upload(h, source, 0, stream.get(), options).has_value());
+      const auto after = gpu.telemetry().snapshot();
+      CHECK(after.h2d_operations - before.h2d_operations == 1);
+      CHECK(after.h2d_bytes - before.h2d_bytes == bytes);
+      std::vector<std::byte> back(bytes, std::byte{0});
+      REQUIRE(cudaMemcpy(back.data(), buffer.data, bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      REQUIRE(back == source);
+      // Staging went back to the pool: no copy reads it any more.
+      CHECK(gpu.pinned().leased_blocks() == 0);
+    }
+    gpu.free_resident(h);
+  }
+  // A lane count past max_host_lanes is refused, naming it.
+  const vyre::resident_handle h = gpu.allocate_resident(1 << 20, stream.get());
+  vyre::upload_options too_many;
+  too_many.host_lanes = vyre::max_host_lanes + 1;
+  const auto refused =
+      gpu.resident().upload(h, random_bytes(1 << 20, 99), 0, stream.get(), too_many);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == vyre::errc::invalid_argument);
+  gpu.free_resident(h);
+}
+
+TEST_CASE("host-lane helpers persist across uploads and are joined by cleanup",
+          "[resident][gpu][staging]") {
+  auto gpu = vyre::backend<default_policies>::acquire(0);
+  auto stream = gpu.acquire_stream();
+  CHECK(gpu.resident().host_lane_helpers() == 0);
+  const auto source = random_bytes(std::size_t{8} << 20, 5);
+  vyre::upload_options options;
+  options.host_lanes = 4;
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 3; ++i) {
+      const vyre::resident_handle h =
+          gpu.resident().allocate_copy(source, stream.get(), options).value();
+      CHECK(gpu.resident().host_lane_helpers() == 3);  // started once, kept
+      std::vector<std::byte> back(source.size());
+      gpu.download(h, back, 0, stream.get());
+      CHECK(back == source);
+      gpu.free_resident(h);
+    }
+    gpu.cleanup();
+    CHECK(gpu.resident().host_lane_helpers() == 0);
+  }
+}
+
+TEST_CASE("a fill failing on any lane stops the upload and releases everything",
+          "[resident][gpu][staging]") {
+  auto gpu = vyre::backend<expected_policies>::acquire(0);
+  REQUIRE(gpu.has_value());
+  auto stream = gpu->acquire_stream();
+  REQUIRE(stream.has_value());
+  constexpr std::size_t bytes = std::size_t{6} << 20;
+  for (const std::size_t lanes : {std::size_t{1}, std::size_t{2}, std::size_t{4}})
+    for (const std::size_t failing_chunk : {std::size_t{0}, std::size_t{5}, std::size_t{23}}) {
+      INFO("lanes " << lanes << " failing chunk " << failing_chunk);
+      std::atomic<int> calls{0};
+      auto fill = [&](std::size_t at, std::span<std::byte> chunk) noexcept
+          -> vyre::expected<void> {
+        calls.fetch_add(1);
+        std::memset(chunk.data(), 0x11, chunk.size());
+        if (at / (std::size_t{256} << 10) == failing_chunk)
+          return vyre::fail(vyre::error(vyre::errc::corrupt_data, "test: bad chunk"));
+        return {};
+      };
+      vyre::upload_options options;
+      options.chunk_bytes = std::size_t{256} << 10;  // 24 chunks
+      options.host_lanes = lanes;
+      const std::size_t live = gpu->resident().live_buffers();
+      const std::size_t in_use = gpu->resident().bytes_in_use();
+      auto filled = gpu->resident().allocate_filled(bytes, stream->get(), fill, options);
+      REQUIRE_FALSE(filled.has_value());
+      CHECK(filled.error().code() == vyre::errc::corrupt_data);
+      CHECK(calls.load() >= static_cast<int>(failing_chunk) + 1);
+      CHECK(calls.load() <= 24);
+      CHECK(gpu->resident().live_buffers() == live);
+      CHECK(gpu->resident().bytes_in_use() == in_use);
+      CHECK(gpu->pinned().leased_blocks() == 0);
+    }
+}
+
+TEST_CASE("concurrent pageable uploads share the helpers and land exactly",
+          "[resident][gpu][staging]") {
+  auto gpu = vyre::backend<default_policies>::acquire(0);
+  constexpr int threads = 4;
+  constexpr int uploads = 12;
+  std::vector<std::vector<std::byte>> sources;
+  for (int t = 0; t < threads; ++t)
+    sources.push_back(random_bytes((std::size_t{1} << 20) + 4096 * static_cast<std::size_t>(t),
+                                   100 + static_cast<std::uint32_t>(t)));
+  std::atomic<int> wrong{0};
+  std::atomic<int> failed{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&, t] {
+      auto stream = gpu.streams().acquire();
+      if (!stream) return (void)failed.fetch_add(1);
+      for (int i = 0; i < uploads; ++i) {
+        auto h = gpu.resident().allocate_copy(sources[static_cast<std::size_t>(t)], stream->get());
+        if (!h) return (void)failed.fetch_add(1);
+        std::vector<std::byte> back(sources[static_cast<std::size_t>(t)].size());
+        if (!gpu.resident().download(*h, back, 0, stream->get())) failed.fetch_add(1);
+        if (back != sources[static_cast<std::size_t>(t)]) wrong.fetch_add(1);
+        if (!gpu.resident().free(*h)) failed.fetch_add(1);
+      }
+    });
+  for (auto& worker : workers) worker.join();
+  CHECK(failed.load() == 0);
+  CHECK(wrong.load() == 0);
+  CHECK(gpu.resident().live_buffers() == 0);
+  CHECK(gpu.pinned().leased_blocks() == 0);
 }

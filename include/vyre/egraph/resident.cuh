@@ -189,12 +189,14 @@ expected<resident_image> upload_image(backend<Policies>& gpu, const image_ref& i
   const resident_image placed(handle, layout);
 
   auto fill = [&]() -> expected<void> {
-    VYRE_TRY(copy_words<typename Policies::staging_policy>(gpu, handle, image.words,
-                                                           stream.get()));
+    // The fault record is cleared first: the device does it while the host stages the image,
+    // and the one synchronisation below covers both.
     VYRE_TRY_ASSIGN(const resident_span buffer, gpu.resident().lookup(handle));
     VYRE_CUDA_TRY(cudaMemsetAsync(buffer.data + placed.fault_record_offset(), 0,
                                   sizeof(view_fault), stream.get()),
                   "upload: clearing the view fault record failed");
+    VYRE_TRY(copy_words<typename Policies::staging_policy>(gpu, handle, image.words,
+                                                           stream.get()));
     // The image must be complete before any other stream reads it (and before a pinned
     // source may be reused by the caller).
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream.get()), "upload: cudaStreamSynchronize failed");

@@ -148,8 +148,8 @@ class backend {
   //! Creates what first use would: context, one stream and event, pool blocks.
   result<void> warmup() { return apply_error_policy<error_policy>(do_warmup()); }
   //! Waits for the device, then returns everything held: resident buffers, loaded modules,
-  //! cached device and pinned blocks, idle streams and events. Leased objects and live
-  //! `device_buffer`s stay valid.
+  //! cached device and pinned blocks, idle streams and events, host-lane helper threads.
+  //! Leased objects and live `device_buffer`s stay valid.
   result<void> cleanup() { return apply_error_policy<error_policy>(do_cleanup()); }
 
   //! Device memory from the allocation policy, returned on destruction (RAII).
@@ -292,6 +292,7 @@ class backend {
     VYRE_CUDA_TRY(cudaDeviceSynchronize(), "backend::cleanup: cudaDeviceSynchronize failed");
     state_->telemetry.record_sync();
     expected<void> result = state_->resident.clear();
+    state_->resident.stop_host_lanes();
     const auto keep_first = [&result](expected<void> r) {
       if (!r && result) result = std::move(r);
     };

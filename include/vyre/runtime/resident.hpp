@@ -9,18 +9,22 @@
 //! free a buffer that a pending launch still uses (`mark_in_use`).
 //!
 //! Uploads: a pinned source is copied with one asynchronous copy; a pageable source (or a
-//! `fill` callback) is staged through the pinned pool in chunks, double-buffered so the host
-//! copy of one chunk overlaps the DMA of the previous one. Either way telemetry records one
-//! upload operation. Thread-safe.
+//! `fill` callback) is staged through the pinned pool in chunks (`plan_staging` says how many,
+//! how large and on how many host lanes), so the host copy of one chunk overlaps the DMA of the
+//! earlier ones. Host lanes past the caller's run on persistent helper threads, started on the
+//! first multi-lane upload and joined by `stop_host_lanes` (`backend::cleanup`) or the
+//! destructor. Either way telemetry records one upload operation. Thread-safe.
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <atomic>
 #include <mutex>
-#include <thread>
 #include <span>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -30,6 +34,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/runtime/detail/lane_pool.hpp"
 #include "vyre/runtime/memory.hpp"
 #include "vyre/runtime/pinned.hpp"
 #include "vyre/runtime/streams.hpp"
@@ -54,27 +59,100 @@ struct resident_span {
   std::size_t bytes = 0;
 };
 
-//! Staging options of an upload.
+//! Staging options of an upload. Zero means "choose from the size" (see `plan_staging`).
 struct upload_options {
-  //! Most bytes per staging chunk (two chunks in flight per host lane). Default 4 MiB; smaller
-  //! uploads use smaller chunks so that every lane's host copy overlaps its DMA.
-  std::size_t chunk_bytes = std::size_t{4} << 20;
-  //! Host threads filling staging chunks at once. One host thread copies pageable memory at
-  //! a fraction of the DMA rate, so large uploads split the chunks over several lanes. More
-  //! than one lane calls `fill` concurrently for disjoint chunks: `upload_with` keeps the
-  //! default of 1 unless the caller's fill is safe for that; `upload` (a plain copy) uses
-  //! `auto_host_lanes`.
-  std::size_t host_lanes = 1;
+  //! Bytes per staging chunk; 0: `auto_chunk_bytes`. Lanes take chunks in order of their
+  //! offsets; a fill callback sees chunk offsets that are multiples of the chunk size.
+  std::size_t chunk_bytes = 0;
+  //! Host threads filling staging chunks at once (at most `max_host_lanes`); 0: automatic.
+  //! One host thread copies pageable memory at a fraction of the DMA rate, so uploads split
+  //! the chunks over several lanes. More than one lane calls `fill` concurrently for disjoint
+  //! chunks: for `upload_with` automatic means 1 (set more only when the fill is safe for
+  //! that); for `upload` (a plain copy) it means `auto_host_lanes`.
+  std::size_t host_lanes = 0;
 };
 
-//! `host_lanes` for a plain copy of `bytes`: up to 4 lanes, one per 512 KiB, within the
-//! machine's hardware threads.
+//! Most host lanes of one upload (the calling thread plus persistent helpers).
+inline constexpr std::size_t max_host_lanes = 16;
+//! Staging buffers per lane at most.
+inline constexpr std::size_t max_staging_slots_per_lane = 8;
+//! Uploads up to this size get a staging buffer for every chunk, so no chunk waits for an
+//! earlier copy to finish; larger ones double-buffer each lane.
+inline constexpr std::size_t staging_ring_bytes = std::size_t{4} << 20;
+//! Bounds of the automatic chunk size.
+inline constexpr std::size_t min_auto_chunk_bytes = std::size_t{64} << 10;
+inline constexpr std::size_t max_auto_chunk_bytes = std::size_t{4} << 20;
+//! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`.
+inline constexpr std::size_t bytes_per_auto_lane = std::size_t{512} << 10;
+inline constexpr std::size_t max_auto_host_lanes = 4;
+//! Automatic chunks per lane: enough that each lane's host copy of one chunk overlaps the DMA
+//! of its previous ones, few enough that the per-copy cost (a few microseconds of API time)
+//! stays small against the chunk's own copy time.
+inline constexpr std::size_t auto_chunks_per_lane = 4;
+
+//! `host_lanes` for a plain copy of `bytes`: one lane per 512 KiB, at most 4, within the
+//! machine's hardware threads (so 1 below 1 MiB).
 inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
   const std::size_t hardware = std::thread::hardware_concurrency();
-  std::size_t lanes = bytes / (std::size_t{512} << 10);
-  if (lanes > 4) lanes = 4;
+  std::size_t lanes = bytes / bytes_per_auto_lane;
+  if (lanes > max_auto_host_lanes) lanes = max_auto_host_lanes;
   if (hardware != 0 && lanes > hardware) lanes = hardware;
   return lanes == 0 ? 1 : lanes;
+}
+
+//! `chunk_bytes` for `bytes` over `lanes` lanes: `auto_chunks_per_lane` chunks per lane,
+//! rounded down to a power of two, within [64 KiB, 4 MiB]. So 1 MiB over 2 lanes stages
+//! 128 KiB chunks, 4 MiB over 4 lanes 256 KiB chunks, 64 MiB and up 4 MiB chunks.
+constexpr std::size_t auto_chunk_bytes(std::size_t bytes, std::size_t lanes) noexcept {
+  if (lanes == 0) lanes = 1;
+  const std::size_t per_chunk = bytes / lanes / auto_chunks_per_lane;
+  if (per_chunk <= min_auto_chunk_bytes) return min_auto_chunk_bytes;
+  if (per_chunk >= max_auto_chunk_bytes) return max_auto_chunk_bytes;
+  return std::bit_floor(per_chunk);
+}
+
+//! How an upload of `bytes` bytes is staged.
+struct staging_plan {
+  std::size_t chunk_bytes = 0;     //!< bytes per chunk (the last may be shorter)
+  std::size_t chunks = 0;          //!< chunk copies
+  std::size_t lanes = 1;           //!< host threads filling chunks (the caller included)
+  std::size_t slots_per_lane = 1;  //!< staging buffers per lane
+  //! Whether a staging buffer is refilled during the upload (then each copy out of it records
+  //! an event to wait on); false when every chunk has its own buffer.
+  constexpr bool reuses_slots() const noexcept { return chunks > lanes * slots_per_lane; }
+  //! Pinned staging bytes the upload holds.
+  constexpr std::size_t staging_bytes() const noexcept {
+    return lanes * slots_per_lane * chunk_bytes;
+  }
+  friend constexpr bool operator==(const staging_plan&, const staging_plan&) = default;
+};
+
+//! The staging of `bytes` bytes under `options`, `default_lanes` standing for an automatic
+//! `host_lanes` (`auto_host_lanes(bytes)` for a plain copy, 1 for a fill callback):
+//! - lanes: `options.host_lanes`, or `default_lanes`, at most `max_host_lanes`;
+//! - chunk: `options.chunk_bytes`, or `auto_chunk_bytes(bytes, lanes)`, at most `bytes`;
+//! - lanes at most the chunk count; staging: a slot for every chunk when that stays within
+//!   `staging_ring_bytes` and `max_staging_slots_per_lane` slots per lane (nothing waits for
+//!   an earlier copy then), else two slots per lane (double buffering).
+//! Zero bytes: no chunks.
+constexpr staging_plan plan_staging(std::size_t bytes, const upload_options& options,
+                                    std::size_t default_lanes) noexcept {
+  staging_plan plan;
+  if (bytes == 0) return plan;
+  std::size_t lanes = options.host_lanes != 0 ? options.host_lanes : default_lanes;
+  if (lanes == 0) lanes = 1;
+  if (lanes > max_host_lanes) lanes = max_host_lanes;
+  std::size_t chunk =
+      options.chunk_bytes != 0 ? options.chunk_bytes : auto_chunk_bytes(bytes, lanes);
+  if (chunk > bytes) chunk = bytes;
+  plan.chunk_bytes = chunk;
+  plan.chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
+  plan.lanes = lanes < plan.chunks ? lanes : plan.chunks;
+  const std::size_t per_lane = (plan.chunks + plan.lanes - 1) / plan.lanes;
+  const bool every_chunk_its_slot =
+      per_lane <= max_staging_slots_per_lane && per_lane * plan.lanes <= staging_ring_bytes / chunk;
+  plan.slots_per_lane = every_chunk_its_slot || per_lane < 2 ? per_lane : 2;
+  return plan;
 }
 
 //! Resident buffers of one backend. Thread-safe.
@@ -212,7 +290,8 @@ class resident_store {
                       .with("bytes", source.size())
                       .fix("copy device to device with cudaMemcpyAsync into resident_buffer()"));
     if (source.empty() || attributes.type != cudaMemoryTypeHost) {
-      if (options.host_lanes == 1) options.host_lanes = auto_host_lanes(source.size());
+      // A plain copy is safe on several lanes at once.
+      if (options.host_lanes == 0) options.host_lanes = auto_host_lanes(source.size());
       return upload_with(
           h, offset, source.size(), stream,
           [source](std::size_t at, std::span<std::byte> chunk) noexcept {
@@ -235,18 +314,24 @@ class resident_store {
   //! Uploads `bytes` bytes to byte `offset` of `h`, produced chunk by chunk by
   //! `fill(std::size_t byte_offset, std::span<std::byte> chunk)` (which returns void or
   //! `vyre::expected<void>`; an error stops the upload; it must not throw) into pinned
-  //! staging memory. Host filling of chunk k+1 overlaps the copy of chunk k. Returns once
-  //! every chunk is copied; on failure, once no copy still reads the staging memory.
+  //! staging memory, staged as `plan_staging(bytes, options, 1)` says. The host fill of one
+  //! chunk overlaps the copies of the earlier ones. Returns once every chunk is copied; on
+  //! failure, once no copy still reads the staging memory.
+  //! @returns `errc::invalid_argument` for more than `max_host_lanes` lanes.
   template <class Fill>
   expected<void> upload_with(resident_handle h, std::size_t offset, std::size_t bytes,
                              cudaStream_t stream, Fill&& fill,
                              upload_options options = {}) noexcept {
-    if (options.chunk_bytes == 0)
-      return fail(error(errc::invalid_argument, "resident_store::upload: zero chunk size")
-                      .fix("leave upload_options::chunk_bytes at its default"));
+    if (options.host_lanes > max_host_lanes)
+      return fail(error(errc::invalid_argument, "resident_store::upload: too many host lanes")
+                      .with("host_lanes", options.host_lanes)
+                      .with("max_host_lanes", max_host_lanes)
+                      .fix("ask for at most max_host_lanes lanes, or 0 for the automatic choice"));
     VYRE_TRY_ASSIGN(const resident_span target,
                     begin_host_operation(h, offset, bytes, "resident_store::upload"));
-    auto result = staged_copy(target.data + offset, bytes, stream, fill, options);
+    auto result = bytes == 0 ? expected<void>{}
+                             : staged_copy(target.data + offset, bytes, stream, fill,
+                                           plan_staging(bytes, options, 1));
     end_host_operation(h);
     VYRE_TRY(result);
     if (telemetry_ != nullptr) telemetry_->record_h2d(bytes);
@@ -286,9 +371,8 @@ class resident_store {
     try {
       s->pending.push_back(std::move(event));
     } catch (...) {
-      return fail(
-          error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed")
-              .with("bytes", (s->pending.size() + 1) * sizeof(event_lease)));
+      return fail(error(errc::out_of_memory, "resident_store::mark_in_use: host allocation failed")
+                      .with("bytes", (s->pending.size() + 1) * sizeof(event_lease)));
     }
     return {};
   }
@@ -353,6 +437,12 @@ class resident_store {
         result = freed;
     return result;
   }
+
+  //! Joins the persistent host-lane helpers (they start again on the next multi-lane upload);
+  //! `backend::cleanup` calls this. Uploads in progress still complete.
+  void stop_host_lanes() noexcept { lanes_.stop(); }
+  //! Host-lane helper threads currently started.
+  std::size_t host_lane_helpers() const { return lanes_.helpers(); }
 
  private:
   enum class slot_state : std::uint8_t { empty, allocating, live };
@@ -485,109 +575,103 @@ class resident_store {
     return memory_.try_deallocate(released.data, released.bytes, released.stream);
   }
 
-  // Copies `bytes` bytes to `destination` through pinned staging. Chunk k is filled by lane
-  // k % lanes; each lane double-buffers its own two staging chunks, so its host fill of one
-  // chunk overlaps the DMA of its previous one. Lane 0 runs on the calling thread.
+  // Copies `bytes` bytes to `destination` through pinned staging, as `plan` says. Lanes claim
+  // chunks in order of their offsets from a shared counter (a lane that starts late, or not at
+  // all, just takes fewer), fill them into staging slots and queue each copy on `stream`.
+  // Without slot reuse chunk i has slot i; with it each lane double-buffers its own two slots,
+  // refilling one only after the event recorded behind its previous copy. Lane 0 runs on the
+  // calling thread, the others on the store's persistent helpers.
   template <class Fill>
   expected<void> staged_copy(std::byte* destination, std::size_t bytes, cudaStream_t stream,
-                             Fill& fill, const upload_options& options) noexcept {
-    if (bytes == 0) return {};
+                             Fill& fill, const staging_plan& plan) noexcept {
     if (pinned_ == nullptr)
       return fail(error(errc::invalid_state, "resident_store::upload: no pinned pool"));
-    std::size_t lanes = options.host_lanes == 0 ? 1 : options.host_lanes;
-    // At least two chunks per lane (so each lane's copies overlap), in whole 4 KiB pages, at
-    // most options.chunk_bytes.
-    constexpr std::size_t page = 4096;
-    std::size_t chunk = bytes / (2 * lanes);
-    chunk = chunk < page ? page : (chunk + page - 1) / page * page;
-    if (chunk > options.chunk_bytes) chunk = options.chunk_bytes;
-    if (chunk > bytes) chunk = bytes;
-    const std::size_t chunks = bytes / chunk + (bytes % chunk != 0 ? 1 : 0);
-    if (lanes > chunks) lanes = chunks;
+    // One pinned block for every slot of every lane (pool-cached, so warm after first use).
+    VYRE_TRY_ASSIGN(pinned_lease staging, pinned_->acquire(plan.staging_bytes()));
+    const bool reuse = plan.reuses_slots();
+    // An event per slot when slots are reused (then there are two per lane).
+    std::array<event_lease, max_host_lanes * 2> copied;
+    if (reuse) {
+      if (plan.slots_per_lane > 2 || plan.lanes > max_host_lanes)
+        return fail(
+            error(errc::invalid_argument, "resident_store::upload: staging plan out of bounds")
+                .with("lanes", plan.lanes)
+                .with("slots_per_lane", plan.slots_per_lane));
+      for (std::size_t s = 0; s < plan.lanes * plan.slots_per_lane; ++s) {
+        VYRE_TRY_ASSIGN(copied[s], events_.acquire());
+      }
+    }
+    int device = 0;
+    VYRE_CUDA_TRY(cudaGetDevice(&device), "resident_store::upload: cudaGetDevice failed");
+
+    std::atomic<std::size_t> next_chunk{0};
     std::atomic<bool> failed{false};
-    const auto lane_work = [&](std::size_t lane) noexcept {
-      return staged_lane(destination, bytes, stream, fill, chunk, chunks, lane, lanes, failed);
+    std::mutex error_mutex;
+    expected<void> first_error;
+    const auto report = [&](expected<void> r) noexcept {
+      std::lock_guard lock(error_mutex);
+      if (first_error) first_error = std::move(r);
+      failed.store(true, std::memory_order_relaxed);
     };
+    auto lane_body = [&](std::size_t lane) noexcept {
+      if (lane != 0) {
+        // Helpers copy for the caller's device.
+        int current = -1;
+        if (cudaGetDevice(&current) != cudaSuccess || current != device)
+          if (auto set = cuda_check(cudaSetDevice(device),
+                                    "resident_store::upload: cudaSetDevice (host lane) failed");
+              !set)
+            return report(std::move(set));
+      }
+      bool in_flight[2] = {};  // with reuse: this lane's two slots
+      for (std::size_t taken = 0;; ++taken) {
+        if (failed.load(std::memory_order_relaxed)) return;  // another lane failed: stop early
+        const std::size_t index = next_chunk.fetch_add(1, std::memory_order_relaxed);
+        if (index >= plan.chunks) return;
+        const std::size_t own = taken % plan.slots_per_lane;
+        const std::size_t staging_slot = reuse ? lane * plan.slots_per_lane + own : index;
+        if (reuse && in_flight[own]) {
+          // The copy out of this slot must finish before it is refilled.
+          if (auto done = cuda_check(cudaEventSynchronize(copied[staging_slot].get()),
+                                     "resident_store::upload: waiting for a staging copy failed");
+              !done)
+            return report(std::move(done));
+          in_flight[own] = false;
+        }
+        const std::size_t at = index * plan.chunk_bytes;
+        const std::size_t n = (bytes - at) < plan.chunk_bytes ? bytes - at : plan.chunk_bytes;
+        std::span<std::byte> view(staging.data() + staging_slot * plan.chunk_bytes, n);
+        if constexpr (std::is_void_v<decltype(fill(at, view))>) {
+          fill(at, view);
+        } else {
+          if (auto filled = fill(at, view); !filled) return report(std::move(filled));
+        }
+        if (auto queued = cuda_check(
+                cudaMemcpyAsync(destination + at, view.data(), n, cudaMemcpyHostToDevice, stream),
+                "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
+            !queued)
+          return report(std::move(queued));
+        if (reuse) {
+          if (auto recorded = cuda_check(cudaEventRecord(copied[staging_slot].get(), stream),
+                                         "resident_store::upload: cudaEventRecord failed");
+              !recorded)
+            return report(std::move(recorded));
+          in_flight[own] = true;
+        }
+      }
+    };
+    if (plan.lanes > 1)
+      lanes_.run(plan.lanes, lane_body);
+    else
+      lane_body(0);
 
-    std::vector<std::thread> helpers;
-    std::vector<expected<void>> helper_results;
-    try {
-      helper_results.resize(lanes - 1);
-      helpers.reserve(lanes - 1);
-      for (std::size_t lane = 1; lane < lanes; ++lane)
-        helpers.emplace_back([&, lane] { helper_results[lane - 1] = lane_work(lane); });
-    } catch (...) {
-      // No threads (or no memory for them): the lanes that did not start are done here.
-    }
-    expected<void> result = lane_work(0);
-    for (std::size_t lane = helpers.size() + 1; lane < lanes && result; ++lane)
-      result = lane_work(lane);
-    for (std::size_t i = 0; i < helpers.size(); ++i) {
-      helpers[i].join();
-      if (result && !helper_results[i]) result = helper_results[i];
-    }
-    if (!result) (void)cudaStreamSynchronize(stream);
+    // Every copy is queued (or the upload failed): the staging memory goes back to the pool
+    // only once no copy reads it.
+    auto synced = cuda_check(cudaStreamSynchronize(stream),
+                             "resident_store::upload: cudaStreamSynchronize failed");
     if (telemetry_ != nullptr) telemetry_->record_sync();
-    return result;
-  }
-
-  template <class Fill>
-  expected<void> staged_lane(std::byte* destination, std::size_t bytes, cudaStream_t stream,
-                             Fill& fill, std::size_t chunk, std::size_t chunks, std::size_t lane,
-                             std::size_t lanes, std::atomic<bool>& failed) noexcept {
-    const std::size_t own_chunks = (chunks - lane + lanes - 1) / lanes;
-    const std::size_t buffers = own_chunks < 2 ? 1 : 2;
-    pinned_lease staging[2];
-    event_lease copied[2];
-    expected<void> result;
-    for (std::size_t b = 0; b < buffers && result; ++b) {
-      if (auto lease = pinned_->acquire(chunk)) staging[b] = std::move(*lease);
-      else result = fail(lease.error());
-      if (!result) break;
-      if (auto event = events_.acquire()) copied[b] = std::move(*event);
-      else result = fail(event.error());
-    }
-    bool waited[2] = {true, true};
-    for (std::size_t i = 0; i < own_chunks && result; ++i) {
-      if (failed.load(std::memory_order_relaxed)) break;  // another lane failed: stop early
-      const std::size_t b = i % buffers;
-      const std::size_t at = (lane + i * lanes) * chunk;
-      const std::size_t n = (bytes - at) < chunk ? bytes - at : chunk;
-      if (!waited[b]) {
-        // The copy out of this buffer two chunks ago must finish before it is refilled.
-        result = cuda_check(cudaEventSynchronize(copied[b].get()),
-                            "resident_store::upload: waiting for a staging copy failed");
-        waited[b] = true;
-        if (!result) break;
-      }
-      std::span<std::byte> view(staging[b].data(), n);
-      if constexpr (std::is_void_v<decltype(fill(at, view))>) {
-        fill(at, view);
-      } else {
-        result = fill(at, view);
-        if (!result) break;
-      }
-      result = cuda_check(
-          cudaMemcpyAsync(destination + at, view.data(), n, cudaMemcpyHostToDevice, stream),
-          "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
-      if (!result) break;
-      result = cuda_check(cudaEventRecord(copied[b].get(), stream),
-                          "resident_store::upload: cudaEventRecord failed");
-      if (!result) break;
-      waited[b] = false;
-    }
-    if (!result) failed.store(true, std::memory_order_relaxed);
-    // Staging memory goes back to the pool only once no copy reads it. The event leases
-    // synchronise as they are returned; the caller's stream synchronisation covers a failed
-    // record.
-    for (std::size_t b = 0; b < buffers; ++b) {
-      if (waited[b]) continue;
-      if (auto done = cuda_check(cudaEventSynchronize(copied[b].get()),
-                                 "resident_store::upload: waiting for a staging copy failed");
-          !done && result)
-        result = done;
-    }
-    return result;
+    if (!first_error) return first_error;
+    return synced;
   }
 
   std::uint32_t backend_id_;
@@ -602,6 +686,7 @@ class resident_store {
   std::size_t live_ = 0;
   std::vector<slot> slots_;
   std::vector<std::uint32_t> free_slots_;
+  detail::lane_pool lanes_;  // last: its helpers are joined before anything else goes
 };
 
 }  // namespace vyre

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// Staging sweep for pageable uploads of 1 to 8 MiB: in one run, times
+// `resident_store::upload` from pageable memory into a preallocated resident buffer for every
+// chunk size x host-lane count below (and the automatic `plan_staging` choice), against a plain
+// pageable cudaMemcpy of the same bytes, so one device run tells which setting wins. Also times
+// the whole image upload (`backend.upload(image)`: allocation, fault record, copy, sync, plus
+// the free) from pageable and pinned memory, which shows the fixed cost per upload.
+//
+// Prints JSON lines like bench_resident_upload: name, params {bytes, chunk_bytes, host_lanes,
+// slots_per_lane, automatic, idle_gap_us}, device, median_ns, gb_per_s, baseline,
+// baseline_median_ns, baseline_gb_per_s, ratio (= baseline median / median: above 1 beats
+// the plain copy), exact (the uploaded bytes were checked). Then one
+// "resident.upload_sweep.best" line per size. The baseline is the faster of two medians taken
+// before and after the size's sweep, so drift never flatters vyre.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <vyre/vyre.cuh>
+
+namespace {
+
+namespace eg = vyre::egraph;
+using clock_type = std::chrono::steady_clock;
+
+void require(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "bench_resident_upload_sweep: %s failed: %s\n", what,
+                 cudaGetErrorString(status));
+    std::exit(1);
+  }
+}
+template <class T>
+T require_ok(vyre::expected<T> value, const char* what) {
+  if (!value) {
+    std::fprintf(stderr, "bench_resident_upload_sweep: %s failed: %s\n", what,
+                 value.error().message().c_str());
+    std::exit(1);
+  }
+  if constexpr (!std::is_void_v<T>) return std::move(*value);
+}
+
+// Median of `repeats` timings of `body`; `gap` of idle time before each (to measure uploads
+// that find the host-lane helpers asleep).
+template <class F>
+double median_ns(int repeats, std::chrono::microseconds gap, F&& body) {
+  std::vector<double> samples;
+  samples.reserve(static_cast<std::size_t>(repeats));
+  for (int i = 0; i < repeats; ++i) {
+    if (gap.count() > 0) std::this_thread::sleep_for(gap);
+    const auto start = clock_type::now();
+    body();
+    samples.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - start).count());
+  }
+  std::nth_element(samples.begin(), samples.begin() + repeats / 2, samples.end());
+  return samples[static_cast<std::size_t>(repeats / 2)];
+}
+
+struct row {
+  std::string name;
+  std::uint64_t bytes = 0;
+  vyre::staging_plan plan{};
+  bool automatic = false;
+  long idle_gap_us = 0;
+  double ours = 0;
+  const char* baseline = "";
+  double theirs = 0;
+  bool exact = true;
+};
+
+void emit(const row& r, const std::string& device) {
+  const auto gbps = [&r](double ns) { return static_cast<double>(r.bytes) / ns; };
+  std::printf(
+      "{\"name\":\"%s\",\"params\":{\"bytes\":%llu,\"chunk_bytes\":%zu,\"host_lanes\":%zu,"
+      "\"slots_per_lane\":%zu,\"automatic\":%s,\"idle_gap_us\":%ld},\"device\":\"%s\","
+      "\"median_ns\":%.1f,\"gb_per_s\":%.3f,\"baseline\":\"%s\",\"baseline_median_ns\":%.1f,"
+      "\"baseline_gb_per_s\":%.3f,\"ratio\":%.3f,\"exact\":%s}\n",
+      r.name.c_str(), static_cast<unsigned long long>(r.bytes), r.plan.chunk_bytes, r.plan.lanes,
+      r.plan.slots_per_lane, r.automatic ? "true" : "false", r.idle_gap_us, device.c_str(), r.ours,
+      gbps(r.ours), r.baseline, r.theirs, gbps(r.theirs), r.theirs / r.ours,
+      r.exact ? "true" : "false");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"vyre pageable upload staging sweep vs plain pageable cudaMemcpy"};
+  std::vector<std::uint64_t> sizes_mib{1, 2, 4, 8};
+  std::vector<std::size_t> chunks_kib{64, 128, 256, 512, 1024};
+  std::vector<std::size_t> lane_counts{1, 2, 3, 4, 6, 8};
+  int repeats = 201;
+  app.add_option("--sizes-mib", sizes_mib, "upload sizes in MiB");
+  app.add_option("--chunks-kib", chunks_kib, "chunk sizes in KiB");
+  app.add_option("--lanes", lane_counts, "host lane counts");
+  app.add_option("--repeats", repeats, "timed repeats per setting (median)")
+      ->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "bench_resident_upload_sweep: no CUDA device; nothing measured.\n");
+    return 0;
+  }
+  cudaDeviceProp properties{};
+  require(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
+  const std::string device = properties.name;
+
+  const std::uint64_t max_bytes = *std::max_element(sizes_mib.begin(), sizes_mib.end()) << 20;
+  auto gpu = vyre::backend<vyre::policies<>>::acquire(0);
+  gpu.warmup();
+  auto stream = gpu.acquire_stream();
+
+  std::vector<std::uint32_t> pageable(static_cast<std::size_t>(max_bytes / 4));
+  std::mt19937 rng(42);
+  for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
+  std::uint32_t* pinned = nullptr;
+  require(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes), "cudaMallocHost");
+  std::copy(pageable.begin(), pageable.end(), pinned);
+  void* raw_target = nullptr;
+  require(cudaMalloc(&raw_target, max_bytes), "cudaMalloc");
+  std::vector<std::byte> readback(static_cast<std::size_t>(max_bytes));
+
+  for (const std::uint64_t mib : sizes_mib) {
+    const std::uint64_t bytes = mib << 20;
+    const auto source = std::span<const std::byte>(
+        reinterpret_cast<const std::byte*>(pageable.data()), static_cast<std::size_t>(bytes));
+    const auto raw_copy = [&](const void* from) {
+      require(cudaMemcpy(raw_target, from, bytes, cudaMemcpyHostToDevice), "raw copy");
+    };
+    const auto baseline = [&](const void* from) {
+      raw_copy(from);
+      raw_copy(from);
+      return median_ns(repeats, {}, [&] { raw_copy(from); });
+    };
+    const double pageable_before = baseline(pageable.data());
+    const double pinned_baseline = baseline(pinned);
+
+    const vyre::resident_handle target =
+        require_ok(gpu.resident().allocate(static_cast<std::size_t>(bytes), stream.get()),
+                   "resident allocate");
+    const vyre::resident_span buffer = require_ok(gpu.resident().lookup(target), "lookup");
+
+    // Settings: the automatic plan, then every chunk size x lane count whose plan differs.
+    std::vector<std::pair<vyre::upload_options, bool>> settings{{vyre::upload_options{}, true}};
+    for (const std::size_t kib : chunks_kib)
+      for (const std::size_t lanes : lane_counts) {
+        vyre::upload_options options;
+        options.chunk_bytes = kib << 10;
+        options.host_lanes = lanes;
+        const auto plan = vyre::plan_staging(static_cast<std::size_t>(bytes), options, 1);
+        if (plan.lanes != lanes || plan.chunk_bytes != options.chunk_bytes) continue;
+        settings.emplace_back(options, false);
+      }
+
+    std::vector<row> rows;
+    for (const auto& [options, automatic] : settings) {
+      const auto upload = [&] {
+        require_ok(gpu.resident().upload(target, source, 0, stream.get(), options), "upload");
+      };
+      // Check the bytes once: poison, upload, read back.
+      require(cudaMemsetAsync(buffer.data, 0xEE, bytes, stream.get()), "poison");
+      upload();
+      require(cudaMemcpy(readback.data(), buffer.data, bytes, cudaMemcpyDeviceToHost), "readback");
+      const bool exact = std::memcmp(readback.data(), source.data(), source.size()) == 0;
+      upload();  // warm-up
+      vyre::upload_options resolved = options;
+      if (resolved.host_lanes == 0)
+        resolved.host_lanes = vyre::auto_host_lanes(static_cast<std::size_t>(bytes));
+      const auto plan = vyre::plan_staging(static_cast<std::size_t>(bytes), resolved, 1);
+      for (const long gap : automatic ? std::vector<long>{0, 2000} : std::vector<long>{0}) {
+        row r;
+        r.name = "resident.upload_sweep.pageable";
+        r.bytes = bytes;
+        r.plan = plan;
+        r.automatic = automatic;
+        r.idle_gap_us = gap;
+        r.ours = median_ns(gap > 0 ? std::min(repeats, 51) : repeats,
+                           std::chrono::microseconds(gap), upload);
+        r.exact = exact;
+        rows.push_back(r);
+      }
+    }
+    require_ok(gpu.resident().free(target), "free");
+
+    // The whole image upload (allocation, fault record, copy, synchronisation) and its free.
+    const std::size_t words = static_cast<std::size_t>(bytes / 4);
+    const eg::image_layout layout =
+        eg::image_layout::for_counts(0, static_cast<std::uint32_t>(words - 1), 0);
+    for (const bool from_pinned : {false, true}) {
+      const std::uint32_t* words_source = from_pinned ? pinned : pageable.data();
+      const eg::image_ref image{cuda::std::span<const std::uint32_t>(words_source, words), layout};
+      for (int i = 0; i < 2; ++i) gpu.free_resident(gpu.upload(image).handle());
+      row r;
+      r.name = from_pinned ? "resident.upload_sweep.image.pinned"
+                           : "resident.upload_sweep.image.pageable";
+      r.bytes = bytes;
+      r.automatic = true;
+      if (!from_pinned)
+        r.plan = vyre::plan_staging(static_cast<std::size_t>(bytes), vyre::upload_options{},
+                                    vyre::auto_host_lanes(static_cast<std::size_t>(bytes)));
+      r.ours = median_ns(repeats, {}, [&] {
+        const eg::resident_image resident = gpu.upload(image);
+        gpu.free_resident(resident.handle());
+      });
+      r.baseline = from_pinned ? "cudaMemcpy_pinned" : "cudaMemcpy_pageable";
+      r.theirs = from_pinned ? pinned_baseline : 0;  // pageable: filled in below
+      rows.push_back(r);
+    }
+
+    const double pageable_after = baseline(pageable.data());
+    const double pageable_baseline = std::min(pageable_before, pageable_after);
+    const row* best = nullptr;
+    for (row& r : rows) {
+      if (r.theirs == 0) {
+        r.baseline = "cudaMemcpy_pageable";
+        r.theirs = pageable_baseline;
+      }
+      emit(r, device);
+      if (r.name == "resident.upload_sweep.pageable" && r.idle_gap_us == 0 && r.exact &&
+          (best == nullptr || r.ours < best->ours))
+        best = &r;
+    }
+    if (best != nullptr) {
+      row summary = *best;
+      summary.name = "resident.upload_sweep.best";
+      emit(summary, device);
+    }
+  }
+  cudaFree(raw_target);
+  cudaFreeHost(pinned);
+  return 0;
+}
