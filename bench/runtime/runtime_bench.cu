@@ -5,6 +5,7 @@
 // Targets (issue 4): caching-pool hit <= 0.02 x cudaMalloc+cudaFree (50x faster) and
 // <= 1.2 x a cudaMallocAsync hit; telemetry on a launch-bound loop < 1.02 x without.
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -62,20 +63,29 @@ void emit(const char* name, const std::string& params, double ns, const char* ba
 }
 
 // Median over `repeats` of the per-operation time of `ops` calls of `op(thread)` run by
-// `threads` threads at once (wall time of the parallel region / ops per thread).
+// `threads` threads at once (wall time of the parallel region / ops per thread). The threads
+// are started once and meet at a barrier before and after each repeat, so thread start-up and
+// exit never land in the timed region.
 double time_per_op(int threads, int repeats, int ops, const std::function<void(int)>& op) {
+  std::barrier sync(threads + 1);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      for (int r = 0; r < repeats + 2; ++r) {
+        sync.arrive_and_wait();  // start
+        for (int i = 0; i < ops; ++i) op(t);
+        sync.arrive_and_wait();  // done
+      }
+    });
   std::vector<double> samples;
   for (int r = 0; r < repeats + 2; ++r) {  // two warm-up repeats
-    std::vector<std::thread> pool;
+    sync.arrive_and_wait();
     const auto start = clock_type::now();
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        for (int i = 0; i < ops; ++i) op(t);
-      });
-    for (auto& th : pool) th.join();
+    sync.arrive_and_wait();
     const double ns = std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
     if (r >= 2) samples.push_back(ns / ops);
   }
+  for (auto& th : pool) th.join();
   return median(samples);
 }
 
