@@ -29,13 +29,14 @@ constexpr vyre::staging_plan make_plan(std::size_t chunk, std::size_t chunks, st
 }
 
 // The documented automatic choices, checked at compile time.
-static_assert(vyre::auto_chunk_bytes(1 * MiB, 2) == 128 * KiB);
-static_assert(vyre::auto_chunk_bytes(4 * MiB, 4) == 256 * KiB);
+static_assert(vyre::auto_chunk_bytes(1 * MiB, 2) == 512 * KiB);
+static_assert(vyre::auto_chunk_bytes(4 * MiB, 4) == 512 * KiB);
+static_assert(vyre::auto_chunk_bytes(8 * MiB, 4) == 1 * MiB);
 static_assert(vyre::auto_chunk_bytes(64 * MiB, 4) == 4 * MiB);
 static_assert(vyre::auto_chunk_bytes(100, 1) == vyre::min_auto_chunk_bytes);
 static_assert(vyre::auto_chunk_bytes(std::size_t{1} << 40, 4) == vyre::max_auto_chunk_bytes);
-static_assert(vyre::plan_staging(1 * MiB, {}, 2) == make_plan(128 * KiB, 8, 2, 4));
-static_assert(vyre::plan_staging(4 * MiB, {}, 4) == make_plan(256 * KiB, 16, 4, 4));
+static_assert(vyre::plan_staging(1 * MiB, {}, 2) == make_plan(512 * KiB, 2, 2, 1));
+static_assert(vyre::plan_staging(4 * MiB, {}, 4) == make_plan(512 * KiB, 8, 4, 2));
 static_assert(vyre::plan_staging(64 * MiB, {}, 4) == make_plan(4 * MiB, 16, 4, 2));
 
 }  // namespace
