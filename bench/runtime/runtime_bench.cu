@@ -100,8 +100,10 @@ void bench_device_allocation(int threads) {
   std::vector<cudaStream_t> streams(threads);
   for (auto& s : streams) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   auto& pool = gpu->memory();
+  // Repeats of ~10 ms: long enough for the core to reach its full clock after the barrier.
+  const int pool_ops = threads == 1 ? 500000 : 50000;
 
-  const double hit_ns = time_per_op(threads, 15, 20000, [&](int t) {
+  const double hit_ns = time_per_op(threads, 15, pool_ops, [&](int t) {
     void* p = value_of(pool.try_allocate(bytes, streams[t]));
     ok(pool.try_deallocate(p, bytes, streams[t]));
   });
@@ -129,7 +131,7 @@ void bench_device_allocation(int threads) {
 
   // The same pool without telemetry: what the counters cost under contention.
   vyre::caching_pool_resource bare(0, nullptr);
-  const double bare_ns = time_per_op(threads, 15, 20000, [&](int t) {
+  const double bare_ns = time_per_op(threads, 15, pool_ops, [&](int t) {
     void* p = value_of(bare.try_allocate(bytes, streams[t]));
     ok(bare.try_deallocate(p, bytes, streams[t]));
   });

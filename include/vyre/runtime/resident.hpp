@@ -84,16 +84,17 @@ inline constexpr std::size_t staging_ring_bytes = std::size_t{4} << 20;
 //! lost to 512 KiB-1 MiB ones at every size from 1 to 8 MiB).
 inline constexpr std::size_t min_auto_chunk_bytes = std::size_t{512} << 10;
 inline constexpr std::size_t max_auto_chunk_bytes = std::size_t{4} << 20;
-//! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`.
-inline constexpr std::size_t bytes_per_auto_lane = std::size_t{512} << 10;
+//! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`. A 1 MiB upload
+//! stays on the calling thread: waking a sleeping helper costs more than the lane saves there.
+inline constexpr std::size_t bytes_per_auto_lane = std::size_t{1} << 20;
 inline constexpr std::size_t max_auto_host_lanes = 4;
 //! Automatic chunks per lane: enough that each lane's host copy of one chunk overlaps the DMA
 //! of its previous one, few enough that the per-copy cost (a few microseconds of API time)
 //! stays small against the chunk's own copy time.
 inline constexpr std::size_t auto_chunks_per_lane = 2;
 
-//! `host_lanes` for a plain copy of `bytes`: one lane per 512 KiB, at most 4, within the
-//! machine's hardware threads (so 1 below 1 MiB).
+//! `host_lanes` for a plain copy of `bytes`: one lane per MiB, at most 4, within the machine's
+//! hardware threads (so 1 below 2 MiB).
 inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
   const std::size_t hardware = std::thread::hardware_concurrency();
   std::size_t lanes = bytes / bytes_per_auto_lane;
@@ -103,8 +104,8 @@ inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
 }
 
 //! `chunk_bytes` for `bytes` over `lanes` lanes: `auto_chunks_per_lane` chunks per lane,
-//! rounded down to a power of two, within [512 KiB, 4 MiB]. So 1 MiB over 2 lanes and 4 MiB
-//! over 4 lanes stage 512 KiB chunks, 8 MiB over 4 lanes 1 MiB chunks, 32 MiB and up 4 MiB.
+//! rounded down to a power of two, within [512 KiB, 4 MiB]. So 1 MiB on 1 lane and 4 MiB over
+//! 4 lanes stage 512 KiB chunks, 8 MiB over 4 lanes 1 MiB chunks, 32 MiB and up 4 MiB.
 constexpr std::size_t auto_chunk_bytes(std::size_t bytes, std::size_t lanes) noexcept {
   if (lanes == 0) lanes = 1;
   const std::size_t per_chunk = bytes / lanes / auto_chunks_per_lane;

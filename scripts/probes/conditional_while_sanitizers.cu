@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reproducers kept for the record (see docs/sanitizers.md): compute-sanitizer on work inside a
+// conditional WHILE graph body, with no vyre code. Build and run on a GPU machine:
+//   nvcc -std=c++20 -arch=sm_90 -o probe conditional_while_sanitizers.cu
+//   for mode in copy-direct copy-while sort-direct sort-while; do
+//     for tool in initcheck racecheck synccheck; do
+//       compute-sanitizer --tool $tool ./probe $mode; done; done
+// Modes:
+//   copy-*: a kernel writes all of `next`, then a device-to-device cudaMemcpyAsync copies it to
+//           `current` (example 02's fixpoint round); two rounds.
+//   sort-*: CUB's radix sort of 100 pairs, then a kernel that reduces in shared memory; two
+//           rounds.
+// *-direct launches the rounds on a stream, *-while runs them in a WHILE body that stops after
+// two rounds. Every mode prints "ok" when the results are right.
+#include <cub/cub.cuh>
+#include <cstdio>
+#include <cstring>
+
+#define CHECK(x)                                                                  \
+  do {                                                                            \
+    cudaError_t e = (x);                                                          \
+    if (e != cudaSuccess) {                                                       \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e));                         \
+      return 1;                                                                   \
+    }                                                                             \
+  } while (0)
+
+__global__ void write_all(unsigned* next, const unsigned* current, int n) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+    next[i] = current[i] + 1;
+}
+__global__ void block_sum(const unsigned* values, int n, unsigned* out) {
+  __shared__ unsigned partial[128];
+  unsigned sum = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) sum += values[i];
+  partial[threadIdx.x] = sum;
+  __syncthreads();
+  for (int stride = 64; stride > 0; stride /= 2) {
+    if (threadIdx.x < stride) partial[threadIdx.x] += partial[threadIdx.x + stride];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = partial[0];
+}
+__global__ void count_round(cudaGraphConditionalHandle handle, int* rounds) {
+  if (++*rounds >= 2) cudaGraphSetConditional(handle, 0);
+}
+
+int main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "copy-while";
+  const bool in_while = std::strstr(mode, "while") != nullptr;
+  const bool sort = std::strncmp(mode, "sort", 4) == 0;
+  const int n = sort ? 100 : 1024;
+  unsigned *current, *next, *keys_out, *vals_out, *sum;
+  int* rounds;
+  CHECK(cudaMalloc(&current, n * 4));
+  CHECK(cudaMalloc(&next, n * 4));
+  CHECK(cudaMalloc(&keys_out, n * 4));
+  CHECK(cudaMalloc(&vals_out, n * 4));
+  CHECK(cudaMalloc(&sum, 4));
+  CHECK(cudaMalloc(&rounds, 4));
+  unsigned host[1024];
+  for (int i = 0; i < n; ++i) host[i] = (i * 7919u) % 97u;
+  CHECK(cudaMemcpy(current, host, n * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemcpy(next, host, n * 4, cudaMemcpyHostToDevice));
+  CHECK(cudaMemset(rounds, 0, 4));
+  cudaStream_t s;
+  CHECK(cudaStreamCreate(&s));
+  void* temp = nullptr;
+  size_t temp_bytes = 0;
+  CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, current, keys_out, next, vals_out, n, 0,
+                                        7, s));
+  CHECK(cudaMalloc(&temp, temp_bytes));
+
+  auto round = [&](cudaStream_t stream) -> cudaError_t {
+    if (sort) {
+      cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, current, keys_out, next,
+                                                      vals_out, n, 0, 7, stream);
+      if (e != cudaSuccess) return e;
+      block_sum<<<1, 128, 0, stream>>>(keys_out, n, sum);
+      return cudaGetLastError();
+    }
+    write_all<<<4, 256, 0, stream>>>(next, current, n);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return e;
+    return cudaMemcpyAsync(current, next, n * 4, cudaMemcpyDeviceToDevice, stream);
+  };
+
+  if (!in_while) {
+    CHECK(round(s));
+    CHECK(round(s));
+  } else {
+    cudaGraph_t graph;
+    CHECK(cudaGraphCreate(&graph, 0));
+    cudaGraphConditionalHandle handle;
+    CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
+    cudaGraphNodeParams params = {};
+    params.type = cudaGraphNodeTypeConditional;
+    params.conditional.handle = handle;
+    params.conditional.type = cudaGraphCondTypeWhile;
+    params.conditional.size = 1;
+    cudaGraphNode_t node;
+    CHECK(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params));
+    cudaGraph_t body = params.conditional.phGraph_out[0];
+    CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0,
+                                        cudaStreamCaptureModeThreadLocal));
+    CHECK(round(s));
+    count_round<<<1, 1, 0, s>>>(handle, rounds);
+    CHECK(cudaStreamEndCapture(s, &body));
+    cudaGraphExec_t exec;
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    CHECK(cudaGraphLaunch(exec, s));
+  }
+  CHECK(cudaStreamSynchronize(s));
+  unsigned result[1024];
+  bool right = true;
+  if (sort) {
+    unsigned total = 0, expected = 0;
+    CHECK(cudaMemcpy(&total, sum, 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i) expected += host[i];
+    right = total == expected;
+  } else {
+    CHECK(cudaMemcpy(result, current, n * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < n; ++i) right = right && result[i] == host[i] + 2;
+  }
+  std::printf("%s: %s\n", mode, right ? "ok" : "WRONG");
+  return right ? 0 : 2;
+}
