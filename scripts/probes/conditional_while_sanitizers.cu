@@ -11,9 +11,11 @@
 //   sort-*: CUB's radix sort of 100 pairs, then a kernel that reduces in shared memory; two
 //           rounds.
 // *-direct launches the rounds on a stream, *-while runs them in a WHILE body that stops after
-// two rounds. Every mode prints "ok" when the results are right.
+// them; argv[2] is the number of rounds (default 2). Every mode prints "ok" when the results
+// are right.
 #include <cub/cub.cuh>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #define CHECK(x)                                                                  \
@@ -41,12 +43,13 @@ __global__ void block_sum(const unsigned* values, int n, unsigned* out) {
   }
   if (threadIdx.x == 0) *out = partial[0];
 }
-__global__ void count_round(cudaGraphConditionalHandle handle, int* rounds) {
-  if (++*rounds >= 2) cudaGraphSetConditional(handle, 0);
+__global__ void count_round(cudaGraphConditionalHandle handle, int* rounds, int limit) {
+  if (++*rounds >= limit) cudaGraphSetConditional(handle, 0);
 }
 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "copy-while";
+  const int round_count = argc > 2 ? std::atoi(argv[2]) : 2;
   const bool in_while = std::strstr(mode, "while") != nullptr;
   const bool sort = std::strncmp(mode, "sort", 4) == 0;
   const int n = sort ? 100 : 1024;
@@ -86,8 +89,7 @@ int main(int argc, char** argv) {
   };
 
   if (!in_while) {
-    CHECK(round(s));
-    CHECK(round(s));
+    for (int r = 0; r < round_count; ++r) CHECK(round(s));
   } else {
     cudaGraph_t graph;
     CHECK(cudaGraphCreate(&graph, 0));
@@ -104,7 +106,7 @@ int main(int argc, char** argv) {
     CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0,
                                         cudaStreamCaptureModeThreadLocal));
     CHECK(round(s));
-    count_round<<<1, 1, 0, s>>>(handle, rounds);
+    count_round<<<1, 1, 0, s>>>(handle, rounds, round_count);
     CHECK(cudaStreamEndCapture(s, &body));
     cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -120,7 +122,8 @@ int main(int argc, char** argv) {
     right = total == expected;
   } else {
     CHECK(cudaMemcpy(result, current, n * 4, cudaMemcpyDeviceToHost));
-    for (int i = 0; i < n; ++i) right = right && result[i] == host[i] + 2;
+    for (int i = 0; i < n; ++i)
+      right = right && result[i] == host[i] + static_cast<unsigned>(round_count);
   }
   std::printf("%s: %s\n", mode, right ? "ok" : "WRONG");
   return right ? 0 : 2;
