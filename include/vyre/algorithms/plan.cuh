@@ -7,11 +7,10 @@
 //! in allocations, CUB scratch queries, launches and synchronisations, not in the kernels. A
 //! plan pays those once:
 //!
-//! - every buffer and the CUB scratch are allocated once for a capacity (rows, children),
-//!   rounded up to a power of two of rows;
+//! - every buffer and the CUB scratch are allocated once for a capacity (rows, children);
 //! - the whole pipeline (input checks, the rounds inside a conditional WHILE node, the class
 //!   map, the rebuilt image / the choices and root cost) is captured once per row bucket (the
-//!   next power of two >= the rows, at least 1024) into one CUDA graph;
+//!   rows rounded up to a quarter of their power of two, at least 1024) into one CUDA graph;
 //! - the graph never changes: its kernels read the input (pointers and counts) from a device
 //!   parameter block, so a call is one small upload, one graph replay and one small readback.
 //!   Rows beyond the input up to the bucket are padding the kernels skip (their sort keys sort
@@ -36,7 +35,6 @@
 #endif
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -103,7 +101,7 @@ inline bool runs_on_host(const dispatch_options& options, std::uint32_t rows,
 
 //! The largest input a plan holds without reallocating.
 struct plan_capacity {
-  std::uint32_t rows = 0;      //!< rows (rounded up to a power of two, at least 1024)
+  std::uint32_t rows = 0;      //!< rows (rounded up to a row bucket, at least 1024)
   std::uint32_t children = 0;  //!< child entries
 };
 
@@ -118,10 +116,33 @@ namespace detail {
 inline constexpr std::uint32_t plan_min_bucket = 1024;
 inline constexpr std::uint32_t plan_max_bucket = 1u << 30;  // CUB item counts stay < INT_MAX
 
-//! The row bucket of `rows`: the next power of two, at least `plan_min_bucket`.
+//! The row bucket of `rows`: at least `plan_min_bucket`, else `rows` rounded up to a quarter
+//! of its octave (4 buckets per power of two), so padding costs at most 25% of the input.
+//! @pre rows <= plan_max_bucket
 inline std::uint32_t plan_bucket(std::uint32_t rows) noexcept {
-  return rows <= plan_min_bucket ? plan_min_bucket : cuda::std::bit_ceil(rows);
+  if (rows <= plan_min_bucket) return plan_min_bucket;
+  const std::uint32_t step = cuda::std::bit_floor(rows - 1) / 4;
+  return (rows + step - 1) / step * step;
 }
+
+//! Instantiated graphs by key (a bucket, or a bucket and a variant), captured on first use.
+class graph_cache {
+ public:
+  cudaGraphExec_t find(std::uint64_t key) const noexcept {
+    for (const auto& [k, exec] : entries_)
+      if (k == key) return exec.get();
+    return nullptr;
+  }
+  expected<cudaGraphExec_t> insert(std::uint64_t key, graph::detail::unique_exec exec) {
+    VYRE_TRY(try_reserve(entries_, entries_.size() + 1, "plan: graph cache"));
+    entries_.emplace_back(key, std::move(exec));
+    return entries_.back().second.get();
+  }
+  void clear() noexcept { entries_.clear(); }
+
+ private:
+  std::vector<std::pair<std::uint64_t, graph::detail::unique_exec>> entries_;
+};
 
 //! What every plan kernel reads from device memory: the input of the current call.
 struct plan_params {
@@ -601,10 +622,6 @@ expected<graph::detail::unique_exec> instantiate_loop_graph(cudaStream_t stream,
   return graph::detail::unique_exec(exec);
 }
 
-inline unsigned log2_bucket(std::uint32_t bucket) noexcept {
-  return static_cast<unsigned>(cuda::std::countr_zero(bucket));
-}
-
 inline error plan_capacity_error(const char* what, std::uint32_t rows, std::uint32_t children,
                                  const plan_capacity& capacity) {
   return error(errc::out_of_range, what)
@@ -685,7 +702,7 @@ class congruence_plan {
   const plan_capacity& capacity() const noexcept { return capacity_; }
   cudaStream_t stream() const noexcept { return stream_; }
 
-  //! Makes room for `capacity` (rows rounded up to a power of two >= 1024). Drops the captured
+  //! Makes room for `capacity` (rows rounded up to a row bucket >= 1024). Drops the captured
   //! graphs when it reallocates. Strong guarantee: on failure the plan keeps its old storage.
   expected<void> reserve(plan_capacity capacity) {
     if (capacity.rows > detail::plan_max_bucket)
@@ -701,7 +718,7 @@ class congruence_plan {
     VYRE_TRY_ASSIGN(storage fresh, storage::allocate(grown, stream_));
     storage_ = std::move(fresh);
     capacity_ = grown;
-    for (auto& exec : graphs_) exec.reset();
+    graphs_.clear();
     reserved_ = expected<void>{};
     return {};
   }
@@ -891,11 +908,18 @@ class congruence_plan {
       VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, (B + 1) * sizeof(std::uint32_t), stream), what);
       // CUB scratch: the largest need over every bucket up to the capacity.
       std::size_t bytes = 1;
-      for (std::size_t b = detail::plan_min_bucket; b <= B; b *= 2) {
+      for (std::size_t b = detail::plan_min_bucket; b <= B;
+           b = detail::plan_bucket(static_cast<std::uint32_t>(b) + 1)) {
         const auto n = static_cast<std::uint32_t>(b);
         std::size_t need = 0;
         VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, need, s.keys.get(), s.sorted_keys.get(),
                                                       s.rows.get(), s.sorted_rows.get(), n, 0, 32, stream),
+                      "congruence_plan: scratch size (cub::DeviceRadixSort::SortPairs)");
+        bytes = (std::max)(bytes, need);
+        const int group_bits = (cuda::std::max)(1, cuda::std::bit_width(n));
+        VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, need, s.keys.get(), s.rows.get(),
+                                                      s.sorted_keys.get(), s.r_group_rows.get(), n,
+                                                      0, group_bits, stream),
                       "congruence_plan: scratch size (cub::DeviceRadixSort::SortPairs)");
         bytes = (std::max)(bytes, need);
         VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, need, s.run_start.get(), s.run_start.get(),
@@ -940,11 +964,9 @@ class congruence_plan {
   }
 
   expected<cudaGraphExec_t> graph_for(std::uint32_t bucket) {
-    auto& slot = graphs_[detail::log2_bucket(bucket)];
-    if (!slot) {
-      VYRE_TRY_ASSIGN(slot, capture(bucket));
-    }
-    return slot.get();
+    if (cudaGraphExec_t exec = graphs_.find(bucket); exec != nullptr) return exec;
+    VYRE_TRY_ASSIGN(auto exec, capture(bucket));
+    return graphs_.insert(bucket, std::move(exec));
   }
 
   //! The whole pipeline for inputs of at most `bucket` rows.
@@ -1047,7 +1069,7 @@ class congruence_plan {
   Signature signature_{};
   plan_capacity capacity_{};
   storage storage_{};
-  std::array<graph::detail::unique_exec, 32> graphs_{};
+  detail::graph_cache graphs_;
   expected<void> reserved_{};
 };
 
@@ -1095,7 +1117,7 @@ class extract_plan {
     VYRE_TRY_ASSIGN(storage fresh, storage::allocate(grown, stream_));
     storage_ = std::move(fresh);
     capacity_ = grown;
-    for (auto& exec : graphs_) exec.reset();
+    graphs_.clear();
     reserved_ = expected<void>{};
     return {};
   }
@@ -1273,11 +1295,10 @@ class extract_plan {
   }
 
   expected<cudaGraphExec_t> graph_for(std::uint32_t bucket, bool single) {
-    auto& slot = graphs_[2 * detail::log2_bucket(bucket) + (single ? 1 : 0)];
-    if (!slot) {
-      VYRE_TRY_ASSIGN(slot, capture(bucket, single));
-    }
-    return slot.get();
+    const std::uint64_t key = 2 * std::uint64_t{bucket} + (single ? 1 : 0);
+    if (cudaGraphExec_t exec = graphs_.find(key); exec != nullptr) return exec;
+    VYRE_TRY_ASSIGN(auto exec, capture(bucket, single));
+    return graphs_.insert(key, std::move(exec));
   }
 
   expected<graph::detail::unique_exec> capture(std::uint32_t bucket, bool single) {
@@ -1323,7 +1344,7 @@ class extract_plan {
   extract_options options_{};
   plan_capacity capacity_{};
   storage storage_{};
-  std::array<graph::detail::unique_exec, 64> graphs_{};
+  detail::graph_cache graphs_;
   expected<void> reserved_{};
 };
 
