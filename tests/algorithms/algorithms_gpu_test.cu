@@ -734,3 +734,67 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU", "[
   }
 }
 #endif
+
+TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu][build]") {
+  stream_guard s;
+  build_workspace workspace(s.stream);
+  REQUIRE(workspace.reserve(16).has_value());
+  CHECK(workspace.capacity() >= 16u);
+  const auto check_with = [&](const raw_rows& rows) {
+    auto expected_image = pack_reference(rows.ref());
+    REQUIRE(expected_image.has_value());
+    device_rows on_device(rows, s.stream);
+    auto image = build(on_device.view, workspace);
+    if (!image) FAIL(image.error().message());
+    CHECK(image->layout() == expected_image->layout);
+    CHECK(download(image->words(), static_cast<std::size_t>(image->word_count()), s.stream) ==
+          expected_image->words);
+  };
+  check_with(design_example());
+  check_with(synthetic(20000, 1, true).rows);  // grows
+  CHECK(workspace.capacity() >= 19000u);
+  check_with(design_example());  // a small input in a large workspace
+  check_with(diamond_rows());
+  check_with(chain_rows(300));
+  check_with(synthetic(50000, 2, false).rows);  // grows again
+  check_with(synthetic(50000, 2, false).rows);  // the same input twice
+
+  // Errors leave the workspace usable.
+  raw_rows missing;
+  add_row(missing, 1, 0, {7});
+  device_rows bad(missing, s.stream);
+  auto no_class = build(bad.view, workspace);
+  REQUIRE_FALSE(no_class.has_value());
+  CHECK(no_class.error().code() == errc::not_found);
+  CHECK(no_class.error().value_or("child_entry", 9) == 0);
+  raw_rows_ref short_children = bad.view;
+  short_children.child_count = 0;
+  auto overrun = build(short_children, workspace);
+  REQUIRE_FALSE(overrun.has_value());
+  CHECK(overrun.error().code() == errc::out_of_range);
+  CHECK(overrun.error().value_or("row", 9) == 0);
+  CHECK(overrun.error().value_or("length_sum", 0) == 1);
+  check_with(synthetic(1000, 3, true).rows);
+}
+
+TEST_CASE("device build names the first row whose children run past the column",
+          "[gpu][build][errors]") {
+  stream_guard s;
+  raw_rows rows;
+  add_row(rows, 1, 0, {1});
+  add_row(rows, 2, 0, {1, 2});
+  add_row(rows, 3, 0, {1});
+  rows.children.insert(rows.children.end(), {1, 1, 1, 1, 1});  // 9 readable child entries
+  device_rows on_device(rows, s.stream);
+  raw_rows_ref view = on_device.view;
+  view.child_count = 2;  // row 1's range [1, 3) runs past 2
+  auto past = build(view, s.stream);
+  REQUIRE_FALSE(past.has_value());
+  CHECK(past.error().code() == errc::out_of_range);
+  CHECK(past.error().value_or("row", 9) == 1);
+  view.child_count = 9;  // the lengths fall short: the last row is named
+  auto short_sum = build(view, s.stream);
+  REQUIRE_FALSE(short_sum.has_value());
+  CHECK(short_sum.error().value_or("row", 9) == 2);
+  CHECK(short_sum.error().value_or("length_sum", 0) == 4);
+}

@@ -183,31 +183,130 @@ inline error build_child_error(const device_status& status) {
 
 }  // namespace detail
 
-//! Builds the packed image of `rows` (device pointers) on `stream`: the same words the host
-//! pack writes for the same rows (children offsets = prefix sums of the lengths; groups list
-//! rows ascending).
+//! Reusable temporaries for repeated `build` calls on one stream: the sort and group
+//! buffers, the CUB scratch and a page-locked readback slot, grown as inputs need (never
+//! shrunk). With a warm workspace a build allocates only its image, and the host's wait for
+//! the id range overlaps the row-id / length-sum pass.
+//! @note Bound to the stream it was made for; not thread-safe. Memory is freed in stream order
+//!       on that stream: keep the stream alive until the workspace is destroyed.
+class build_workspace {
+ public:
+  build_workspace() noexcept = default;
+  explicit build_workspace(cudaStream_t stream) noexcept : stream_(stream) {}
+  build_workspace(build_workspace&&) noexcept = default;
+  build_workspace& operator=(build_workspace&&) noexcept = default;
+
+  cudaStream_t stream() const noexcept { return stream_; }
+  //! Rows the temporaries hold without reallocating.
+  std::uint32_t capacity() const noexcept { return capacity_; }
+
+  //! Allocates for `rows` rows now (the first `build` does it otherwise).
+  expected<void> reserve(std::uint32_t rows) {
+    VYRE_TRY(reserve_head(rows));
+    return reserve_tail(rows);
+  }
+
+ private:
+  friend expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
+                                             child_check check);
+  friend expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+                                             child_check check);
+  using u32_buffer = device_buffer<std::uint32_t>;
+
+  build_workspace(cudaStream_t stream, bool pinned) noexcept : stream_(stream), pinned_(pinned) {}
+
+  //! What the first kernels need: counters, row ids, scratch (and the pinned slot and event).
+  expected<void> reserve_head(std::uint32_t rows) {
+    const char* what = "build: workspace";
+    if (counters_.get() == nullptr) {
+      VYRE_TRY_ASSIGN(counters_, device_buffer<detail::build_counters>::allocate(1, stream_, what));
+    }
+    if (pinned_ && readback_.get() == nullptr) {
+      VYRE_TRY_ASSIGN(readback_, detail::pinned_buffer<detail::build_counters>::allocate(1, what));
+      VYRE_TRY_ASSIGN(id_range_read_, detail::owned_event::create(what));
+    }
+    if (rows > row_ids_.size()) {
+      VYRE_TRY_ASSIGN(row_ids_, u32_buffer::allocate(grown(rows), stream_, what));
+    }
+    // CUB's scratch for every call at this size (the sort over all 32 bits and the group scan
+    // over R + 1 items bound the later, narrower calls); queried per call: host-only sizes.
+    std::size_t max_bytes = 0, sort_bytes = 0, rle_bytes = 0, scan_bytes = 0, group_scan_bytes = 0;
+    std::uint32_t* none = nullptr;
+    int* no_count = nullptr;
+    VYRE_CUDA_TRY(cub::DeviceReduce::Max(nullptr, max_bytes, none, none, rows, stream_),
+                  "build: scratch size (cub::DeviceReduce::Max)");
+    VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, none, none, none, none, rows,
+                                                  0, 32, stream_),
+                  "build: scratch size (cub::DeviceRadixSort::SortPairs)");
+    VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, none, none, none, no_count,
+                                                     static_cast<int>(rows), stream_),
+                  "build: scratch size (cub::DeviceRunLengthEncode::Encode)");
+    VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, rows, stream_),
+                  "build: scratch size (cub::DeviceScan::ExclusiveSum)");
+    VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, group_scan_bytes, none, none, rows + 1, stream_),
+                  "build: scratch size (cub::DeviceScan::ExclusiveSum)");
+    const std::size_t need =
+        (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, group_scan_bytes, std::size_t{1}});
+    if (need > scratch_.size()) {
+      VYRE_TRY_ASSIGN(scratch_, device_buffer<unsigned char>::allocate(need, stream_, "build: CUB scratch"));
+    }
+    return {};
+  }
+
+  //! What the sort and the groups need (allocated while the first kernels run).
+  expected<void> reserve_tail(std::uint32_t rows) {
+    const char* what = "build: workspace";
+    if (rows <= capacity_) return {};
+    const std::size_t size = grown(rows);
+    for (u32_buffer* b : {&sorted_ids_, &sorted_rows_, &unique_ids_}) {
+      VYRE_TRY_ASSIGN(*b, u32_buffer::allocate(size, stream_, what));
+    }
+    VYRE_TRY_ASSIGN(counts_, u32_buffer::allocate(size + 1, stream_, what));
+    capacity_ = static_cast<std::uint32_t>(size);
+    return {};
+  }
+
+  //! Repeated builds grow by half again, so a slowly growing e-graph reallocates rarely;
+  //! a one-shot workspace takes exactly what it needs.
+  std::size_t grown(std::uint32_t rows) const noexcept {
+    if (!pinned_) return rows;
+    const std::uint64_t half_again = std::uint64_t{capacity_} + capacity_ / 2;
+    return static_cast<std::size_t>((std::min)(std::uint64_t{INT_MAX}, (std::max)(std::uint64_t{rows}, half_again)));
+  }
+
+  cudaStream_t stream_ = nullptr;
+  bool pinned_ = true;
+  std::uint32_t capacity_ = 0;
+  u32_buffer row_ids_, sorted_ids_, sorted_rows_, unique_ids_, counts_;
+  device_buffer<detail::build_counters> counters_;
+  device_buffer<unsigned char> scratch_;
+  detail::pinned_buffer<detail::build_counters> readback_;
+  detail::owned_event id_range_read_;
+};
+
+//! Builds the packed image of `rows` (device pointers) on the workspace's stream: the same
+//! words the host pack writes for the same rows (children offsets = prefix sums of the
+//! lengths; groups list rows ascending).
 //!
-//! Work: one prepass (row ids + u64 length sum), `cub::DeviceReduce::Max` (the id range ->
-//! the bits the sort needs), `cub::DeviceRadixSort::SortPairs` over those bits,
-//! `cub::DeviceRunLengthEncode::Encode`, two `cub::DeviceScan::ExclusiveSum`, one kernel for
-//! the row columns, signatures and children, one for the group columns; all CUB calls share
-//! one scratch allocation. Synchronises `stream` twice: for the id range, and for the group
-//! count with the input checks. The image's words are written in stream order after the call
-//! returns: use it on `stream` (or synchronise) like any other stream-ordered result.
-//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
-//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
-//!       back to the driver and the next call maps it again; an engine that builds repeatedly
-//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
-//! @pre `rows` points to device memory readable on `stream`.
+//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs), one pass for the
+//! row ids and the u64 length sum (it runs while the host reads the id range),
+//! `cub::DeviceRadixSort::SortPairs` over those bits, `cub::DeviceRunLengthEncode::Encode`,
+//! two `cub::DeviceScan::ExclusiveSum`, one kernel for the row columns, signatures and
+//! children, one for the group columns. Two host waits: the id range, and the group count
+//! with the input checks. The image's words are written in stream order after the call
+//! returns: use it on the stream (or synchronise) like any other stream-ordered result.
+//! @pre `rows` points to device memory readable on the workspace's stream.
 //! @throws nothing; errors: lengths that do not add up to `child_count` (`errc::out_of_range`,
 //!         naming the first row past the column), a child without rows (`errc::not_found`,
 //!         when `check` is on), more than INT_MAX rows (`errc::abi_limit`), CUDA failures
-//!         (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks.
-inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+//!         (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks; the workspace stays
+//!         usable after an error.
+inline expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
                                            child_check check = child_check::on) {
   using detail::block_size;
   using detail::grid_for;
   using u32_buffer = device_buffer<std::uint32_t>;
+  const cudaStream_t stream = workspace.stream_;
   const std::uint32_t R = rows.row_count;
   if (R > static_cast<std::uint32_t>(INT_MAX))
     return fail(error(errc::abi_limit, "build: too many rows for CUB's run-length encode")
@@ -224,95 +323,98 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
     return device_packed_image(std::move(words), packed_layout{});
   }
 
-  // Scratch for every CUB call, sized once (the sort over all 32 bits and the group scan over
-  // R + 1 items bound the later, narrower calls).
-  VYRE_TRY_ASSIGN(auto counters, device_buffer<detail::build_counters>::allocate(1, stream, "build: counters"));
-  VYRE_TRY_ASSIGN(u32_buffer row_ids, u32_buffer::allocate(R, stream, "build: row ids"));
-  VYRE_TRY_ASSIGN(u32_buffer sorted_ids, u32_buffer::allocate(R, stream, "build: sorted ids"));
-  VYRE_TRY_ASSIGN(u32_buffer sorted_rows, u32_buffer::allocate(R, stream, "build: sorted rows"));
-  VYRE_TRY_ASSIGN(u32_buffer unique_ids, u32_buffer::allocate(R, stream, "build: group ids"));
-  VYRE_TRY_ASSIGN(u32_buffer counts, u32_buffer::allocate(std::size_t{R} + 1, stream, "build: group sizes"));
-  detail::build_counters* const on_device = counters.get();
+  VYRE_TRY(workspace.reserve_head(R));
+  build_workspace& w = workspace;
+  detail::build_counters* const on_device = w.counters_.get();
   std::uint32_t* const largest = &on_device->largest_id;
   int* const groups_out = &on_device->groups;
-  std::size_t max_bytes = 0, sort_bytes = 0, rle_bytes = 0, scan_bytes = 0, group_scan_bytes = 0;
-  VYRE_CUDA_TRY(cub::DeviceReduce::Max(nullptr, max_bytes, rows.eclass, largest, R, stream),
-                "build: scratch size (cub::DeviceReduce::Max)");
-  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, rows.eclass, sorted_ids.get(),
-                                                row_ids.get(), sorted_rows.get(), R, 0, 32, stream),
-                "build: scratch size (cub::DeviceRadixSort::SortPairs)");
-  VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, sorted_ids.get(), unique_ids.get(),
-                                                   counts.get(), groups_out, static_cast<int>(R), stream),
-                "build: scratch size (cub::DeviceRunLengthEncode::Encode)");
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, rows.children_length,
-                                              sorted_ids.get(), R, stream),
-                "build: scratch size (cub::DeviceScan::ExclusiveSum)");
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, group_scan_bytes, counts.get(), counts.get(),
-                                              R + 1, stream),
-                "build: scratch size (cub::DeviceScan::ExclusiveSum)");
-  const std::size_t scratch_bytes =
-      (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, group_scan_bytes, std::size_t{1}});
-  VYRE_TRY_ASSIGN(auto scratch, device_buffer<unsigned char>::allocate(scratch_bytes, stream, "build: CUB scratch"));
+  const std::size_t scratch_bytes = w.scratch_.size();
+  detail::build_counters pageable{};
+  detail::build_counters* const seen = w.readback_.get() != nullptr ? w.readback_.get() : &pageable;
 
-  // Row ids, length sum and the id range, then the first readback.
+  // The id range first; the row-id / length-sum pass runs while the host waits for it.
   detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
   VYRE_TRY(detail::launched("build: init counters"));
-  detail::build_prepass_kernel<><<<grid_for(R), block_size, 0, stream>>>(
-      rows.children_length, R, row_ids.get(), &on_device->length_sum);
-  VYRE_TRY(detail::launched("build: row ids and length sum"));
   std::size_t bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceReduce::Max(scratch.get(), bytes, rows.eclass, largest, R, stream),
+  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.eclass, largest, R, stream),
                 "build: e-class id range (cub::DeviceReduce::Max)");
-  detail::build_counters seen{};
-  VYRE_TRY(detail::copy_to_host(&seen, on_device, 1, stream, "build: read id range"));
-  if (seen.length_sum != rows.child_count)
-    return fail(detail::build_length_error(rows, seen.length_sum, stream));
-  const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(seen.largest_id));
+  VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
+                                cudaMemcpyDeviceToHost, stream),
+                "build: read id range");
+  if (seen == &pageable)  // a pageable copy has completed when the call returns; be explicit
+    VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read id range");
+  else
+    VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
+  detail::build_prepass_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+      rows.children_length, R, w.row_ids_.get(), &on_device->length_sum);
+  VYRE_TRY(detail::launched("build: row ids and length sum"));
+  VYRE_TRY(w.reserve_tail(R));
+  if (seen != &pageable)
+    VYRE_CUDA_TRY(cudaEventSynchronize(w.id_range_read_.get()), "build: read id range");
+  const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(seen->largest_id));
 
   // Rows sorted by e-class (stable: ascending rows inside each class), then the groups.
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(scratch.get(), bytes, rows.eclass, sorted_ids.get(),
-                                                row_ids.get(), sorted_rows.get(), R, 0, end_bit,
-                                                stream),
+  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(w.scratch_.get(), bytes, rows.eclass,
+                                                w.sorted_ids_.get(), w.row_ids_.get(),
+                                                w.sorted_rows_.get(), R, 0, end_bit, stream),
                 "build: group rows (cub::DeviceRadixSort::SortPairs)");
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(scratch.get(), bytes, sorted_ids.get(),
-                                                   unique_ids.get(), counts.get(), groups_out,
+  VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(w.scratch_.get(), bytes, w.sorted_ids_.get(),
+                                                   w.unique_ids_.get(), w.counts_.get(), groups_out,
                                                    static_cast<int>(R), stream),
                 "build: groups (cub::DeviceRunLengthEncode::Encode)");
   if (check == child_check::on && rows.child_count != 0) {
     detail::check_children_kernel<><<<grid_for(rows.child_count), block_size, 0, stream>>>(
-        rows.children, rows.child_count, unique_ids.get(), groups_out, &on_device->status);
+        rows.children, rows.child_count, w.unique_ids_.get(), groups_out, &on_device->status);
     VYRE_TRY(detail::launched("build: child check"));
   }
-  VYRE_TRY(detail::copy_to_host(&seen, on_device, 1, stream, "build: read group count"));
-  if (seen.status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen.status));
-  const auto G = static_cast<std::uint32_t>(seen.groups);
+  VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
+                                cudaMemcpyDeviceToHost, stream),
+                "build: read group count");
+  VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read group count");
+  if (seen->length_sum != rows.child_count)
+    return fail(detail::build_length_error(rows, seen->length_sum, stream));
+  if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
+  const auto G = static_cast<std::uint32_t>(seen->groups);
 
-  // The image: everything from here on is stream-ordered work, no further synchronisation.
+  // The image: everything from here on is stream-ordered work, no further waits.
   const packed_layout layout{R, rows.child_count, G};
   VYRE_TRY_ASSIGN(auto words, u32_buffer::allocate(static_cast<std::size_t>(layout.word_count()),
                                                    stream, "build: image"));
   std::uint32_t* const base = words.get();
   std::uint32_t* const offsets = base + layout.row_children_offsets();
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(scratch.get(), bytes, rows.children_length, offsets, R, stream),
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.children_length, offsets,
+                                              R, stream),
                 "build: children offsets (cub::DeviceScan::ExclusiveSum)");
   detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
       rows, offsets, base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
       base + layout.row_children_lens(), base + layout.row_signatures(), base + layout.children());
   VYRE_TRY(detail::launched("build: row columns, signatures and children"));
   detail::build_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(
-      unique_ids.get(), G, sorted_rows.get(), R, base + layout.group_eclass_ids(),
+      w.unique_ids_.get(), G, w.sorted_rows_.get(), R, base + layout.group_eclass_ids(),
       base + layout.group_rows());
   VYRE_TRY(detail::launched("build: group ids and rows"));
   // Exclusive sum over G + 1 items: the last offset is the sum of the G real counts (R); the
   // (G+1)-th count is never part of an output, so it needs no sentinel.
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(scratch.get(), bytes, counts.get(),
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
                                               base + layout.group_offsets(), G + 1, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(words), layout);
+}
+
+//! One-shot `build` on `stream`: a temporary workspace (pageable readbacks, exact sizes,
+//! freed in stream order). Engines that build repeatedly keep a `build_workspace` instead.
+//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
+//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
+//!       back to the driver and the next call maps it again; an engine that builds repeatedly
+//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
+inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+                                           child_check check = child_check::on) {
+  build_workspace once(stream, false);
+  return build(rows, once, check);
 }
 
 }  // namespace vyre::algorithms
