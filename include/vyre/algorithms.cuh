@@ -6,6 +6,7 @@
 //!
 //!     // rows: a raw_rows_ref of device pointers (e-class, op, children length, children)
 //!     auto image = vyre::algorithms::build(rows, stream);              // packed image
+//!     // repeated builds: vyre::algorithms::build_workspace ws(stream); build(rows, ws);
 //!     auto closure = vyre::algorithms::congruence(image->ref(), stream); // GPU rebuild
 //!     auto best = vyre::algorithms::extract(closure->rebuilt.ref(), costs, roots, stream);
 //!

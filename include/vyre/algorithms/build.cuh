@@ -5,7 +5,9 @@
 //! (e-class, row) pairs restricted to the bits the ids use, a run-length encode for the groups,
 //! exclusive scans for the children and group offsets; one kernel writes the row columns,
 //! signatures and children, one the group columns. Input checks (length sum, children naming
-//! rows) finish before the image is allocated, so a bad input costs no image.
+//! rows) finish before the image is allocated, so a bad input costs no image. Engines that
+//! build repeatedly pass a `build_workspace` (temporaries, scratch and a pinned readback kept
+//! between calls: only the image is allocated per build).
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only

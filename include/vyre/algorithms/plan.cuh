@@ -84,11 +84,15 @@ struct dispatch_options {
 };
 
 //! Default crossovers (rows) of `automatic` dispatch: below them the CPU reference is faster
-//! than one plan replay plus the upload and download. `bench_algorithms` measures them (its
-//! `congruence_dispatch_crossover` / `extract_dispatch_crossover` lines); re-measure on other
-//! machines and pass your own through `dispatch_options::host_below_rows`.
+//! than one plan replay plus the upload and download (a replay costs tens of microseconds of
+//! launch latency whatever the size; the CPU references cost about 0.2-0.3 us (congruence) and
+//! 0.1 us (extraction) per row on the real e-graphs). Chosen on the safe side: a file just
+//! below a crossover runs on the CPU, which is never slower than the CPU. `bench_algorithms`
+//! measures the real crossovers (its `congruence_dispatch_crossover` /
+//! `extract_dispatch_crossover` lines); re-measure on other machines and pass your own through
+//! `dispatch_options::host_below_rows`.
 inline constexpr std::uint32_t congruence_host_below_rows = 512;
-inline constexpr std::uint32_t extract_host_below_rows = 256;
+inline constexpr std::uint32_t extract_host_below_rows = 1024;
 
 namespace detail {
 inline bool runs_on_host(const dispatch_options& options, std::uint32_t rows,
