@@ -24,6 +24,7 @@
 #include <utility>
 #include <vector>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -69,20 +70,26 @@ namespace detail {
 
 //! Before the sort: the row ids the sort carries along (0..R-1), and the u64 sum of the
 //! children lengths (checked against `child_count` on the host: when they agree, no u32 prefix
-//! offset wraps, so the later kernels need no range checks).
+//! offset wraps, so the later kernels need no range checks). Launched with a capped grid: one
+//! block-reduced atomic per block, not per warp, so a 16M-row sum does not queue on one word.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void build_prepass_kernel(const std::uint32_t* lengths, std::uint32_t row_count,
-                                      std::uint32_t* row_ids, unsigned long long* length_sum) {
+VYRE_KERNEL void __launch_bounds__(block_size)
+    build_prepass_kernel(const std::uint32_t* lengths, std::uint32_t row_count,
+                         std::uint32_t* row_ids, unsigned long long* length_sum) {
+  using block_sum = cub::BlockReduce<unsigned long long, block_size>;
+  __shared__ typename block_sum::TempStorage scratch;
   unsigned long long local = 0;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < row_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     row_ids[i] = static_cast<std::uint32_t>(i);
     local += lengths[i];
   }
-  // Warp sum, then one atomic per warp.
-  for (int step = 16; step > 0; step /= 2) local += __shfl_down_sync(0xFFFFFFFFu, local, step);
-  if ((threadIdx.x & 31u) == 0 && local != 0) atomicAdd(length_sum, local);
+  const unsigned long long total = block_sum(scratch).Sum(local);
+  if (threadIdx.x == 0 && total != 0) atomicAdd(length_sum, total);
 }
+
+//! Blocks of the prepass: enough to fill the device, few enough that the atomics are cheap.
+inline constexpr unsigned prepass_max_blocks = 1024;
 
 //! The row columns in one pass: e-class, op and length copied, the children copied while they
 //! are read for the row's signature (the children column needs no separate copy).
@@ -347,7 +354,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read id range");
   else
     VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
-  detail::build_prepass_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+  detail::build_prepass_kernel<><<<(std::min)(grid_for(R), detail::prepass_max_blocks), block_size, 0, stream>>>(
       rows.children_length, R, w.row_ids_.get(), &on_device->length_sum);
   VYRE_TRY(detail::launched("build: row ids and length sum"));
   VYRE_TRY(w.reserve_tail(R));
