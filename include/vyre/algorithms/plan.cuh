@@ -210,7 +210,7 @@ VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::ui
   }
 }
 
-//! Canonical children, then (same kernel, next phase is a separate launch) signatures.
+//! Canonical children (dense class of each child's representative); clears the round's flag.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_canonicalise_kernel(const plan_params* params, const std::uint32_t* dense_child,
                                           const std::uint32_t* parent, std::uint32_t* canon,
