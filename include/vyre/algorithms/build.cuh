@@ -341,25 +341,31 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   detail::build_counters pageable{};
   detail::build_counters* const seen = w.readback_.get() != nullptr ? w.readback_.get() : &pageable;
 
-  // The id range first; the row-id / length-sum pass runs while the host waits for it.
+  // The id range first. With a pinned readback the row-id / length-sum pass runs while the
+  // host waits for it; a pageable readback blocks the host, so everything it does not need is
+  // enqueued (and the remaining temporaries allocated) before it.
   detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
   VYRE_TRY(detail::launched("build: init counters"));
   std::size_t bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.eclass, largest, R, stream),
                 "build: e-class id range (cub::DeviceReduce::Max)");
-  VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
-                                cudaMemcpyDeviceToHost, stream),
-                "build: read id range");
-  if (seen == &pageable)  // a pageable copy has completed when the call returns; be explicit
-    VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read id range");
-  else
+  const auto prepass = [&]() -> expected<void> {
+    detail::build_prepass_kernel<><<<(std::min)(grid_for(R), detail::prepass_max_blocks), block_size, 0, stream>>>(
+        rows.children_length, R, w.row_ids_.get(), &on_device->length_sum);
+    VYRE_TRY(detail::launched("build: row ids and length sum"));
+    return w.reserve_tail(R);
+  };
+  if (seen != &pageable) {
+    VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
+                                  cudaMemcpyDeviceToHost, stream),
+                  "build: read id range");
     VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
-  detail::build_prepass_kernel<><<<(std::min)(grid_for(R), detail::prepass_max_blocks), block_size, 0, stream>>>(
-      rows.children_length, R, w.row_ids_.get(), &on_device->length_sum);
-  VYRE_TRY(detail::launched("build: row ids and length sum"));
-  VYRE_TRY(w.reserve_tail(R));
-  if (seen != &pageable)
+    VYRE_TRY(prepass());
     VYRE_CUDA_TRY(cudaEventSynchronize(w.id_range_read_.get()), "build: read id range");
+  } else {
+    VYRE_TRY(prepass());
+    VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read id range"));
+  }
   const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(seen->largest_id));
 
   // Rows sorted by e-class (stable: ascending rows inside each class), then the groups.
