@@ -609,7 +609,8 @@ TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     INFO("single_block_max_groups = " << single_block_max);
     stream_guard s;
-    extract_plan plan(s.stream, {}, plan_growth::reallocate, extract_options{single_block_max});
+    extract_plan plan(s.stream, {}, plan_growth::reallocate,
+                      extract_options{single_block_max, single_block_max});
     REQUIRE(plan.valid());
     raw_rows ties;
     add_row(ties, 0, 0, {1, 1});
@@ -644,7 +645,7 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     stream_guard s;
     extract_plan plan(s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
-                      extract_options{single_block_max});
+                      extract_options{single_block_max, single_block_max});
     const device_packed_image image = build_on_device(rows, s.stream);
     const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
       const device_buffer<double> device_cost = upload(cost, s.stream);

@@ -48,6 +48,9 @@ struct device_extraction_result {
 struct extract_options {
   //! E-graphs with at most this many groups run the fixpoint in a single thread block.
   std::uint32_t single_block_max_groups = 16384;
+  //! `extract_plan` only (its rounds are row-parallel): the single block also needs at most
+  //! this many rows (a few per thread); larger e-graphs loop over grid-wide rounds.
+  std::uint32_t single_block_max_rows = 4096;
 };
 
 namespace detail {

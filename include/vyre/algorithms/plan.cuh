@@ -359,17 +359,61 @@ VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params, const std
 }
 
 // ---- extraction plan kernels ---------------------------------------------------------------
+//
+// Row-parallel, unlike the one-shot `extract`'s per-group rounds: a thread relaxes one row at a
+// time and lowers its class's cost with a compare-and-swap, so an e-class with thousands of
+// rows (common in the real e-graphs) no longer serialises a round on one thread. Costs only
+// decrease and every value written is some row's total, so the rounds reach the same fixpoint;
+// once a round changes nothing, each class's cost is exactly the minimum of its rows' totals
+// over the final costs (children summed in the reference's order), bit for bit the CPU's.
 
+//! cost[g] = min(cost[g], value) as one atomic step; returns whether it lowered the cost.
+VYRE_DEVICE inline bool lower_cost(double* cost, double value) noexcept {
+  auto* const bits = reinterpret_cast<unsigned long long*>(cost);
+  unsigned long long seen =
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*bits).load(
+          cuda::std::memory_order_relaxed);
+  while (value < __longlong_as_double(static_cast<long long>(seen))) {
+    const unsigned long long was =
+        atomicCAS(bits, seen, static_cast<unsigned long long>(__double_as_longlong(value)));
+    if (was == seen) return true;
+    seen = was;
+  }
+  return false;
+}
+
+VYRE_DEVICE inline bool relax_row(const packed_ref& image, const double* node_cost,
+                                  const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                                  double* cost, std::uint32_t r) noexcept {
+  return lower_cost(cost + dense_row[r], row_cost(image, node_cost, dense_child, cost, r));
+}
+
+//! Input checks and the dense indices: finite node costs, children naming groups, each row's
+//! group (a binary search over the group offsets per group-rows position: no thread walks a
+//! whole large group), costs at +inf and no choice yet.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* cost,
+                                           std::uint32_t* choice, std::uint32_t* dense_row,
                                            std::uint32_t* dense_child, device_status* status) {
   const packed_ref image = params->image;
-  VYRE_PLAN_LOOP(i, image.row_count())
-  if (!isfinite(params->node_cost[i])) atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
-  VYRE_PLAN_LOOP(i, image.group_count()) cost[i] = cuda::std::numeric_limits<double>::infinity();
+  const std::uint32_t G = image.group_count();
+  VYRE_PLAN_LOOP(i, image.row_count()) {
+    if (!isfinite(params->node_cost[i])) atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
+    // The group of position i: the last g with group_offsets[g] <= i.
+    std::uint32_t lo = 0, hi = G;
+    while (hi - lo > 1) {
+      const std::uint32_t mid = lo + (hi - lo) / 2;
+      if (image.group_offsets[mid] <= i) lo = mid; else hi = mid;
+    }
+    dense_row[image.group_rows[i]] = lo;
+  }
+  VYRE_PLAN_LOOP(i, G) {
+    cost[i] = cuda::std::numeric_limits<double>::infinity();
+    choice[i] = no_row;
+  }
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
-    if (g == image.group_count()) {
+    const std::uint32_t g = find_sorted(image.group_eclass, G, image.children[i]);
+    if (g == G) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
     } else {
@@ -378,11 +422,14 @@ VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* co
   }
 }
 
-//! The whole fixpoint in one block (small e-graphs), as `relax_single_block_kernel`.
+//! The whole fixpoint in one block (small e-graphs): row-parallel rounds separated by
+//! __syncthreads, stopping when a round lowers nothing or after #classes + 1 rounds
+//! (`changed` then stays set: a negative-cost cycle).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void __launch_bounds__(1024)
     plan_relax_single_block_kernel(const plan_params* params, const std::uint32_t* dense_child,
-                                   double* cost, plan_counters* counters) {
+                                   const std::uint32_t* dense_row, double* cost,
+                                   plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const packed_ref image = params->image;
   const std::uint64_t round_limit = std::uint64_t{image.group_count()} + 1;
@@ -392,8 +439,8 @@ VYRE_KERNEL void __launch_bounds__(1024)
     if (threadIdx.x == 0) changed = 0;
     __syncthreads();
     bool dropped = false;
-    for (std::uint32_t g = threadIdx.x; g < image.group_count(); g += blockDim.x)
-      dropped |= relax_group(image, params->node_cost, dense_child, cost, g);
+    for (std::uint32_t r = threadIdx.x; r < image.row_count(); r += blockDim.x)
+      dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost, r);
     if (dropped) atomicOr(&changed, 1);
     __syncthreads();
     ++rounds;
@@ -408,14 +455,17 @@ VYRE_KERNEL void __launch_bounds__(1024)
   if (threadIdx.x == 0) counters->rounds = rounds;
 }
 
+//! One row-parallel round over the whole grid (larger e-graphs, inside the WHILE loop).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params, const std::uint32_t* dense_child,
-                                         double* cost, plan_counters* counters) {
+                                         const std::uint32_t* dense_row, double* cost,
+                                         plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const packed_ref image = params->image;
   bool dropped = false;
-  VYRE_PLAN_LOOP(i, image.group_count())
-  dropped |= relax_group(image, params->node_cost, dense_child, cost, static_cast<std::uint32_t>(i));
+  VYRE_PLAN_LOOP(i, image.row_count())
+  dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost,
+                       static_cast<std::uint32_t>(i));
   if (dropped) counters->status.changed = 1;
 }
 
@@ -433,25 +483,21 @@ VYRE_KERNEL void plan_extract_continue_kernel(cudaGraphConditionalHandle handle,
   cudaGraphSetConditional(handle, again ? 1u : 0u);
 }
 
+//! Choices, row-parallel: a class's choice is its smallest row whose total over the final
+//! costs equals the class cost (the reference's "first strictly cheaper row" in ascending
+//! order); classes at +inf keep `no_row`.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_choose_kernel(const plan_params* params, const std::uint32_t* dense_child,
-                                    double* cost, std::uint32_t* choice,
-                                    const plan_counters* counters) {
-  if (!input_ok(&counters->status)) return;
+                                    const std::uint32_t* dense_row, double* cost,
+                                    std::uint32_t* choice, const plan_counters* counters) {
+  if (!input_ok(&counters->status) || counters->status.changed != 0) return;
   const packed_ref image = params->image;
-  VYRE_PLAN_LOOP(i, image.group_count()) {
-    const auto g = static_cast<std::uint32_t>(i);
-    double best = cuda::std::numeric_limits<double>::infinity();
-    std::uint32_t chosen = no_row;
-    for (std::uint32_t k = image.group_offsets[g]; k < image.group_offsets[g + 1]; ++k) {
-      const std::uint32_t r = image.group_rows[k];  // ascending: strict < keeps the smallest
-      const double total = row_cost(image, params->node_cost, dense_child, cost, r);
-      if (total < best) {
-        best = total;
-        chosen = r;
-      }
-    }
-    choice[g] = chosen;
+  VYRE_PLAN_LOOP(i, image.row_count()) {
+    const auto r = static_cast<std::uint32_t>(i);
+    const double total = row_cost(image, params->node_cost, dense_child, cost, r);
+    const std::uint32_t g = dense_row[r];
+    if (total < cuda::std::numeric_limits<double>::infinity() && total == cost[g])
+      atomicMin(&choice[g], r);
   }
 }
 
@@ -1033,7 +1079,8 @@ struct extraction_view {
 
 //! Repeated bottom-up extraction on e-graphs up to a capacity: one parameter upload (with the
 //! roots), one graph replay (single-block fixpoint for small e-graphs, else a conditional WHILE
-//! loop of rounds) and one small readback per call.
+//! loop of rounds) and one small readback per call. Rounds are row-parallel (see the kernels'
+//! note): same costs and choices as `extract` / `extract_reference`; `rounds` may differ.
 //! @note Not thread-safe; all work runs on the stream given at construction.
 class extract_plan {
  public:
@@ -1095,7 +1142,8 @@ class extract_plan {
                                     cudaMemcpyHostToDevice, stream_),
                     "extract_plan: upload roots");
     }
-    const bool single = image.group_count() <= options_.single_block_max_groups;
+    const bool single = image.group_count() <= options_.single_block_max_groups &&
+                        image.row_count() <= options_.single_block_max_rows;
     const std::uint32_t bucket = detail::plan_bucket(image.row_count());
     VYRE_TRY_ASSIGN(cudaGraphExec_t exec, graph_for(bucket, single));
     detail::plan_params p;
@@ -1209,7 +1257,7 @@ class extract_plan {
     detail::pinned_buffer<std::uint32_t> staging;   //!< run_host: image + costs up, results down
     device_buffer<std::uint32_t> input;     //!< run_host: the uploaded image and costs
     device_buffer<std::uint32_t> roots;
-    device_buffer<std::uint32_t> dense_child, choice;
+    device_buffer<std::uint32_t> dense_child, dense_row, choice;
     device_buffer<double> cost;
     detail::owned_stream capture;
 
@@ -1225,6 +1273,7 @@ class extract_plan {
       VYRE_TRY_ASSIGN(s.input, device_buffer<std::uint32_t>::allocate(10 * B + C + 2, stream, what));
       VYRE_TRY_ASSIGN(s.dense_child, device_buffer<std::uint32_t>::allocate(C, stream, what));
       VYRE_TRY_ASSIGN(s.choice, device_buffer<std::uint32_t>::allocate(B, stream, what));
+      VYRE_TRY_ASSIGN(s.dense_row, device_buffer<std::uint32_t>::allocate(B, stream, what));
       VYRE_TRY_ASSIGN(s.cost, device_buffer<double>::allocate(B, stream, what));
       VYRE_TRY_ASSIGN(s.capture, detail::owned_stream::create("extract_plan: capture stream"));
       s.ready = true;
@@ -1260,25 +1309,26 @@ class extract_plan {
       detail::plan_init_kernel<><<<1, 1, 0, on>>>(counters);
       VYRE_TRY(detail::launched("extract_plan: init counters"));
       detail::plan_extract_setup_kernel<><<<rows_grid, block_size, 0, on>>>(
-          params, s.cost.get(), s.dense_child.get(), &counters->status);
+          params, s.cost.get(), s.choice.get(), s.dense_row.get(), s.dense_child.get(),
+          &counters->status);
       VYRE_TRY(detail::launched("extract_plan: input checks"));
       if (single) {
-        detail::plan_relax_single_block_kernel<><<<1, 1024, 0, on>>>(params, s.dense_child.get(),
-                                                                    s.cost.get(), counters);
+        detail::plan_relax_single_block_kernel<><<<1, 1024, 0, on>>>(
+            params, s.dense_child.get(), s.dense_row.get(), s.cost.get(), counters);
         VYRE_TRY(detail::launched("extract_plan: single-block fixpoint"));
       }
       return {};
     };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
       detail::plan_relax_round_kernel<><<<rows_grid, block_size, 0, on>>>(
-          params, s.dense_child.get(), s.cost.get(), counters);
+          params, s.dense_child.get(), s.dense_row.get(), s.cost.get(), counters);
       VYRE_TRY(detail::launched("extract_plan: relax round"));
       detail::plan_extract_continue_kernel<><<<1, 1, 0, on>>>(handle, params, counters);
       return detail::launched("extract_plan: WHILE condition");
     };
     const auto suffix = [&](cudaStream_t on) -> expected<void> {
       detail::plan_choose_kernel<><<<rows_grid, block_size, 0, on>>>(
-          params, s.dense_child.get(), s.cost.get(), s.choice.get(), counters);
+          params, s.dense_child.get(), s.dense_row.get(), s.cost.get(), s.choice.get(), counters);
       VYRE_TRY(detail::launched("extract_plan: choose rows"));
       detail::plan_root_cost_kernel<><<<1, 32, 0, on>>>(params, s.cost.get(), counters);
       return detail::launched("extract_plan: root cost");
