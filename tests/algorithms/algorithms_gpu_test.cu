@@ -136,7 +136,7 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
     const device_packed_image image = build_on_device(rows, s.stream);
     const device_buffer<double> device_cost = upload(cost, s.stream);
     auto gpu = extract(image.ref(), device_cost.get(), {roots.data(), roots.size()}, s.stream,
-                       extract_options{single_block_max});
+                       extract_options{single_block_max, single_block_max});
     if (!gpu) FAIL(gpu.error().message());
     const std::size_t G = cpu->eclass_ids.size();
     const auto costs = download(gpu->cost.get(), G, s.stream);

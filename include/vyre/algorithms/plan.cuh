@@ -358,62 +358,18 @@ VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params, const std
   VYRE_PLAN_LOOP(g, groups) group_ids[g] = params->image.group_eclass[run_keys[g]];
 }
 
-// ---- extraction plan kernels ---------------------------------------------------------------
-//
-// Row-parallel, unlike the one-shot `extract`'s per-group rounds: a thread relaxes one row at a
-// time and lowers its class's cost with a compare-and-swap, so an e-class with thousands of
-// rows (common in the real e-graphs) no longer serialises a round on one thread. Costs only
-// decrease and every value written is some row's total, so the rounds reach the same fixpoint;
-// once a round changes nothing, each class's cost is exactly the minimum of its rows' totals
-// over the final costs (children summed in the reference's order), bit for bit the CPU's.
+// ---- extraction plan kernels: the one-shot `extract`'s row-parallel logic ----------------
 
-//! cost[g] = min(cost[g], value) as one atomic step; returns whether it lowered the cost.
-VYRE_DEVICE inline bool lower_cost(double* cost, double value) noexcept {
-  auto* const bits = reinterpret_cast<unsigned long long*>(cost);
-  unsigned long long seen =
-      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*bits).load(
-          cuda::std::memory_order_relaxed);
-  while (value < __longlong_as_double(static_cast<long long>(seen))) {
-    const unsigned long long was =
-        atomicCAS(bits, seen, static_cast<unsigned long long>(__double_as_longlong(value)));
-    if (was == seen) return true;
-    seen = was;
-  }
-  return false;
-}
-
-VYRE_DEVICE inline bool relax_row(const packed_ref& image, const double* node_cost,
-                                  const std::uint32_t* dense_child, const std::uint32_t* dense_row,
-                                  double* cost, std::uint32_t r) noexcept {
-  return lower_cost(cost + dense_row[r], row_cost(image, node_cost, dense_child, cost, r));
-}
-
-//! Input checks and the dense indices: finite node costs, children naming groups, each row's
-//! group (a binary search over the group offsets per group-rows position: no thread walks a
-//! whole large group), costs at +inf and no choice yet.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* cost,
                                            std::uint32_t* choice, std::uint32_t* dense_row,
                                            std::uint32_t* dense_child, device_status* status) {
   const packed_ref image = params->image;
-  const std::uint32_t G = image.group_count();
-  VYRE_PLAN_LOOP(i, image.row_count()) {
-    if (!isfinite(params->node_cost[i])) atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
-    // The group of position i: the last g with group_offsets[g] <= i.
-    std::uint32_t lo = 0, hi = G;
-    while (hi - lo > 1) {
-      const std::uint32_t mid = lo + (hi - lo) / 2;
-      if (image.group_offsets[mid] <= i) lo = mid; else hi = mid;
-    }
-    dense_row[image.group_rows[i]] = lo;
-  }
-  VYRE_PLAN_LOOP(i, G) {
-    cost[i] = cuda::std::numeric_limits<double>::infinity();
-    choice[i] = no_row;
-  }
+  VYRE_PLAN_LOOP(i, image.row_count())
+  extract_setup_at(image, params->node_cost, i, cost, choice, dense_row, status);
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass, G, image.children[i]);
-    if (g == G) {
+    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
+    if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
     } else {
@@ -422,9 +378,6 @@ VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* co
   }
 }
 
-//! The whole fixpoint in one block (small e-graphs): row-parallel rounds separated by
-//! __syncthreads, stopping when a round lowers nothing or after #classes + 1 rounds
-//! (`changed` then stays set: a negative-cost cycle).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void __launch_bounds__(1024)
     plan_relax_single_block_kernel(const plan_params* params, const std::uint32_t* dense_child,
@@ -432,30 +385,11 @@ VYRE_KERNEL void __launch_bounds__(1024)
                                    plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const packed_ref image = params->image;
-  const std::uint64_t round_limit = std::uint64_t{image.group_count()} + 1;
-  __shared__ int changed;
-  std::uint32_t rounds = 0;
-  for (;;) {
-    if (threadIdx.x == 0) changed = 0;
-    __syncthreads();
-    bool dropped = false;
-    for (std::uint32_t r = threadIdx.x; r < image.row_count(); r += blockDim.x)
-      dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost, r);
-    if (dropped) atomicOr(&changed, 1);
-    __syncthreads();
-    ++rounds;
-    const bool again = changed != 0;
-    __syncthreads();  // everyone read `changed` before it is cleared
-    if (!again) break;
-    if (rounds == round_limit) {
-      if (threadIdx.x == 0) counters->status.changed = 1;
-      break;
-    }
-  }
-  if (threadIdx.x == 0) counters->rounds = rounds;
+  relax_in_block(image, params->node_cost, dense_child, dense_row, cost,
+                 std::uint64_t{image.group_count()} + 1, &counters->status.changed,
+                 &counters->rounds);
 }
 
-//! One row-parallel round over the whole grid (larger e-graphs, inside the WHILE loop).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params, const std::uint32_t* dense_child,
                                          const std::uint32_t* dense_row, double* cost,
@@ -483,22 +417,15 @@ VYRE_KERNEL void plan_extract_continue_kernel(cudaGraphConditionalHandle handle,
   cudaGraphSetConditional(handle, again ? 1u : 0u);
 }
 
-//! Choices, row-parallel: a class's choice is its smallest row whose total over the final
-//! costs equals the class cost (the reference's "first strictly cheaper row" in ascending
-//! order); classes at +inf keep `no_row`.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_choose_kernel(const plan_params* params, const std::uint32_t* dense_child,
                                     const std::uint32_t* dense_row, double* cost,
                                     std::uint32_t* choice, const plan_counters* counters) {
   if (!input_ok(&counters->status) || counters->status.changed != 0) return;
   const packed_ref image = params->image;
-  VYRE_PLAN_LOOP(i, image.row_count()) {
-    const auto r = static_cast<std::uint32_t>(i);
-    const double total = row_cost(image, params->node_cost, dense_child, cost, r);
-    const std::uint32_t g = dense_row[r];
-    if (total < cuda::std::numeric_limits<double>::infinity() && total == cost[g])
-      atomicMin(&choice[g], r);
-  }
+  VYRE_PLAN_LOOP(i, image.row_count())
+  choose_row(image, params->node_cost, dense_child, dense_row, cost, choice,
+             static_cast<std::uint32_t>(i));
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
@@ -1079,8 +1006,9 @@ struct extraction_view {
 
 //! Repeated bottom-up extraction on e-graphs up to a capacity: one parameter upload (with the
 //! roots), one graph replay (single-block fixpoint for small e-graphs, else a conditional WHILE
-//! loop of rounds) and one small readback per call. Rounds are row-parallel (see the kernels'
-//! note): same costs and choices as `extract` / `extract_reference`; `rounds` may differ.
+//! loop of rounds) and one small readback per call. Same costs and choices as `extract` and
+//! `extract_reference` (bit for bit); `rounds` may differ (in-place rounds see each other's
+//! updates in scheduling order).
 //! @note Not thread-safe; all work runs on the stream given at construction.
 class extract_plan {
  public:
