@@ -52,7 +52,7 @@ struct extract_options {
   //! fixpoint in a single thread block; larger ones loop over grid-wide rounds.
   std::uint32_t single_block_max_groups = 16384;
   //! Rows are relaxed in parallel: a single block of 1024 threads keeps up to a few per thread.
-  std::uint32_t single_block_max_rows = 4096;
+  std::uint32_t single_block_max_rows = 8192;
 };
 
 namespace detail {
