@@ -709,6 +709,11 @@ class congruence_plan {
     const packed_layout& layout = host_image.layout;
     const auto words = static_cast<std::size_t>(layout.word_count());
     VYRE_TRY(s.staging.ensure(words, "congruence_plan: pinned staging"));
+    if (s.input.size() < words) {
+      // Room for the largest image the capacity allows: 6R + C + 2G + 1 words, G <= R.
+      const std::size_t most = 8 * std::size_t{capacity_.rows} + capacity_.children + 1;
+      VYRE_TRY_ASSIGN(s.input, u32_buffer::allocate(most, stream_, "congruence_plan: uploaded image"));
+    }
     detail::stage_columns(host_image, s.staging.get());
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
                                   cudaMemcpyHostToDevice, stream_),
@@ -792,7 +797,7 @@ class congruence_plan {
     detail::pinned_buffer<detail::plan_params> host_params;
     detail::pinned_buffer<detail::plan_counters> host_counters;
     detail::pinned_buffer<std::uint32_t> staging;  //!< run_host: image upload and result download
-    u32_buffer input;                      //!< run_host: the uploaded image
+    u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
     u32_buffer dense_row, parent, dense_child, canon, keys, rows, sorted_keys, sorted_rows,
         run_start, counts;
     device_buffer<std::uint8_t> leader_flag;
@@ -810,8 +815,6 @@ class congruence_plan {
       VYRE_TRY_ASSIGN(s.counters, device_buffer<detail::plan_counters>::allocate(1, stream, what));
       VYRE_TRY_ASSIGN(s.host_params, detail::pinned_buffer<detail::plan_params>::allocate(1, what));
       VYRE_TRY_ASSIGN(s.host_counters, detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
-      // The largest image: 6R + C + 2G + 1 words with G <= R <= B (B <= 2^30: no overflow).
-      VYRE_TRY_ASSIGN(s.input, u32_buffer::allocate(8 * B + C + 1, stream, what));
       for (u32_buffer* b : {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys,
                             &s.sorted_rows, &s.run_start, &s.class_ids, &s.representative, &s.kept,
                             &s.r_eclass, &s.r_op, &s.r_lens, &s.r_signature, &s.r_group_ids,
@@ -1141,6 +1144,13 @@ class extract_plan {
     // Staging: the image words, then the costs (as 2 words each, 8-byte aligned).
     const std::size_t cost_at = (words + 1) & ~std::size_t{1};
     VYRE_TRY(s.staging.ensure(cost_at + 2 * std::size_t{R} + 1, "extract_plan: pinned staging"));
+    if (s.input.size() < cost_at + 2 * std::size_t{R}) {
+      // Room for the largest image the capacity allows (8R + C + 1 words), one alignment word
+      // and the costs (2 words per row).
+      const std::size_t most = 10 * std::size_t{capacity_.rows} + capacity_.children + 2;
+      VYRE_TRY_ASSIGN(s.input, device_buffer<std::uint32_t>::allocate(most, stream_,
+                                                                      "extract_plan: uploaded image"));
+    }
     detail::stage_columns(host_image, s.staging.get());
     if (R != 0) std::memcpy(s.staging.get() + cost_at, node_cost.data(), node_cost.size_bytes());
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), (cost_at + 2 * std::size_t{R}) * 4,
@@ -1183,7 +1193,7 @@ class extract_plan {
     detail::pinned_buffer<detail::plan_counters> host_counters;
     detail::pinned_buffer<std::uint32_t> host_roots;
     detail::pinned_buffer<std::uint32_t> staging;   //!< run_host: image + costs up, results down
-    device_buffer<std::uint32_t> input;     //!< run_host: the uploaded image and costs
+    device_buffer<std::uint32_t> input;     //!< run_host: the uploaded image and costs (lazily)
     device_buffer<std::uint32_t> roots;
     device_buffer<std::uint32_t> dense_child, dense_row, choice;
     device_buffer<double> cost;
@@ -1198,7 +1208,6 @@ class extract_plan {
       VYRE_TRY_ASSIGN(s.host_params, detail::pinned_buffer<detail::plan_params>::allocate(1, what));
       VYRE_TRY_ASSIGN(s.host_counters, detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
       // Image words (<= 8B + C + 1) + alignment word + costs (2 words per row).
-      VYRE_TRY_ASSIGN(s.input, device_buffer<std::uint32_t>::allocate(10 * B + C + 2, stream, what));
       VYRE_TRY_ASSIGN(s.dense_child, device_buffer<std::uint32_t>::allocate(C, stream, what));
       VYRE_TRY_ASSIGN(s.choice, device_buffer<std::uint32_t>::allocate(B, stream, what));
       VYRE_TRY_ASSIGN(s.dense_row, device_buffer<std::uint32_t>::allocate(B, stream, what));
