@@ -16,14 +16,25 @@
 //!   Rows beyond the input up to the bucket are padding the kernels skip (their sort keys sort
 //!   last), so the CUB calls run at their captured sizes.
 //!
-//!     vyre::algorithms::congruence_plan plan(stream, {.rows = 1 << 16, .children = 1 << 17});
+//!     vyre::algorithms::congruence_plan<> closure(stream, {.rows = 1 << 16, .children = 1 << 17});
+//!     vyre::algorithms::extract_plan best(stream);
 //!     for (...) {
-//!       auto closure = plan.run(image.ref());          // resident device image: device
-//!       auto host = plan.run_host(snapshot_image);     // host image: CPU below the crossover
-//!     }
+//!       auto merged = closure.run(image.ref());        // resident device image: on the device
+//!       auto cheapest = best.run(merged->rebuilt, costs, roots);
+//!       auto on_host = closure.run_host(host_image);   // host image: the CPU reference below
+//!     }                                                // the crossover, else the device
 //!
-//! Results are the same as the one-shot functions' (and the CPU references'): a plan's views
-//! point into plan memory and stay valid until the next `run` or the plan's destruction.
+//! Results are the same as the one-shot functions' (and the CPU references'). A plan's views
+//! point into plan memory and stay valid until its next `run`/`run_host`/`reserve` or its
+//! destruction (`congruence_plan::copy_rebuilt_image` keeps a rebuilt image longer). Inputs
+//! beyond the capacity grow the plan (`plan_growth::reallocate`, one new setup) or fail with
+//! the sizes named (`plan_growth::fail`); a failed call leaves the plan usable.
+//!
+//! Dispatch (`run_host`, `vyre::algorithms::dispatch`): a host image below the crossover row
+//! count (`congruence_host_below_rows`, `extract_host_below_rows`, measured by
+//! bench_algorithms) runs the CPU reference, since no graph launch plus transfers beats the
+//! CPU on a few hundred rows; above it, the image is uploaded and the plan replays. Both sides
+//! return the same host result (`congruence_result` / `extraction_result`).
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
