@@ -741,6 +741,7 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
   build_workspace workspace(s.stream);
   REQUIRE(workspace.reserve(16).has_value());
   CHECK(workspace.capacity() >= 16u);
+  CHECK(workspace.reserve(0x80000000u).error().code() == errc::abi_limit);
   const auto check_with = [&](const raw_rows& rows) {
     auto expected_image = pack_reference(rows.ref());
     REQUIRE(expected_image.has_value());

@@ -210,7 +210,13 @@ class build_workspace {
   std::uint32_t capacity() const noexcept { return capacity_; }
 
   //! Allocates for `rows` rows now (the first `build` does it otherwise).
+  //! @throws nothing; errors: more than INT_MAX rows (`errc::abi_limit`), allocation failures.
   expected<void> reserve(std::uint32_t rows) {
+    if (rows > static_cast<std::uint32_t>(INT_MAX))
+      return fail(error(errc::abi_limit, "build_workspace: too many rows for CUB's run-length encode")
+                      .with("rows", rows)
+                      .with("max_rows", INT_MAX)
+                      .fix("shard the e-graph into parts of at most 2^31 - 1 rows"));
     VYRE_TRY(reserve_head(rows));
     return reserve_tail(rows);
   }
