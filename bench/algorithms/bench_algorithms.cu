@@ -1,11 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // Benchmarks of the device algorithms (JSON lines, one per measurement):
 //   build           device build vs the summed medians of the CUB primitives it runs
+//                   (DeviceReduce::Max, DeviceRadixSort::SortPairs over the id bits,
+//                   DeviceRunLengthEncode::Encode, DeviceScan::ExclusiveSum twice), each timed
+//                   alone on the same input in the same run
 //   congruence      GPU closure vs the CPU reference; per-round time and e-nodes/s per round
 //   extract         GPU extraction vs the CPU reference
+//   *_plan_vs_cpu   one congruence_plan / extract_plan call on the resident device image
+//                   (one graph replay + readback) vs the CPU reference
+//   *_host_device_vs_cpu  plan.run_host(dispatch::device) on the host image (upload, replay,
+//                   download) vs the CPU reference on the same host image
+//   *_auto_vs_cpu   plan.run_host(dispatch::automatic) vs the CPU reference
+//   *_dispatch_crossover  the smallest row count from which run_host(device) beats the CPU
+//                   on every real file at least that large (what `automatic` should use)
 // on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows) and on every real
-// e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). GPU times: cudaEvents around the
-// whole call after a warm-up, median of --repeats; CPU: one thread, std::chrono, median.
+// e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents around
+// the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
+// around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -175,9 +186,61 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
   return total;
 }
 
+struct plans {
+  congruence_plan<> closure;
+  extract_plan best;
+};
+
+// Per real file: row count, run_host(device) and CPU medians (for the crossover lines).
+struct dispatch_sample {
+  std::uint32_t rows;
+  double device_ns, cpu_ns;
+};
+
+// The smallest row count r such that run_host(device) is no slower than the CPU on every
+// sample with at least r rows (one past the largest sample when the device never wins).
+std::uint32_t crossover_rows(std::vector<dispatch_sample> samples) {
+  std::sort(samples.begin(), samples.end(),
+            [](const dispatch_sample& a, const dispatch_sample& b) { return a.rows < b.rows; });
+  std::uint32_t from = samples.empty() ? 0 : samples.back().rows + 1;
+  for (std::size_t i = samples.size(); i-- > 0;) {
+    if (samples[i].device_ns > samples[i].cpu_ns) break;
+    from = samples[i].rows;
+  }
+  return from;
+}
+
+void emit_crossover(const char* name, const std::vector<dispatch_sample>& samples,
+                    std::uint32_t default_rows, const std::string& device) {
+  const std::uint32_t rows = crossover_rows(samples);
+  std::printf("{\"name\":\"%s\",\"params\":{\"files\":%zu,\"crossover_rows\":%u,"
+              "\"default_host_below_rows\":%u},\"device\":\"%s\",\"crossover_rows\":%u}\n",
+              name, samples.size(), rows, default_rows, device.c_str(), rows);
+  std::fflush(stdout);
+}
+
+template <class T>
+T& must(vyre::expected<T>& value, const char* what) {
+  if (!value) {
+    std::fprintf(stderr, "bench_algorithms: %s: %s\n", what, value.error().message().c_str());
+    std::exit(1);
+  }
+  return *value;
+}
+
+// Wall-clock median of a synchronous call, after one warm-up call (which captures the plan's
+// graph for this size).
+template <class Work>
+double wall_median_ns(int repeats, Work&& work) {
+  work();
+  return cpu_median_ns(repeats, work);
+}
+
 void bench_graph(const std::string& label, const raw_rows& rows, const std::vector<double>& cost,
                  const std::vector<std::uint32_t>& roots, cudaStream_t stream, int repeats,
-                 int cpu_repeats, bool with_primitives, const std::string& device) {
+                 int cpu_repeats, bool with_primitives, const std::string& device, plans& plan,
+                 std::vector<dispatch_sample>* congruence_samples,
+                 std::vector<dispatch_sample>* extract_samples) {
   const std::uint32_t R = rows.row_count();
   const std::string params = "\"input\":\"" + label + "\",\"rows\":" + std::to_string(R) +
                              ",\"children\":" + std::to_string(rows.children.size());
@@ -191,13 +254,25 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
       stream, repeats, [&] { (void)take(build(d.rows, stream, child_check::off), "build"); });
   const double pack_ns = cpu_median_ns(cpu_repeats, [&] { (void)take(pack_reference(rows.ref()), "pack"); });
   if (with_primitives) {
+    // A reused workspace: the temporaries and CUB scratch stay allocated between builds, as
+    // the primitives' scratch does in the baseline; only the image is allocated per call.
+    build_workspace workspace(stream);
+    const double build_reused_ns = gpu_median_ns(
+        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::off), "build"); });
+    const double build_reused_checked_ns = gpu_median_ns(
+        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::on), "build"); });
     const double cub_ns = primitives_ns(d, G, stream, repeats);
-    emit("build_vs_cub_primitives", params + ",\"child_check\":\"off\",\"pool_release_threshold\":\"max\"", device, build_unchecked_ns,
-         "sum of CUB primitive medians", cub_ns,
-         ",\"rows_per_s\":" + std::to_string(R / (build_unchecked_ns * 1e-9)));
-    emit("build_vs_cub_primitives", params + ",\"child_check\":\"on\",\"pool_release_threshold\":\"max\"", device, build_ns,
-         "sum of CUB primitive medians", cub_ns,
-         ",\"rows_per_s\":" + std::to_string(R / (build_ns * 1e-9)));
+    const auto line = [&](const char* check, const char* workspace_mode, double ns) {
+      emit("build_vs_cub_primitives",
+           params + ",\"child_check\":\"" + check + "\",\"pool_release_threshold\":\"max\"" +
+               ",\"workspace\":\"" + workspace_mode + "\"",
+           device, ns, "sum of CUB primitive medians", cub_ns,
+           ",\"rows_per_s\":" + std::to_string(R / (ns * 1e-9)));
+    };
+    line("off", "one_shot", build_unchecked_ns);
+    line("on", "one_shot", build_ns);
+    line("off", "reused", build_reused_ns);
+    line("on", "reused", build_reused_checked_ns);
   }
   emit("build_vs_cpu_pack", params, device, build_ns, "pack_reference (1 CPU thread)", pack_ns);
 
@@ -236,6 +311,73 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   });
   emit("extract_vs_cpu", params, device, extract_ns, "extract_reference (1 CPU thread)", cpu_extract_ns,
        ",\"gpu_rounds\":" + std::to_string(extract_rounds));
+
+  // Plans on the resident image: one replay + one readback per call.
+  const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
+  const cuda::std::span<const double> cost_span{cost.data(), cost.size()};
+  const double plan_congruence_ns = wall_median_ns(repeats, [&] {
+    auto view = plan.closure.run(image.ref());
+    (void)must(view, "congruence_plan::run");
+  });
+  const double plan_extract_ns = wall_median_ns(repeats, [&] {
+    auto view = plan.best.run(image.ref(), d.cost.get(), root_span);
+    (void)must(view, "extract_plan::run");
+  });
+  if (congruence_samples == nullptr) {
+    // Synthetic sizes: the CPU baselines above (raw rows; the CPU runs take seconds).
+    emit("congruence_plan_vs_cpu", params + ",\"timer\":\"wall\"", device, plan_congruence_ns,
+         "congruence_reference (1 CPU thread)", cpu_congruence_ns);
+    emit("extract_plan_vs_cpu", params + ",\"timer\":\"wall\"", device, plan_extract_ns,
+         "extract_reference (1 CPU thread)", cpu_extract_ns);
+    return;
+  }
+  // Real files: the CPU reference on the same host packed image the dispatch gets.
+  auto host_image = pack_reference(rows.ref());
+  const packed_ref host = must(host_image, "pack_reference").ref();
+  // As many repeats as the device lines (the real files are small): like-for-like medians.
+  const int packed_repeats = std::max(cpu_repeats, repeats);
+  const double cpu_packed_congruence_ns = cpu_median_ns(packed_repeats, [&] {
+    auto result = congruence_reference(host);
+    (void)must(result, "congruence_reference");
+  });
+  const double cpu_packed_extract_ns = cpu_median_ns(packed_repeats, [&] {
+    auto result = extract_reference(host, cost_span, root_span);
+    (void)must(result, "extract_reference");
+  });
+  const char* cpu_congruence = "congruence_reference on the host packed image (1 CPU thread)";
+  const char* cpu_extract = "extract_reference on the host packed image (1 CPU thread)";
+  const double host_device_congruence_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.closure.run_host(host, {dispatch::device});
+    (void)must(result, "congruence_plan::run_host(device)");
+  });
+  const double auto_congruence_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.closure.run_host(host, {dispatch::automatic});
+    (void)must(result, "congruence_plan::run_host(automatic)");
+  });
+  const double host_device_extract_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::device});
+    (void)must(result, "extract_plan::run_host(device)");
+  });
+  const double auto_extract_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::automatic});
+    (void)must(result, "extract_plan::run_host(automatic)");
+  });
+  const std::string wall = params + ",\"timer\":\"wall\"";
+  const auto side = [&](std::uint32_t crossover) {
+    return wall + ",\"automatic_runs_on\":\"" + (R < crossover ? "host" : "device") + "\"";
+  };
+  emit("congruence_plan_vs_cpu", wall, device, plan_congruence_ns, cpu_congruence, cpu_packed_congruence_ns);
+  emit("congruence_host_device_vs_cpu", wall, device, host_device_congruence_ns, cpu_congruence,
+       cpu_packed_congruence_ns);
+  emit("congruence_auto_vs_cpu", side(congruence_host_below_rows), device, auto_congruence_ns,
+       cpu_congruence, cpu_packed_congruence_ns);
+  emit("extract_plan_vs_cpu", wall, device, plan_extract_ns, cpu_extract, cpu_packed_extract_ns);
+  emit("extract_host_device_vs_cpu", wall, device, host_device_extract_ns, cpu_extract,
+       cpu_packed_extract_ns);
+  emit("extract_auto_vs_cpu", side(extract_host_below_rows), device, auto_extract_ns, cpu_extract,
+       cpu_packed_extract_ns);
+  congruence_samples->push_back({R, host_device_congruence_ns, cpu_packed_congruence_ns});
+  extract_samples->push_back({R, host_device_extract_ns, cpu_packed_extract_ns});
 }
 
 }  // namespace
@@ -281,25 +423,38 @@ int main(int argc, char** argv) {
     check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
           "cudaMemPoolSetAttribute(release threshold)");
   }
+  // One plan of each kind for the whole run, as an engine would hold them (they grow as the
+  // inputs need; each size's graph is captured in its warm-up call).
+  plans plan{congruence_plan<>(stream), extract_plan(stream)};
+  if (!plan.closure.valid() || !plan.best.valid()) {
+    std::fprintf(stderr, "bench_algorithms: plan allocation failed\n");
+    return 1;
+  }
   for (const std::uint32_t m : sizes_m) {
     synthetic_options options;
     options.rows = m << 20;
     options.seed = 42;
     const synthetic_egraph graph = take(make_synthetic_egraph(options), "generator");
     bench_graph("synthetic_" + std::to_string(m) + "M", graph.rows, graph.cost, graph.roots, stream,
-                repeats, m >= 4 ? 1 : 3, true, device);
+                repeats, m >= 4 ? 1 : 3, true, device, plan, nullptr, nullptr);
   }
 #if VYRE_HAVE_SIMDJSON
   const std::filesystem::path dir{data_dir};
   if (std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
+    std::vector<dispatch_sample> congruence_samples, extract_samples;
     for (const auto& entry : vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
       const auto graph = vyre_test::load_egraph_json((dir / entry.file).string());
-      bench_graph(entry.file, graph.rows, graph.cost, graph.roots, stream, repeats, 5, false, device);
+      bench_graph(entry.file, graph.rows, graph.cost, graph.roots, stream, repeats, 5, false, device,
+                  plan, &congruence_samples, &extract_samples);
     }
+    emit_crossover("congruence_dispatch_crossover", congruence_samples, congruence_host_below_rows, device);
+    emit_crossover("extract_dispatch_crossover", extract_samples, extract_host_below_rows, device);
   } else {
     std::printf("{\"skipped\":\"no e-graph data in %s\"}\n", data_dir.c_str());
   }
 #endif
+  plan = plans{};  // free the plans' memory (stream-ordered) while their stream exists
+  check(cudaStreamSynchronize(stream), "stream");
   check(cudaStreamDestroy(stream), "stream");
   return 0;
 }

@@ -136,7 +136,7 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
     const device_packed_image image = build_on_device(rows, s.stream);
     const device_buffer<double> device_cost = upload(cost, s.stream);
     auto gpu = extract(image.ref(), device_cost.get(), {roots.data(), roots.size()}, s.stream,
-                       extract_options{single_block_max});
+                       extract_options{single_block_max, single_block_max});
     if (!gpu) FAIL(gpu.error().message());
     const std::size_t G = cpu->eclass_ids.size();
     const auto costs = download(gpu->cost.get(), G, s.stream);
@@ -413,3 +413,390 @@ TEST_CASE("every real e-graph: device congruence and extraction equal the CPU", 
   }
 }
 #endif
+
+// ---- plans: repeated runs, growth, errors, dispatch -----------------------------------------
+
+namespace {
+
+raw_rows chain_rows(std::uint32_t length) {
+  raw_rows rows;
+  add_row(rows, 0, 9, {});
+  add_row(rows, 1000000, 9, {});
+  for (std::uint32_t i = 1; i <= length; ++i) {
+    add_row(rows, 1000000 + i, 1, {1000000 + i - 1});
+    add_row(rows, i, 1, {i - 1});
+  }
+  return rows;
+}
+
+raw_rows diamond_rows() {
+  raw_rows rows;
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 0, {});
+  add_row(rows, 3, 1, {1});
+  add_row(rows, 4, 2, {2});
+  add_row(rows, 5, 3, {3, 4});
+  add_row(rows, 6, 3, {3, 4});
+  add_row(rows, 7, 1, {2});
+  add_row(rows, 10, 1, {10});
+  add_row(rows, 20, 1, {20});
+  add_row(rows, 10, 2, {});
+  add_row(rows, 20, 2, {});
+  add_row(rows, 0xFFFFFFFFu, 4, {});
+  add_row(rows, 0x80000000u, 4, {});
+  add_row(rows, 0xFFFFFFFEu, 1, {0x80000000u, 0xFFFFFFFFu});
+  add_row(rows, 0x7FFFFFFFu, 1, {0xFFFFFFFFu, 0xFFFFFFFFu});
+  std::vector<std::uint32_t> left, right;
+  for (std::uint32_t i = 0; i < 300; ++i) {
+    add_row(rows, 100000 + 2 * i, 7, {});
+    add_row(rows, 100000 + 2 * i + 1, 7, {});
+    left.push_back(100000 + 2 * i);
+    right.push_back(100000 + 2 * i + 1);
+  }
+  add_row(rows, 900000, 8, left);
+  add_row(rows, 900001, 8, right);
+  return rows;
+}
+
+// The plan's view against the CPU reference and the one-shot device function.
+template <class Signature>
+void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& rows, cudaStream_t stream) {
+  auto cpu = congruence_reference(rows.ref());
+  REQUIRE(cpu.has_value());
+  const device_packed_image image = build_on_device(rows, stream);
+  auto view = plan.run(image.ref());
+  if (!view) FAIL(view.error().message());
+  const std::size_t G = cpu->eclass_ids.size();
+  REQUIRE(view->class_count == G);
+  CHECK(download(view->eclass_ids, G, stream) == cpu->eclass_ids);
+  CHECK(download(view->representative, G, stream) == cpu->representative);
+  CHECK(view->merges == cpu->merges);
+  const std::uint32_t K = view->rebuilt.row_count();
+  REQUIRE(K == cpu->kept_rows.size());
+  CHECK(download(view->kept_rows, K, stream) == cpu->kept_rows);
+  auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
+  REQUIRE(expected_rebuilt.has_value());
+  CHECK(view->rebuilt.layout == expected_rebuilt->layout);
+  auto copy = plan.copy_rebuilt_image(*view);
+  REQUIRE(copy.has_value());
+  CHECK(download(copy->words(), static_cast<std::size_t>(copy->word_count()), stream) ==
+        expected_rebuilt->words);
+  // Same rounds as the one-shot function (the partition after each round is deterministic).
+  auto once = congruence(image.ref(), stream, loop_driver::flag_readback, Signature{});
+  REQUIRE(once.has_value());
+  CHECK(view->rounds == once->rounds);
+}
+
+void check_plan_extract(extract_plan& plan, const raw_rows& rows, const std::vector<double>& cost,
+                        const std::vector<std::uint32_t>& roots, cudaStream_t stream) {
+  auto cpu = extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
+  REQUIRE(cpu.has_value());
+  const device_packed_image image = build_on_device(rows, stream);
+  const device_buffer<double> device_cost = upload(cost, stream);
+  auto view = plan.run(image.ref(), device_cost.get(), {roots.data(), roots.size()});
+  if (!view) FAIL(view.error().message());
+  const std::size_t G = cpu->eclass_ids.size();
+  REQUIRE(view->class_count == G);
+  // Children are summed in the reference's order: the doubles are bit-identical.
+  CHECK(download(view->cost, G, stream) == cpu->cost);
+  CHECK(download(view->choice, G, stream) == cpu->choice);
+  if (std::isinf(cpu->root_cost)) {
+    CHECK(std::isinf(view->root_cost));
+  } else {
+    CHECK(view->root_cost == cpu->root_cost);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing past its capacity",
+          "[gpu][plan][congruence]") {
+  stream_guard s;
+  congruence_plan<> plan(s.stream, {.rows = 16, .children = 16});
+  REQUIRE(plan.valid());
+  const plan_capacity first = plan.capacity();
+  CHECK(first.rows == 1024);
+  check_plan_congruence(plan, design_example(), s.stream);
+  check_plan_congruence(plan, raw_rows{}, s.stream);
+  check_plan_congruence(plan, chain_rows(200), s.stream);
+  check_plan_congruence(plan, diamond_rows(), s.stream);
+  check_plan_congruence(plan, synthetic(30000, 3, true, 2, 8).rows, s.stream);  // grows
+  CHECK(plan.capacity().rows == 32768);
+  check_plan_congruence(plan, design_example(), s.stream);  // smaller bucket after growth
+  check_plan_congruence(plan, chain_rows(511), s.stream);   // exactly a full 1024-row bucket
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    INFO("seed " << seed);
+    check_plan_congruence(plan, synthetic(5000 * static_cast<std::uint32_t>(seed), seed,
+                                          seed % 2 == 0, seed <= 2 ? 2 : 64, seed == 3 ? 1 : 8).rows,
+                          s.stream);
+  }
+  // The same input twice: the replay starts from a clean state.
+  const raw_rows again = synthetic(20000, 11, false, 2, 8).rows;
+  check_plan_congruence(plan, again, s.stream);
+  check_plan_congruence(plan, again, s.stream);
+}
+
+TEST_CASE("congruence_plan never merges on a signature collision alone", "[gpu][plan][congruence]") {
+  stream_guard s;
+  congruence_plan<vyre_test::op_only_signature> plan(s.stream);
+  check_plan_congruence(plan, synthetic(4000, 5, true, 4, 3).rows, s.stream);
+  const auto hit = vyre_test::colliding_children(4);
+  raw_rows rows;
+  std::uint32_t leaf_op = 100;
+  for (const std::uint32_t c : std::set<std::uint32_t>{hit.a0, hit.a1, hit.b0, hit.b1})
+    add_row(rows, c, leaf_op++, {});
+  add_row(rows, 5000u, 4, {hit.a0, hit.a1});
+  add_row(rows, 6000u, 4, {hit.b0, hit.b1});
+  congruence_plan<> design(s.stream);
+  check_plan_congruence(design, rows, s.stream);
+}
+
+TEST_CASE("congruence_plan errors name the values and leave the plan usable",
+          "[gpu][plan][congruence][errors]") {
+  stream_guard s;
+  congruence_plan<> plan(s.stream, {.rows = 1024, .children = 4096}, plan_growth::fail);
+  REQUIRE(plan.valid());
+  raw_rows missing;
+  add_row(missing, 1, 0, {7});
+  device_rows on_device(missing, s.stream);
+  auto broken = build(on_device.view, s.stream, child_check::off);
+  REQUIRE(broken.has_value());
+  auto bad_child = plan.run(broken->ref());
+  REQUIRE_FALSE(bad_child.has_value());
+  CHECK(bad_child.error().code() == errc::not_found);
+  CHECK(bad_child.error().value_or("child_entry", 9) == 0);
+  check_plan_congruence(plan, diamond_rows(), s.stream);  // reuse after an input error
+
+  const raw_rows big = synthetic(3000, 2, false).rows;
+  const device_packed_image image = build_on_device(big, s.stream);
+  auto too_big = plan.run(image.ref());
+  REQUIRE_FALSE(too_big.has_value());
+  CHECK(too_big.error().code() == errc::out_of_range);
+  CHECK(too_big.error().value_or("rows", 0) == big.row_count());
+  CHECK(too_big.error().value_or("capacity_rows", 0) == 1024);
+  check_plan_congruence(plan, chain_rows(100), s.stream);  // still usable at its capacity
+  REQUIRE(plan.reserve({.rows = big.row_count(), .children = 1u << 16}).has_value());
+  CHECK(plan.capacity().rows >= big.row_count());
+  check_plan_congruence(plan, big, s.stream);
+}
+
+TEST_CASE("congruence_plan::run_host gives the CPU result on either side", "[gpu][plan][dispatch]") {
+  stream_guard s;
+  congruence_plan<> plan(s.stream);
+  for (const raw_rows& rows : {design_example(), chain_rows(300), diamond_rows(),
+                               synthetic(20000, 4, true, 2, 8).rows}) {
+    auto image = pack_reference(rows.ref());
+    REQUIRE(image.has_value());
+    auto cpu = congruence_reference(image->ref());
+    REQUIRE(cpu.has_value());
+    for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
+      INFO("dispatch " << static_cast<int>(where) << ", rows " << rows.row_count());
+      auto got = plan.run_host(image->ref(), {where});
+      if (!got) FAIL(got.error().message());
+      CHECK(got->eclass_ids == cpu->eclass_ids);
+      CHECK(got->representative == cpu->representative);
+      CHECK(got->merges == cpu->merges);
+      CHECK(got->kept_rows == cpu->kept_rows);
+      CHECK(got->rebuilt.eclass == cpu->rebuilt.eclass);
+      CHECK(got->rebuilt.op == cpu->rebuilt.op);
+      CHECK(got->rebuilt.children_length == cpu->rebuilt.children_length);
+      CHECK(got->rebuilt.children == cpu->rebuilt.children);
+    }
+  }
+}
+
+TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][extract]") {
+  for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
+    INFO("single_block_max_groups = " << single_block_max);
+    stream_guard s;
+    extract_plan plan(s.stream, {}, plan_growth::reallocate,
+                      extract_options{single_block_max, single_block_max});
+    REQUIRE(plan.valid());
+    raw_rows ties;
+    add_row(ties, 0, 0, {1, 1});
+    add_row(ties, 0, 1, {});
+    add_row(ties, 1, 2, {});
+    add_row(ties, 2, 3, {});
+    add_row(ties, 2, 4, {});
+    add_row(ties, 5, 5, {6});
+    add_row(ties, 6, 5, {5});
+    add_row(ties, 7, 6, {2, 7});
+    add_row(ties, 7, 7, {2});
+    check_plan_extract(plan, ties, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5}, s.stream);
+    raw_rows deep;
+    for (std::uint32_t i = 3000; i > 0; --i) add_row(deep, i, 1, {i - 1});
+    add_row(deep, 0, 0, {});
+    check_plan_extract(plan, deep, std::vector<double>(deep.row_count(), 1.5), {3000}, s.stream);
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      const auto graph = synthetic(10000 * static_cast<std::uint32_t>(seed), seed, seed % 2 == 1);
+      check_plan_extract(plan, graph.rows, graph.cost, graph.roots, s.stream);
+    }
+    check_plan_extract(plan, ties, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5}, s.stream);
+    check_plan_extract(plan, raw_rows{}, {}, {}, s.stream);
+  }
+}
+
+TEST_CASE("extract_plan errors name the values and leave the plan usable",
+          "[gpu][plan][extract][errors]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {2});
+  add_row(rows, 2, 0, {1});
+  add_row(rows, 2, 1, {});
+  for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
+    stream_guard s;
+    extract_plan plan(s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
+                      extract_options{single_block_max, single_block_max});
+    const device_packed_image image = build_on_device(rows, s.stream);
+    const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
+      const device_buffer<double> device_cost = upload(cost, s.stream);
+      return plan.run(image.ref(), device_cost.get(), {r.data(), r.size()});
+    };
+    auto negative = run({-3, 1, 0}, {1});
+    REQUIRE_FALSE(negative.has_value());
+    CHECK(negative.error().code() == errc::invalid_argument);
+    CHECK(negative.error().value_or("classes", 0) == 2);
+    auto fine = run({-3, 4, 0}, {1});
+    REQUIRE(fine.has_value());
+    CHECK(fine->root_cost == -3.0);
+    auto nan_cost = run({1, std::nan(""), 1}, {1});
+    REQUIRE_FALSE(nan_cost.has_value());
+    CHECK(nan_cost.error().value_or("row", 9) == 1);
+    auto bad_root = run({1, 1, 1}, {1, 99});
+    REQUIRE_FALSE(bad_root.has_value());
+    CHECK(bad_root.error().code() == errc::not_found);
+    CHECK(bad_root.error().value_or("eclass", 0) == 99);
+    const auto big = synthetic(5000, 1, false);
+    const device_packed_image big_image = build_on_device(big.rows, s.stream);
+    const device_buffer<double> big_cost = upload(big.cost, s.stream);
+    auto too_big = plan.run(big_image.ref(), big_cost.get(), {big.roots.data(), big.roots.size()});
+    REQUIRE_FALSE(too_big.has_value());
+    CHECK(too_big.error().code() == errc::out_of_range);
+    CHECK(too_big.error().value_or("rows", 0) == big.rows.row_count());
+    check_plan_extract(plan, rows, {1, 1, 1}, {1, 2}, s.stream);  // usable after the errors
+  }
+}
+
+TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][plan][dispatch]") {
+  stream_guard s;
+  extract_plan plan(s.stream);
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    const auto graph = synthetic(seed == 1 ? 100 : 20000, seed, seed % 2 == 1);
+    auto image = pack_reference(graph.rows.ref());
+    REQUIRE(image.has_value());
+    const cuda::std::span<const double> cost{graph.cost.data(), graph.cost.size()};
+    const cuda::std::span<const std::uint32_t> roots{graph.roots.data(), graph.roots.size()};
+    auto cpu = extract_reference(image->ref(), cost, roots);
+    REQUIRE(cpu.has_value());
+    for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
+      INFO("dispatch " << static_cast<int>(where) << ", seed " << seed);
+      auto got = plan.run_host(image->ref(), cost, roots, {where});
+      if (!got) FAIL(got.error().message());
+      CHECK(got->eclass_ids == cpu->eclass_ids);
+      CHECK(got->cost == cpu->cost);
+      CHECK(got->choice == cpu->choice);
+      CHECK(got->root_cost == cpu->root_cost);
+    }
+    auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {dispatch::device});
+    REQUIRE_FALSE(wrong.has_value());
+    CHECK(wrong.error().code() == errc::invalid_argument);
+  }
+}
+
+#if VYRE_HAVE_SIMDJSON
+TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU", "[gpu][plan][data]") {
+  const std::filesystem::path dir{VYRE_EGRAPH_DATA_DIR};
+  if (!std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
+    WARN("no e-graph data in " << dir << ": real-file checks did not run");
+    return;
+  }
+  stream_guard s;
+  congruence_plan<> closure(s.stream);
+  extract_plan best(s.stream);
+  for (const auto& entry : vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
+    INFO(entry.file);
+    const auto graph = vyre_test::load_egraph_json((dir / entry.file).string());
+    check_plan_congruence(closure, graph.rows, s.stream);
+    check_plan_extract(best, graph.rows, graph.cost, graph.roots, s.stream);
+    auto image = pack_reference(graph.rows.ref());
+    REQUIRE(image.has_value());
+    for (const dispatch where : {dispatch::device, dispatch::automatic}) {
+      auto merged = closure.run_host(image->ref(), {where});
+      REQUIRE(merged.has_value());
+      auto cpu = congruence_reference(image->ref());
+      REQUIRE(cpu.has_value());
+      CHECK(merged->representative == cpu->representative);
+      CHECK(merged->kept_rows == cpu->kept_rows);
+      auto cheapest = best.run_host(image->ref(), {graph.cost.data(), graph.cost.size()},
+                                    {graph.roots.data(), graph.roots.size()}, {where});
+      REQUIRE(cheapest.has_value());
+      CHECK(std::abs(cheapest->root_cost - entry.root_tree_cost) <=
+            1e-9 * (std::max)(1.0, std::abs(entry.root_tree_cost)));
+    }
+  }
+}
+#endif
+
+TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu][build]") {
+  stream_guard s;
+  build_workspace workspace(s.stream);
+  REQUIRE(workspace.reserve(16).has_value());
+  CHECK(workspace.capacity() >= 16u);
+  CHECK(workspace.reserve(0x80000000u).error().code() == errc::abi_limit);
+  const auto check_with = [&](const raw_rows& rows) {
+    auto expected_image = pack_reference(rows.ref());
+    REQUIRE(expected_image.has_value());
+    device_rows on_device(rows, s.stream);
+    auto image = build(on_device.view, workspace);
+    if (!image) FAIL(image.error().message());
+    CHECK(image->layout() == expected_image->layout);
+    CHECK(download(image->words(), static_cast<std::size_t>(image->word_count()), s.stream) ==
+          expected_image->words);
+  };
+  check_with(design_example());
+  check_with(synthetic(20000, 1, true).rows);  // grows
+  CHECK(workspace.capacity() >= 19000u);
+  check_with(design_example());  // a small input in a large workspace
+  check_with(diamond_rows());
+  check_with(chain_rows(300));
+  check_with(synthetic(50000, 2, false).rows);  // grows again
+  check_with(synthetic(50000, 2, false).rows);  // the same input twice
+
+  // Errors leave the workspace usable.
+  raw_rows missing;
+  add_row(missing, 1, 0, {7});
+  device_rows bad(missing, s.stream);
+  auto no_class = build(bad.view, workspace);
+  REQUIRE_FALSE(no_class.has_value());
+  CHECK(no_class.error().code() == errc::not_found);
+  CHECK(no_class.error().value_or("child_entry", 9) == 0);
+  raw_rows_ref short_children = bad.view;
+  short_children.child_count = 0;
+  auto overrun = build(short_children, workspace);
+  REQUIRE_FALSE(overrun.has_value());
+  CHECK(overrun.error().code() == errc::out_of_range);
+  CHECK(overrun.error().value_or("row", 9) == 0);
+  CHECK(overrun.error().value_or("length_sum", 0) == 1);
+  check_with(synthetic(1000, 3, true).rows);
+}
+
+TEST_CASE("device build names the first row whose children run past the column",
+          "[gpu][build][errors]") {
+  stream_guard s;
+  raw_rows rows;
+  add_row(rows, 1, 0, {1});
+  add_row(rows, 2, 0, {1, 2});
+  add_row(rows, 3, 0, {1});
+  rows.children.insert(rows.children.end(), {1, 1, 1, 1, 1});  // 9 readable child entries
+  device_rows on_device(rows, s.stream);
+  raw_rows_ref view = on_device.view;
+  view.child_count = 2;  // row 1's range [1, 3) runs past 2
+  auto past = build(view, s.stream);
+  REQUIRE_FALSE(past.has_value());
+  CHECK(past.error().code() == errc::out_of_range);
+  CHECK(past.error().value_or("row", 9) == 1);
+  view.child_count = 9;  // the lengths fall short: the last row is named
+  auto short_sum = build(view, s.stream);
+  REQUIRE_FALSE(short_sum.has_value());
+  CHECK(short_sum.error().value_or("row", 9) == 2);
+  CHECK(short_sum.error().value_or("length_sum", 0) == 4);
+}

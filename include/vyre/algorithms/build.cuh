@@ -3,8 +3,11 @@
 //! Device build: raw rows already on the device (any row order) -> DESIGN.md's packed image,
 //! byte-identical to the host pack of the same rows. CUB does the heavy lifting: a radix sort of
 //! (e-class, row) pairs restricted to the bits the ids use, a run-length encode for the groups,
-//! exclusive scans for the children and group offsets; one kernel writes the row columns and
-//! signatures and checks every row's children range.
+//! exclusive scans for the children and group offsets; one kernel writes the row columns,
+//! signatures and children, one the group columns. Input checks (length sum, children naming
+//! rows) finish before the image is allocated, so a bad input costs no image. Engines that
+//! build repeatedly pass a `build_workspace` (temporaries, scratch and a pinned readback kept
+//! between calls: only the image is allocated per build).
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
@@ -17,8 +20,11 @@
 
 #include <climits>
 #include <cstdint>
+#include <algorithm>
 #include <utility>
+#include <vector>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -30,6 +36,7 @@
 #include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/rows.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/reserve.hpp"
 
 namespace vyre::algorithms {
 
@@ -61,51 +68,123 @@ enum class child_check : std::uint8_t { on, off };
 
 namespace detail {
 
-//! Copies the row columns, signs every row and checks its children range against the scanned
-//! offsets (a wrapped u32 scan shows up as an inconsistent range).
+//! Before the sort: the row ids the sort carries along (0..R-1), and the u64 sum of the
+//! children lengths (checked against `child_count` on the host: when they agree, no u32 prefix
+//! offset wraps, so the later kernels need no range checks). Launched with a capped grid: one
+//! block-reduced atomic per block, not per warp, so a 16M-row sum does not queue on one word.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, packed_ref image, std::uint32_t* eclass,
-                                   std::uint32_t* op, std::uint32_t* lens,
-                                   std::uint32_t* signatures, device_status* status) {
+VYRE_KERNEL void __launch_bounds__(block_size)
+    build_prepass_kernel(const std::uint32_t* lengths, std::uint32_t row_count,
+                         std::uint32_t* row_ids, unsigned long long* length_sum) {
+  using block_sum = cub::BlockReduce<unsigned long long, block_size>;
+  __shared__ typename block_sum::TempStorage scratch;
+  unsigned long long local = 0;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < row_count;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    row_ids[i] = static_cast<std::uint32_t>(i);
+    local += lengths[i];
+  }
+  const unsigned long long total = block_sum(scratch).Sum(local);
+  if (threadIdx.x == 0 && total != 0) atomicAdd(length_sum, total);
+}
+
+//! Blocks of the prepass: enough to fill the device, few enough that the atomics are cheap.
+inline constexpr unsigned prepass_max_blocks = 1024;
+
+//! The row columns in one pass: e-class, op and length copied, the children copied while they
+//! are read for the row's signature (the children column needs no separate copy).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, const std::uint32_t* offsets,
+                                   std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens,
+                                   std::uint32_t* signatures, std::uint32_t* children) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows.row_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto r = static_cast<std::uint32_t>(i);
     const std::uint32_t length = rows.children_length[r];
-    const std::uint32_t offset = image.children_offset[r];
-    const std::uint64_t end = std::uint64_t{offset} + length;
-    const std::uint64_t next =
-        r + 1 < rows.row_count ? image.children_offset[r + 1] : std::uint64_t{rows.child_count};
+    const std::uint32_t offset = offsets[r];
+    const std::uint32_t row_op = rows.op[r];
     eclass[r] = rows.eclass[r];
-    op[r] = rows.op[r];
+    op[r] = row_op;
     lens[r] = length;
-    if (end != next || end > rows.child_count) {
-      atomicMin(&status->bad_row, r);
-      signatures[r] = 0;
-      continue;
-    }
-    signatures[r] = row_signature(rows.op[r], rows.children + offset, length);
+    const std::uint32_t* from = rows.children + offset;
+    for (std::uint32_t k = 0; k < length; ++k) children[offset + k] = from[k];
+    signatures[r] = row_signature(row_op, from, length);
   }
 }
 
+//! The group ids and group rows columns from the sort and run-length encode outputs.
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void build_groups_kernel(const std::uint32_t* unique_ids, std::uint32_t group_count,
+                                     const std::uint32_t* sorted_rows, std::uint32_t row_count,
+                                     std::uint32_t* group_ids, std::uint32_t* group_rows) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < row_count;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    group_rows[i] = sorted_rows[i];
+    if (i < group_count) group_ids[i] = unique_ids[i];
+  }
+}
+
+//! Children naming no group (`group_count` is read on the device: the check runs before the
+//! host knows it).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void check_children_kernel(const std::uint32_t* children, std::uint32_t child_count,
-                                       const std::uint32_t* group_ids, std::uint32_t group_count,
+                                       const std::uint32_t* group_ids, const int* group_count,
                                        device_status* status) {
+  const auto groups = static_cast<std::uint32_t>(*group_count);
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < child_count;
        i += std::uint64_t{gridDim.x} * blockDim.x)
-    if (find_sorted(group_ids, group_count, children[i]) == group_count)
+    if (find_sorted(group_ids, groups, children[i]) == groups)
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
 }
 
-inline error build_input_error(const device_status& status, const raw_rows_ref& rows) {
-  if (status.bad_row != 0xFFFFFFFFu)
-    return error(errc::out_of_range,
-                 "build: a row's children range does not match the children column (the "
-                 "lengths must add up to child_count)")
-        .with("row", status.bad_row)
-        .with("child_count", rows.child_count)
-        .fix("pass the children of every row concatenated in row order, and child_count = "
-             "sum of children_length");
+//! What `build` reads back after the sort: one transfer.
+struct build_counters {
+  device_status status;               //!< bad_child from the child check
+  unsigned long long length_sum = 0;  //!< sum of the children lengths (u64)
+  int groups = 0;                     //!< runs of the sorted e-class ids
+  std::uint32_t largest_id = 0;       //!< DeviceReduce::Max of the e-class ids
+};
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void init_build_counters_kernel(build_counters* counters) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) {
+    counters->status = clean_status;
+    counters->length_sum = 0;
+    counters->groups = 0;
+    counters->largest_id = 0;
+  }
+}
+
+//! The lengths do not add up to `child_count`: name the first row whose children range runs
+//! past the column (or the last row when the lengths fall short). Error path only: it reads the
+//! lengths back to the host.
+inline error build_length_error(const raw_rows_ref& rows, std::uint64_t length_sum,
+                                cudaStream_t stream) {
+  std::uint32_t bad_row = rows.row_count - 1;
+  std::vector<std::uint32_t> lengths;
+  if (try_resize(lengths, rows.row_count, "build: read lengths") &&
+      copy_to_host(lengths.data(), rows.children_length, rows.row_count, stream,
+                   "build: read lengths")) {
+    std::uint64_t end = 0;
+    for (std::uint32_t r = 0; r < rows.row_count; ++r) {
+      end += lengths[r];
+      if (end > rows.child_count) {
+        bad_row = r;
+        break;
+      }
+    }
+  }
+  return error(errc::out_of_range,
+               "build: a row's children range does not match the children column (the "
+               "lengths must add up to child_count)")
+      .with("row", bad_row)
+      .with("length_sum", length_sum)
+      .with("child_count", rows.child_count)
+      .fix("pass the children of every row concatenated in row order, and child_count = "
+           "sum of children_length");
+}
+
+inline error build_child_error(const device_status& status) {
   return error(errc::not_found, "build: a child names an e-class that has no row")
       .with("child_entry", status.bad_child)
       .fix("add a row for that e-class or drop the child");
@@ -113,21 +192,136 @@ inline error build_input_error(const device_status& status, const raw_rows_ref& 
 
 }  // namespace detail
 
-//! Builds the packed image of `rows` (device pointers) on `stream`: the same words the host
-//! pack writes for the same rows (children offsets = prefix sums of the lengths; groups list
-//! rows ascending). Synchronises `stream` three times (id range, group count, status).
-//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
-//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
-//!       back to the driver and the next call maps it again; an engine that builds repeatedly
-//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
-//! @pre `rows` points to device memory readable on `stream`.
-//! @throws nothing; errors: inconsistent lengths (`errc::out_of_range`), a child without rows
-//!         (`errc::not_found`, when `check` is on), more than INT_MAX rows (`errc::abi_limit`),
-//!         CUDA failures (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks.
-inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+//! Reusable temporaries for repeated `build` calls on one stream: the sort and group
+//! buffers, the CUB scratch and a page-locked readback slot, grown as inputs need (never
+//! shrunk). With a warm workspace a build allocates only its image, and the host's wait for
+//! the id range overlaps the row-id / length-sum pass.
+//! @note Bound to the stream it was made for; not thread-safe. Memory is freed in stream order
+//!       on that stream: keep the stream alive until the workspace is destroyed.
+class build_workspace {
+ public:
+  build_workspace() noexcept = default;
+  explicit build_workspace(cudaStream_t stream) noexcept : stream_(stream) {}
+  build_workspace(build_workspace&&) noexcept = default;
+  build_workspace& operator=(build_workspace&&) noexcept = default;
+
+  cudaStream_t stream() const noexcept { return stream_; }
+  //! Rows the temporaries hold without reallocating.
+  std::uint32_t capacity() const noexcept { return capacity_; }
+
+  //! Allocates for `rows` rows now (the first `build` does it otherwise).
+  //! @throws nothing; errors: more than INT_MAX rows (`errc::abi_limit`), allocation failures.
+  expected<void> reserve(std::uint32_t rows) {
+    if (rows > static_cast<std::uint32_t>(INT_MAX))
+      return fail(error(errc::abi_limit, "build_workspace: too many rows for CUB's run-length encode")
+                      .with("rows", rows)
+                      .with("max_rows", INT_MAX)
+                      .fix("shard the e-graph into parts of at most 2^31 - 1 rows"));
+    VYRE_TRY(reserve_head(rows));
+    return reserve_tail(rows);
+  }
+
+ private:
+  friend expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
+                                             child_check check);
+  friend expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+                                             child_check check);
+  using u32_buffer = device_buffer<std::uint32_t>;
+
+  build_workspace(cudaStream_t stream, bool pinned) noexcept : stream_(stream), pinned_(pinned) {}
+
+  //! What the first kernels need: counters, row ids, scratch (and the pinned slot and event).
+  expected<void> reserve_head(std::uint32_t rows) {
+    const char* what = "build: workspace";
+    if (counters_.get() == nullptr) {
+      VYRE_TRY_ASSIGN(counters_, device_buffer<detail::build_counters>::allocate(1, stream_, what));
+    }
+    if (pinned_ && readback_.get() == nullptr) {
+      VYRE_TRY_ASSIGN(readback_, detail::pinned_buffer<detail::build_counters>::allocate(1, what));
+      VYRE_TRY_ASSIGN(id_range_read_, detail::owned_event::create(what));
+    }
+    if (rows > row_ids_.size()) {
+      VYRE_TRY_ASSIGN(row_ids_, u32_buffer::allocate(grown(rows), stream_, what));
+    }
+    // CUB's scratch for every call at this size (the sort over all 32 bits and the group scan
+    // over R + 1 items bound the later, narrower calls); queried per call: host-only sizes.
+    std::size_t max_bytes = 0, sort_bytes = 0, rle_bytes = 0, scan_bytes = 0, group_scan_bytes = 0;
+    std::uint32_t* none = nullptr;
+    int* no_count = nullptr;
+    VYRE_CUDA_TRY(cub::DeviceReduce::Max(nullptr, max_bytes, none, none, rows, stream_),
+                  "build: scratch size (cub::DeviceReduce::Max)");
+    VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, none, none, none, none, rows,
+                                                  0, 32, stream_),
+                  "build: scratch size (cub::DeviceRadixSort::SortPairs)");
+    VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, none, none, none, no_count,
+                                                     static_cast<int>(rows), stream_),
+                  "build: scratch size (cub::DeviceRunLengthEncode::Encode)");
+    VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, rows, stream_),
+                  "build: scratch size (cub::DeviceScan::ExclusiveSum)");
+    VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, group_scan_bytes, none, none, rows + 1, stream_),
+                  "build: scratch size (cub::DeviceScan::ExclusiveSum)");
+    const std::size_t need =
+        (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, group_scan_bytes, std::size_t{1}});
+    if (need > scratch_.size()) {
+      VYRE_TRY_ASSIGN(scratch_, device_buffer<unsigned char>::allocate(need, stream_, "build: CUB scratch"));
+    }
+    return {};
+  }
+
+  //! What the sort and the groups need (allocated while the first kernels run).
+  expected<void> reserve_tail(std::uint32_t rows) {
+    const char* what = "build: workspace";
+    if (rows <= capacity_) return {};
+    const std::size_t size = grown(rows);
+    for (u32_buffer* b : {&sorted_ids_, &sorted_rows_, &unique_ids_}) {
+      VYRE_TRY_ASSIGN(*b, u32_buffer::allocate(size, stream_, what));
+    }
+    VYRE_TRY_ASSIGN(counts_, u32_buffer::allocate(size + 1, stream_, what));
+    capacity_ = static_cast<std::uint32_t>(size);
+    return {};
+  }
+
+  //! Repeated builds grow by half again, so a slowly growing e-graph reallocates rarely;
+  //! a one-shot workspace takes exactly what it needs.
+  std::size_t grown(std::uint32_t rows) const noexcept {
+    if (!pinned_) return rows;
+    const std::uint64_t half_again = std::uint64_t{capacity_} + capacity_ / 2;
+    return static_cast<std::size_t>((std::min)(std::uint64_t{INT_MAX}, (std::max)(std::uint64_t{rows}, half_again)));
+  }
+
+  cudaStream_t stream_ = nullptr;
+  bool pinned_ = true;
+  std::uint32_t capacity_ = 0;
+  u32_buffer row_ids_, sorted_ids_, sorted_rows_, unique_ids_, counts_;
+  device_buffer<detail::build_counters> counters_;
+  device_buffer<unsigned char> scratch_;
+  detail::pinned_buffer<detail::build_counters> readback_;
+  detail::owned_event id_range_read_;
+};
+
+//! Builds the packed image of `rows` (device pointers) on the workspace's stream: the same
+//! words the host pack writes for the same rows (children offsets = prefix sums of the
+//! lengths; groups list rows ascending).
+//!
+//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs), one pass for the
+//! row ids and the u64 length sum (it runs while the host reads the id range),
+//! `cub::DeviceRadixSort::SortPairs` over those bits, `cub::DeviceRunLengthEncode::Encode`,
+//! two `cub::DeviceScan::ExclusiveSum`, one kernel for the row columns, signatures and
+//! children, one for the group columns. Two host waits: the id range, and the group count
+//! with the input checks. The image's words are written in stream order after the call
+//! returns: use it on the stream (or synchronise) like any other stream-ordered result.
+//! @pre `rows` points to device memory readable on the workspace's stream.
+//! @throws nothing; errors: lengths that do not add up to `child_count` (`errc::out_of_range`,
+//!         naming the first row past the column), a child without rows (`errc::not_found`,
+//!         when `check` is on), more than INT_MAX rows (`errc::abi_limit`), CUDA failures
+//!         (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks; the workspace stays
+//!         usable after an error.
+inline expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
                                            child_check check = child_check::on) {
   using detail::block_size;
   using detail::grid_for;
+  using u32_buffer = device_buffer<std::uint32_t>;
+  const cudaStream_t stream = workspace.stream_;
   const std::uint32_t R = rows.row_count;
   if (R > static_cast<std::uint32_t>(INT_MAX))
     return fail(error(errc::abi_limit, "build: too many rows for CUB's run-length encode")
@@ -139,95 +333,109 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_
       return fail(error(errc::invalid_argument, "build: children without rows")
                       .with("child_count", rows.child_count)
                       .fix("pass child_count = 0 for an empty table"));
-    VYRE_TRY_ASSIGN(auto words, device_buffer<std::uint32_t>::allocate(1, stream, "build: image"));
+    VYRE_TRY_ASSIGN(auto words, u32_buffer::allocate(1, stream, "build: image"));
     VYRE_CUDA_TRY(cudaMemsetAsync(words.get(), 0, sizeof(std::uint32_t), stream), "build: image");
     return device_packed_image(std::move(words), packed_layout{});
   }
 
-  VYRE_TRY_ASSIGN(auto status, device_buffer<detail::device_status>::allocate(1, stream, "build: status"));
-  detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
-  VYRE_TRY(detail::launched("build: init status"));
+  VYRE_TRY(workspace.reserve_head(R));
+  build_workspace& w = workspace;
+  detail::build_counters* const on_device = w.counters_.get();
+  std::uint32_t* const largest = &on_device->largest_id;
+  int* const groups_out = &on_device->groups;
+  const std::size_t scratch_bytes = w.scratch_.size();
+  detail::build_counters pageable{};
+  detail::build_counters* const seen = w.readback_.get() != nullptr ? w.readback_.get() : &pageable;
 
-  // Id range -> the bits the radix sort needs.
-  VYRE_TRY_ASSIGN(auto max_id, device_buffer<std::uint32_t>::allocate(1, stream, "build: max id"));
-  VYRE_TRY(detail::cub_call(
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceReduce::Max(temp, bytes, rows.eclass, max_id.get(), R, stream);
-      },
-      stream, "build: e-class id range (cub::DeviceReduce::Max)"));
-  std::uint32_t largest = 0;
-  VYRE_TRY(detail::copy_to_host(&largest, max_id.get(), 1, stream, "build: read id range"));
-  const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(largest));
+  // The id range first. With a pinned readback the row-id / length-sum pass runs while the
+  // host waits for it; a pageable readback blocks the host, so everything it does not need is
+  // enqueued (and the remaining temporaries allocated) before it.
+  detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
+  VYRE_TRY(detail::launched("build: init counters"));
+  std::size_t bytes = scratch_bytes;
+  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.eclass, largest, R, stream),
+                "build: e-class id range (cub::DeviceReduce::Max)");
+  const auto prepass = [&]() -> expected<void> {
+    detail::build_prepass_kernel<><<<(std::min)(grid_for(R), detail::prepass_max_blocks), block_size, 0, stream>>>(
+        rows.children_length, R, w.row_ids_.get(), &on_device->length_sum);
+    VYRE_TRY(detail::launched("build: row ids and length sum"));
+    return w.reserve_tail(R);
+  };
+  if (seen != &pageable) {
+    VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
+                                  cudaMemcpyDeviceToHost, stream),
+                  "build: read id range");
+    VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
+    VYRE_TRY(prepass());
+    VYRE_CUDA_TRY(cudaEventSynchronize(w.id_range_read_.get()), "build: read id range");
+  } else {
+    VYRE_TRY(prepass());
+    VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read id range"));
+  }
+  const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(seen->largest_id));
 
-  // Rows sorted by e-class (stable: ascending rows inside each class).
-  VYRE_TRY_ASSIGN(auto row_ids, device_buffer<std::uint32_t>::allocate(R, stream, "build: row ids"));
-  VYRE_TRY_ASSIGN(auto sorted_ids, device_buffer<std::uint32_t>::allocate(R, stream, "build: sorted ids"));
-  VYRE_TRY_ASSIGN(auto sorted_rows, device_buffer<std::uint32_t>::allocate(R, stream, "build: sorted rows"));
-  detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(row_ids.get(), R);
-  VYRE_TRY(detail::launched("build: row ids"));
-  VYRE_TRY(detail::cub_call(
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceRadixSort::SortPairs(temp, bytes, rows.eclass, sorted_ids.get(),
-                                               row_ids.get(), sorted_rows.get(), R, 0, end_bit,
-                                               stream);
-      },
-      stream, "build: group rows (cub::DeviceRadixSort::SortPairs)"));
-
-  // Groups: distinct ids and their sizes.
-  VYRE_TRY_ASSIGN(auto unique_ids, device_buffer<std::uint32_t>::allocate(R, stream, "build: group ids"));
-  VYRE_TRY_ASSIGN(auto counts, device_buffer<std::uint32_t>::allocate(std::size_t{R} + 1, stream, "build: group sizes"));
-  VYRE_TRY_ASSIGN(auto run_count, device_buffer<int>::allocate(1, stream, "build: group count"));
-  VYRE_TRY(detail::cub_call(
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceRunLengthEncode::Encode(temp, bytes, sorted_ids.get(), unique_ids.get(),
-                                                  counts.get(), run_count.get(),
-                                                  static_cast<int>(R), stream);
-      },
-      stream, "build: groups (cub::DeviceRunLengthEncode::Encode)"));
-  int groups = 0;
-  VYRE_TRY(detail::copy_to_host(&groups, run_count.get(), 1, stream, "build: read group count"));
-  const auto G = static_cast<std::uint32_t>(groups);
-
-  const packed_layout layout{R, rows.child_count, G};
-  VYRE_TRY_ASSIGN(auto words, device_buffer<std::uint32_t>::allocate(
-                                  static_cast<std::size_t>(layout.word_count()), stream, "build: image"));
-  std::uint32_t* base = words.get();
-  const packed_ref image = packed_ref::from_words(base, layout);
-  std::uint32_t* offsets = base + layout.row_children_offsets();
-  VYRE_TRY(detail::cub_call(
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceScan::ExclusiveSum(temp, bytes, rows.children_length, offsets, R, stream);
-      },
-      stream, "build: children offsets (cub::DeviceScan::ExclusiveSum)"));
-  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
-      rows, image, base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
-      base + layout.row_children_lens(), base + layout.row_signatures(), status.get());
-  VYRE_TRY(detail::launched("build: row columns and signatures"));
-  VYRE_TRY(detail::copy_on_device(base + layout.children(), rows.children, rows.child_count,
-                                  stream, "build: children column"));
-  VYRE_TRY(detail::copy_on_device(base + layout.group_eclass_ids(), unique_ids.get(), G, stream,
-                                  "build: group ids column"));
-  VYRE_CUDA_TRY(cudaMemsetAsync(counts.get() + G, 0, sizeof(std::uint32_t), stream),
-                "build: group offsets sentinel");
-  VYRE_TRY(detail::cub_call(
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceScan::ExclusiveSum(temp, bytes, counts.get(), base + layout.group_offsets(),
-                                             G + 1, stream);
-      },
-      stream, "build: group offsets (cub::DeviceScan::ExclusiveSum)"));
-  VYRE_TRY(detail::copy_on_device(base + layout.group_rows(), sorted_rows.get(), R, stream,
-                                  "build: group rows column"));
+  // Rows sorted by e-class (stable: ascending rows inside each class), then the groups.
+  bytes = scratch_bytes;
+  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(w.scratch_.get(), bytes, rows.eclass,
+                                                w.sorted_ids_.get(), w.row_ids_.get(),
+                                                w.sorted_rows_.get(), R, 0, end_bit, stream),
+                "build: group rows (cub::DeviceRadixSort::SortPairs)");
+  bytes = scratch_bytes;
+  VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(w.scratch_.get(), bytes, w.sorted_ids_.get(),
+                                                   w.unique_ids_.get(), w.counts_.get(), groups_out,
+                                                   static_cast<int>(R), stream),
+                "build: groups (cub::DeviceRunLengthEncode::Encode)");
   if (check == child_check::on && rows.child_count != 0) {
     detail::check_children_kernel<><<<grid_for(rows.child_count), block_size, 0, stream>>>(
-        base + layout.children(), rows.child_count, base + layout.group_eclass_ids(), G,
-        status.get());
+        rows.children, rows.child_count, w.unique_ids_.get(), groups_out, &on_device->status);
     VYRE_TRY(detail::launched("build: child check"));
   }
-  detail::device_status seen{};
-  VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "build: read status"));
-  if (seen.bad_row != 0xFFFFFFFFu || seen.bad_child != 0xFFFFFFFFu)
-    return fail(detail::build_input_error(seen, rows));
+  VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
+                                cudaMemcpyDeviceToHost, stream),
+                "build: read group count");
+  VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read group count");
+  if (seen->length_sum != rows.child_count)
+    return fail(detail::build_length_error(rows, seen->length_sum, stream));
+  if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
+  const auto G = static_cast<std::uint32_t>(seen->groups);
+
+  // The image: everything from here on is stream-ordered work, no further waits.
+  const packed_layout layout{R, rows.child_count, G};
+  VYRE_TRY_ASSIGN(auto words, u32_buffer::allocate(static_cast<std::size_t>(layout.word_count()),
+                                                   stream, "build: image"));
+  std::uint32_t* const base = words.get();
+  std::uint32_t* const offsets = base + layout.row_children_offsets();
+  bytes = scratch_bytes;
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.children_length, offsets,
+                                              R, stream),
+                "build: children offsets (cub::DeviceScan::ExclusiveSum)");
+  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+      rows, offsets, base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
+      base + layout.row_children_lens(), base + layout.row_signatures(), base + layout.children());
+  VYRE_TRY(detail::launched("build: row columns, signatures and children"));
+  detail::build_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+      w.unique_ids_.get(), G, w.sorted_rows_.get(), R, base + layout.group_eclass_ids(),
+      base + layout.group_rows());
+  VYRE_TRY(detail::launched("build: group ids and rows"));
+  // Exclusive sum over G + 1 items: the last offset is the sum of the G real counts (R); the
+  // (G+1)-th count is never part of an output, so it needs no sentinel.
+  bytes = scratch_bytes;
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
+                                              base + layout.group_offsets(), G + 1, stream),
+                "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(words), layout);
+}
+
+//! One-shot `build` on `stream`: a temporary workspace (pageable readbacks, exact sizes,
+//! freed in stream order). Engines that build repeatedly keep a `build_workspace` instead.
+//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
+//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
+//!       back to the driver and the next call maps it again; an engine that builds repeatedly
+//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
+inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
+                                           child_check check = child_check::on) {
+  build_workspace once(stream, false);
+  return build(rows, once, check);
 }
 
 }  // namespace vyre::algorithms

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Bottom-up tree-cost extraction on the device. A round updates every e-class in parallel:
-//! the minimum over its group's rows (a segmented reduction over the packed image's groups) of
-//! node cost + the current cost of each child class, written in place when it is lower. Costs
-//! only decrease, so in-place (chaotic) rounds reach the same least fixpoint as synchronous
-//! ones, in no more rounds; `#classes + 1` rounds bound the loop, and still-decreasing costs
-//! after that mean a negative-cost cycle (an error). A final pass picks, per class, the cheapest
-//! row with ties to the smallest row index: exactly the CPU reference's costs and choices
-//! (children are summed in the same order, so the doubles are bit-identical).
+//! Bottom-up tree-cost extraction on the device. A round relaxes every row in parallel: its
+//! total (node cost + the current cost of each child class, summed left to right as the CPU
+//! reference sums) lowers its class's cost with a compare-and-swap when cheaper. Row-parallel,
+//! not group-parallel: an e-class with thousands of rows (common in the real e-graphs) does not
+//! serialise a round on one thread. Costs only decrease and every value written is some row's
+//! total, so in-place (chaotic) rounds reach the same fixpoint as synchronous ones, in no more
+//! rounds; `#classes + 1` rounds bound the loop, and still-decreasing costs after that mean a
+//! negative-cost cycle (an error). Once a round lowers nothing, each class's cost is exactly the
+//! minimum of its rows' totals over the final costs, bit for bit the reference's; the choice is
+//! the smallest row reaching it (ties to the smallest row index, as the reference).
 //!
 //! Small e-graphs run the whole fixpoint inside one thread block (one launch, no round trips);
 //! larger ones run one launch per round with one status readback.
@@ -46,8 +48,11 @@ struct device_extraction_result {
 
 //! Extraction knobs.
 struct extract_options {
-  //! E-graphs with at most this many groups run the fixpoint in a single thread block.
+  //! E-graphs with at most this many groups and at most `single_block_max_rows` rows run the
+  //! fixpoint in a single thread block; larger ones loop over grid-wide rounds.
   std::uint32_t single_block_max_groups = 16384;
+  //! Rows are relaxed in parallel: a single block of 1024 threads keeps up to a few per thread.
+  std::uint32_t single_block_max_rows = 8192;
 };
 
 namespace detail {
@@ -68,62 +73,81 @@ VYRE_DEVICE inline double row_cost(const packed_ref& image, const double* node_c
   return total;
 }
 
-//! One in-place relaxation of group g; returns whether its cost dropped.
-VYRE_DEVICE inline bool relax_group(const packed_ref& image, const double* node_cost,
-                                    const std::uint32_t* dense_child, double* cost,
-                                    std::uint32_t g) noexcept {
-  double best = read_cost(cost, g);
-  const double before = best;
-  for (std::uint32_t k = image.group_offsets[g]; k < image.group_offsets[g + 1]; ++k) {
-    const double total = row_cost(image, node_cost, dense_child, cost, image.group_rows[k]);
-    if (total < best) best = total;
-  }
-  if (best < before) {
-    atomic_double(cost[g]).store(best, cuda::std::memory_order_relaxed);
-    return true;
+//! cost[g] = min(cost[g], value) as one atomic step; returns whether it lowered the cost.
+VYRE_DEVICE inline bool lower_cost(double* cost, double value) noexcept {
+  auto* const bits = reinterpret_cast<unsigned long long*>(cost);
+  unsigned long long seen =
+      cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(*bits).load(
+          cuda::std::memory_order_relaxed);
+  while (value < __longlong_as_double(static_cast<long long>(seen))) {
+    const unsigned long long was =
+        atomicCAS(bits, seen, static_cast<unsigned long long>(__double_as_longlong(value)));
+    if (was == seen) return true;
+    seen = was;
   }
   return false;
 }
 
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost, double* cost,
-                                      device_status* status) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    if (!isfinite(node_cost[i])) atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
-    if (i < image.group_count()) cost[i] = cuda::std::numeric_limits<double>::infinity();
+//! One in-place relaxation of row r: lowers its class's cost to the row's total when cheaper.
+VYRE_DEVICE inline bool relax_row(const packed_ref& image, const double* node_cost,
+                                  const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                                  double* cost, std::uint32_t r) noexcept {
+  return lower_cost(cost + dense_row[r], row_cost(image, node_cost, dense_child, cost, r));
+}
+
+//! The group of group-rows position i: the last g with group_offsets[g] <= i (a binary search,
+//! so no thread walks a whole large group).
+VYRE_DEVICE inline std::uint32_t group_of_position(const packed_ref& image, std::uint32_t i) noexcept {
+  std::uint32_t lo = 0, hi = image.group_count();
+  while (hi - lo > 1) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    if (image.group_offsets[mid] <= i) lo = mid; else hi = mid;
+  }
+  return lo;
+}
+
+//! Setup of position / row i: node cost check, the row's group, and (i < G) cost +inf and no
+//! choice yet.
+VYRE_DEVICE inline void extract_setup_at(const packed_ref& image, const double* node_cost,
+                                         std::uint64_t i, double* cost, std::uint32_t* choice,
+                                         std::uint32_t* dense_row, device_status* status) noexcept {
+  const auto p = static_cast<std::uint32_t>(i);
+  if (!isfinite(node_cost[i])) atomicMin(&status->bad_row, p);
+  dense_row[image.group_rows[i]] = group_of_position(image, p);
+  if (i < image.group_count()) {
+    cost[i] = cuda::std::numeric_limits<double>::infinity();
+    choice[i] = no_row;
   }
 }
 
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void relax_round_kernel(packed_ref image, const double* node_cost,
-                                    const std::uint32_t* dense_child, double* cost,
-                                    device_status* status) {
-  bool dropped = false;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < image.group_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
-    dropped |= relax_group(image, node_cost, dense_child, cost, static_cast<std::uint32_t>(i));
-  if (dropped) status->changed = 1;
+//! Row r's part of the choice: a class's choice is its smallest row whose total over the final
+//! costs equals the class cost (the reference's first strictly cheaper row in ascending order);
+//! classes at +inf keep `no_row`.
+VYRE_DEVICE inline void choose_row(const packed_ref& image, const double* node_cost,
+                                   const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                                   double* cost, std::uint32_t* choice, std::uint32_t r) noexcept {
+  const double total = row_cost(image, node_cost, dense_child, cost, r);
+  const std::uint32_t g = dense_row[r];
+  if (total < cuda::std::numeric_limits<double>::infinity() && total == cost[g])
+    atomicMin(&choice[g], r);
 }
 
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void clear_changed_kernel(device_status* status) { status->changed = 0; }
-
-//! The whole fixpoint in one block: rounds separated by __syncthreads, stopping when a round
-//! changes nothing or after `round_limit` rounds (status->changed then stays 1).
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void __launch_bounds__(1024) relax_single_block_kernel(packed_ref image, const double* node_cost,
-                                           const std::uint32_t* dense_child, double* cost,
-                                           std::uint32_t round_limit, device_status* status,
-                                           std::uint32_t* rounds_out) {
+//! The whole fixpoint in the calling block: row-parallel rounds separated by __syncthreads,
+//! stopping when a round lowers nothing or after `round_limit` rounds (then `*changed_out` is
+//! set: a negative-cost cycle). Thread 0 writes the rounds run.
+VYRE_DEVICE inline void relax_in_block(const packed_ref& image, const double* node_cost,
+                                       const std::uint32_t* dense_child,
+                                       const std::uint32_t* dense_row, double* cost,
+                                       std::uint64_t round_limit, std::uint32_t* changed_out,
+                                       std::uint32_t* rounds_out) noexcept {
   __shared__ int changed;
   std::uint32_t rounds = 0;
   for (;;) {
     if (threadIdx.x == 0) changed = 0;
     __syncthreads();
     bool dropped = false;
-    for (std::uint32_t g = threadIdx.x; g < image.group_count(); g += blockDim.x)
-      dropped |= relax_group(image, node_cost, dense_child, cost, g);
+    for (std::uint32_t r = threadIdx.x; r < image.row_count(); r += blockDim.x)
+      dropped |= relax_row(image, node_cost, dense_child, dense_row, cost, r);
     if (dropped) atomicOr(&changed, 1);
     __syncthreads();
     ++rounds;
@@ -131,7 +155,7 @@ VYRE_KERNEL void __launch_bounds__(1024) relax_single_block_kernel(packed_ref im
     __syncthreads();  // everyone read `changed` before it is cleared
     if (!again) break;
     if (rounds == round_limit) {
-      if (threadIdx.x == 0) status->changed = 1;
+      if (threadIdx.x == 0) *changed_out = 1;
       break;
     }
   }
@@ -139,24 +163,46 @@ VYRE_KERNEL void __launch_bounds__(1024) relax_single_block_kernel(packed_ref im
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
-                               const std::uint32_t* dense_child, double* cost,
-                               std::uint32_t* choice) {
+VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost, double* cost,
+                                      std::uint32_t* choice, std::uint32_t* dense_row,
+                                      device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < image.group_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const auto g = static_cast<std::uint32_t>(i);
-    double best = cuda::std::numeric_limits<double>::infinity();
-    std::uint32_t chosen = no_row;
-    for (std::uint32_t k = image.group_offsets[g]; k < image.group_offsets[g + 1]; ++k) {
-      const std::uint32_t r = image.group_rows[k];  // ascending: strict < keeps the smallest
-      const double total = row_cost(image, node_cost, dense_child, cost, r);
-      if (total < best) {
-        best = total;
-        chosen = r;
-      }
-    }
-    choice[g] = chosen;
-  }
+       i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
+    extract_setup_at(image, node_cost, i, cost, choice, dense_row, status);
+}
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void relax_round_kernel(packed_ref image, const double* node_cost,
+                                    const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                                    double* cost, device_status* status) {
+  bool dropped = false;
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+       i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
+    dropped |= relax_row(image, node_cost, dense_child, dense_row, cost, static_cast<std::uint32_t>(i));
+  if (dropped) status->changed = 1;
+}
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void clear_changed_kernel(device_status* status) { status->changed = 0; }
+
+//! The whole fixpoint in one block (small e-graphs).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void __launch_bounds__(1024)
+    relax_single_block_kernel(packed_ref image, const double* node_cost,
+                              const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                              double* cost, std::uint32_t round_limit, device_status* status,
+                              std::uint32_t* rounds_out) {
+  relax_in_block(image, node_cost, dense_child, dense_row, cost, round_limit, &status->changed,
+                 rounds_out);
+}
+
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
+                               const std::uint32_t* dense_child, const std::uint32_t* dense_row,
+                               double* cost, std::uint32_t* choice) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
+       i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
+    choose_row(image, node_cost, dense_child, dense_row, cost, choice, static_cast<std::uint32_t>(i));
 }
 
 //! Sums the roots' costs in the given order (one thread: the reference's summation order).
@@ -200,6 +246,7 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
 
   VYRE_TRY_ASSIGN(auto status, device_buffer<detail::device_status>::allocate(1, stream, "extract: status"));
   VYRE_TRY_ASSIGN(u32_buffer dense_child, u32_buffer::allocate(C, stream, "extract: child classes"));
+  VYRE_TRY_ASSIGN(u32_buffer dense_row, u32_buffer::allocate(R, stream, "extract: row classes"));
   VYRE_TRY_ASSIGN(u32_buffer device_roots, u32_buffer::allocate(root_count, stream, "extract: roots"));
   VYRE_TRY_ASSIGN(u32_buffer rounds_out, u32_buffer::allocate(1, stream, "extract: rounds"));
   VYRE_TRY_ASSIGN(auto root_total, device_buffer<double>::allocate(1, stream, "extract: root cost"));
@@ -213,8 +260,8 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
 
   detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
   VYRE_TRY(detail::launched("extract: init status"));
-  detail::extract_setup_kernel<><<<grid_for((std::max)(R, G)), block_size, 0, stream>>>(
-      image, node_cost, result.cost.get(), status.get());
+  detail::extract_setup_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+      image, node_cost, result.cost.get(), result.choice.get(), dense_row.get(), status.get());
   VYRE_TRY(detail::launched("extract: setup"));
   if (C != 0) {
     detail::dense_children_kernel<><<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
@@ -233,9 +280,9 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
 
   const std::uint64_t round_limit = std::uint64_t{G} + 1;
   bool converged = true;
-  if (G != 0 && G <= options.single_block_max_groups) {
+  if (G != 0 && G <= options.single_block_max_groups && R <= options.single_block_max_rows) {
     detail::relax_single_block_kernel<><<<1, 1024, 0, stream>>>(
-        image, node_cost, dense_child.get(), result.cost.get(),
+        image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(),
         static_cast<std::uint32_t>(round_limit), status.get(), rounds_out.get());
     VYRE_TRY(detail::launched("extract: single-block fixpoint"));
     VYRE_TRY(detail::copy_to_host(&result.rounds, rounds_out.get(), 1, stream, "extract: read rounds"));
@@ -246,8 +293,8 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
       ++result.rounds;
       detail::clear_changed_kernel<><<<1, 1, 0, stream>>>(status.get());
       VYRE_TRY(detail::launched("extract: clear flag"));
-      detail::relax_round_kernel<><<<grid_for(G), block_size, 0, stream>>>(
-          image, node_cost, dense_child.get(), result.cost.get(), status.get());
+      detail::relax_round_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+          image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(), status.get());
       VYRE_TRY(detail::launched("extract: relax round"));
       VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "extract: read round status"));
       if (seen.changed == 0) {
@@ -264,8 +311,8 @@ inline expected<device_extraction_result> extract(const packed_ref& image, const
                     .with("classes", G)
                     .fix("make node costs non-negative, or at least free of negative cycles"));
   if (G != 0) {
-    detail::choose_kernel<><<<grid_for(G), block_size, 0, stream>>>(
-        image, node_cost, dense_child.get(), result.cost.get(), result.choice.get());
+    detail::choose_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+        image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(), result.choice.get());
     VYRE_TRY(detail::launched("extract: choose rows"));
   }
   detail::root_cost_kernel<><<<1, 32, 0, stream>>>(image, device_roots.get(), root_count,

@@ -102,6 +102,89 @@ enum class loop_driver : std::uint8_t {
 
 namespace detail {
 
+//! Page-locked host memory (copies from and to it are truly asynchronous), freed on every path.
+template <class T>
+class pinned_buffer {
+ public:
+  pinned_buffer() noexcept = default;
+  pinned_buffer(const pinned_buffer&) = delete;
+  pinned_buffer& operator=(const pinned_buffer&) = delete;
+  pinned_buffer(pinned_buffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  pinned_buffer& operator=(pinned_buffer&& other) noexcept {
+    if (this != &other) {
+      reset();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  ~pinned_buffer() { reset(); }
+
+  static expected<pinned_buffer> allocate(std::size_t count, const char* what) noexcept {
+    pinned_buffer buffer;
+    if (count == 0) return buffer;
+    if (count > SIZE_MAX / sizeof(T))
+      return fail(error(errc::overflow, what).with("elements", count).fix(
+          "the buffer size overflows size_t: process the input in smaller shards"));
+    void* raw = nullptr;
+    const cudaError_t status = testing::inject_allocation_failure(testing::allocation_kind::pinned)
+                                   ? cudaErrorMemoryAllocation
+                                   : cudaMallocHost(&raw, count * sizeof(T));
+    if (status != cudaSuccess)
+      return fail(cuda_error(status, what).with("elements", count).with("bytes", count * sizeof(T)));
+    buffer.data_ = static_cast<T*>(raw);
+    buffer.size_ = count;
+    return buffer;
+  }
+  //! Makes room for `count` elements (contents are not kept).
+  expected<void> ensure(std::size_t count, const char* what) noexcept {
+    if (count <= size_) return {};
+    VYRE_TRY_ASSIGN(pinned_buffer bigger, allocate(count, what));
+    *this = std::move(bigger);
+    return {};
+  }
+  T* get() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  void reset() noexcept {
+    if (data_ != nullptr) (void)cudaFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+//! A timing-free CUDA event, destroyed on every path.
+class owned_event {
+ public:
+  owned_event() noexcept = default;
+  owned_event(const owned_event&) = delete;
+  owned_event& operator=(const owned_event&) = delete;
+  owned_event(owned_event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  owned_event& operator=(owned_event&& other) noexcept {
+    if (this != &other) {
+      if (event_ != nullptr) (void)cudaEventDestroy(event_);
+      event_ = std::exchange(other.event_, nullptr);
+    }
+    return *this;
+  }
+  ~owned_event() {
+    if (event_ != nullptr) (void)cudaEventDestroy(event_);
+  }
+  static expected<owned_event> create(const char* what) noexcept {
+    owned_event e;
+    VYRE_CUDA_TRY(cudaEventCreateWithFlags(&e.event_, cudaEventDisableTiming), what);
+    return e;
+  }
+  cudaEvent_t get() const noexcept { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
 inline constexpr unsigned block_size = 256;
 
 inline unsigned grid_for(std::uint64_t items) noexcept {
