@@ -6,6 +6,7 @@
 #   build     configure + build everything (-j16), or only BUILD_TARGETS (space-separated)
 #   test      the whole CTest suite, GPU tests included (TEST_FILTER: a ctest -R pattern)
 #   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests
+#             (SANITIZE_FILTER picks executables, SANITIZE_TOOLS the tools)
 #   examples  run every example program (04 on a real e-graph from .deps/egraphs)
 #   bench     every benchmark executable under build/default/bench (JSON lines)
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
@@ -51,7 +52,7 @@ stage_sanitize() {
   # Test executables only (the tool's GPU test is a Python driver around vyre-egraph).
   # SANITIZE_FILTER (a grep -E pattern on the executable's path) picks a subset.
   for exe in $(ctest --test-dir "$build" -L gpu -N -V | sed -n 's/^[0-9]*: Test command: //p' | grep -v python | grep -E "${SANITIZE_FILTER:-.}"); do
-    for tool in memcheck racecheck initcheck synccheck; do
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
       local name
       name=$(basename "$exe")
       # Failure-path tests call failing CUDA APIs on purpose (a 4 EiB cudaMalloc, fault

@@ -6,8 +6,8 @@
 //     for tool in initcheck racecheck synccheck; do
 //       compute-sanitizer --tool $tool ./probe $mode; done; done
 // Modes:
-//   copy-*: a kernel writes all of `next`, then a device-to-device cudaMemcpyAsync copies it to
-//           `current` (example 02's fixpoint round); two rounds.
+//   copy-*: a kernel writes all of `next` (never written before), then a device-to-device
+//           cudaMemcpyAsync copies it to `current` (example 02's fixpoint round).
 //   sort-*: CUB's radix sort of 100 pairs, then a kernel that reduces in shared memory; two
 //           rounds.
 // *-direct launches the rounds on a stream, *-while runs them in a WHILE body that stops after
@@ -64,7 +64,9 @@ int main(int argc, char** argv) {
   unsigned host[1024];
   for (int i = 0; i < n; ++i) host[i] = (i * 7919u) % 97u;
   CHECK(cudaMemcpy(current, host, n * 4, cudaMemcpyHostToDevice));
-  CHECK(cudaMemcpy(next, host, n * 4, cudaMemcpyHostToDevice));
+  // copy-*: `next` is left unwritten here; the round's kernel writes all of it before the copy
+  // reads it. (sort-* reads it as the values, so it is uploaded.)
+  if (sort) CHECK(cudaMemcpy(next, host, n * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemset(rounds, 0, 4));
   cudaStream_t s;
   CHECK(cudaStreamCreate(&s));
