@@ -116,12 +116,15 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, const std::uint32_t* offse
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void build_groups_kernel(const std::uint32_t* unique_ids, std::uint32_t group_count,
                                      const std::uint32_t* sorted_rows, std::uint32_t row_count,
-                                     std::uint32_t* group_ids, std::uint32_t* group_rows) {
+                                     std::uint32_t* group_ids, std::uint32_t* group_rows,
+                                     std::uint32_t* group_offsets) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < row_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     group_rows[i] = sorted_rows[i];
     if (i < group_count) group_ids[i] = unique_ids[i];
   }
+  // The scan writes offsets 0..G-1; the closing offset is the row count.
+  if (blockIdx.x == 0 && threadIdx.x == 0) group_offsets[group_count] = row_count;
 }
 
 //! Children naming no group (`group_count` is read on the device: the check runs before the
@@ -415,13 +418,13 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   VYRE_TRY(detail::launched("build: row columns, signatures and children"));
   detail::build_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(
       w.unique_ids_.get(), G, w.sorted_rows_.get(), R, base + layout.group_eclass_ids(),
-      base + layout.group_rows());
-  VYRE_TRY(detail::launched("build: group ids and rows"));
-  // Exclusive sum over G + 1 items: the last offset is the sum of the G real counts (R); the
-  // (G+1)-th count is never part of an output, so it needs no sentinel.
+      base + layout.group_rows(), base + layout.group_offsets());
+  VYRE_TRY(detail::launched("build: group ids, rows and closing offset"));
+  // Exclusive sum over the G run lengths (the kernel above wrote offset G = R): reading a
+  // (G+1)-th, never-written count would be harmless but is what initcheck reports.
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
-                                              base + layout.group_offsets(), G + 1, stream),
+                                              base + layout.group_offsets(), G, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(words), layout);
 }

@@ -167,7 +167,7 @@ result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
     reset.dst = control;
     reset.value = 0;
     reset.elementSize = 4;
-    reset.width = 3;  // changed, rounds, converged
+    reset.width = sizeof(fixpoint_control) / 4;  // every field: the host reads it whole
     reset.height = 1;
     auto decide_after_body = [&](cudaStream_t s, while_condition condition) -> expected<void> {
       VYRE_TRY(detail::invoke_capture_body(body, s));
