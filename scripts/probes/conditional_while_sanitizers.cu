@@ -8,8 +8,9 @@
 // Modes:
 //   copy-*: a kernel writes all of `next` (never written before), then a device-to-device
 //           cudaMemcpyAsync copies it to `current` (example 02's fixpoint round).
-//   sort-*: CUB's radix sort of 100 pairs, then a kernel that reduces in shared memory; two
-//           rounds.
+//   sort-*: CUB's radix sort of 100 pairs, then a kernel that reduces in shared memory.
+//   ksort-*: as sort-*, but a kernel in the round writes the keys the sort reads (the pattern of
+//           the congruence plan's rounds); the keys are never written before.
 // *-direct launches the rounds on a stream, *-while runs them in a WHILE body that stops after
 // them; argv[2] is the number of rounds (default 2). Every mode prints "ok" when the results
 // are right.
@@ -51,7 +52,8 @@ int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "copy-while";
   const int round_count = argc > 2 ? std::atoi(argv[2]) : 2;
   const bool in_while = std::strstr(mode, "while") != nullptr;
-  const bool sort = std::strncmp(mode, "sort", 4) == 0;
+  const bool kernel_keys = std::strncmp(mode, "ksort", 5) == 0;
+  const bool sort = kernel_keys || std::strncmp(mode, "sort", 4) == 0;
   const int n = sort ? 100 : 1024;
   unsigned *current, *next, *keys_out, *vals_out, *sum;
   int* rounds;
@@ -63,6 +65,9 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&rounds, 4));
   unsigned host[1024];
   for (int i = 0; i < n; ++i) host[i] = (i * 7919u) % 97u;
+  unsigned* keys = nullptr;  // ksort-*: written by a kernel in the round
+  CHECK(cudaMalloc(&keys, n * 4));
+  if (!kernel_keys) CHECK(cudaMemcpy(keys, host, n * 4, cudaMemcpyHostToDevice));
   CHECK(cudaMemcpy(current, host, n * 4, cudaMemcpyHostToDevice));
   // copy-*: `next` is left unwritten here; the round's kernel writes all of it before the copy
   // reads it. (sort-* reads it as the values, so it is uploaded.)
@@ -72,13 +77,18 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreate(&s));
   void* temp = nullptr;
   size_t temp_bytes = 0;
-  CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, current, keys_out, next, vals_out, n, 0,
+  CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_out, next, vals_out, n, 0,
                                         7, s));
   CHECK(cudaMalloc(&temp, temp_bytes));
 
   auto round = [&](cudaStream_t stream) -> cudaError_t {
     if (sort) {
-      cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, current, keys_out, next,
+      if (kernel_keys) {
+        write_all<<<1, 128, 0, stream>>>(keys, current, n);  // keys[i] = current[i] + 1
+        cudaError_t launched = cudaGetLastError();
+        if (launched != cudaSuccess) return launched;
+      }
+      cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_out, next,
                                                       vals_out, n, 0, 7, stream);
       if (e != cudaSuccess) return e;
       block_sum<<<1, 128, 0, stream>>>(keys_out, n, sum);
@@ -120,7 +130,7 @@ int main(int argc, char** argv) {
   if (sort) {
     unsigned total = 0, expected = 0;
     CHECK(cudaMemcpy(&total, sum, 4, cudaMemcpyDeviceToHost));
-    for (int i = 0; i < n; ++i) expected += host[i];
+    for (int i = 0; i < n; ++i) expected += host[i] + (kernel_keys ? 1u : 0u);
     right = total == expected;
   } else {
     CHECK(cudaMemcpy(result, current, n * 4, cudaMemcpyDeviceToHost));
