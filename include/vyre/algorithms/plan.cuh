@@ -237,11 +237,13 @@ template <class Signature>
 VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t* canon,
                                   Signature signature, std::uint32_t bucket, std::uint32_t* keys,
                                   std::uint32_t* rows, const device_status* status) {
-  if (!input_ok(status)) return;
+  // A rejected input still gets defined keys (all padding): the sort after this reads them.
+  const bool ok = input_ok(status);
   const packed_ref image = params->image;
+  const std::uint32_t real_rows = ok ? image.row_count() : 0u;
   VYRE_PLAN_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
-    keys[r] = r < image.row_count()
+    keys[r] = r < real_rows
                   ? signature(image.op[r], canon + image.children_offset[r], image.children_length[r])
                   : 0xFFFFFFFFu;
     rows[r] = r;
@@ -256,12 +258,13 @@ VYRE_KERNEL void plan_leaders_kernel(const plan_params* params, const std::uint3
                                      const std::uint32_t* dense_row, std::uint32_t* parent,
                                      std::uint8_t* leader_flag, std::uint32_t bucket,
                                      device_status* status) {
-  if (!input_ok(status)) return;
+  // A rejected input still gets defined flags (none lead): the selection after this reads them.
+  const bool ok = input_ok(status);
   const packed_ref image = params->image;
   VYRE_PLAN_LOOP(i, bucket) {
     const auto p = static_cast<std::uint32_t>(i);
     const std::uint32_t r = sorted_rows[p];
-    if (r >= image.row_count()) {
+    if (!ok || r >= image.row_count()) {
       leader_flag[r] = 0;
       continue;
     }
@@ -309,10 +312,11 @@ VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::u
                                          std::uint32_t* eclass, std::uint32_t* op,
                                          std::uint32_t* lens, std::uint32_t* group_key,
                                          std::uint32_t* row_ids, const plan_counters* counters) {
-  if (!input_ok(&counters->status)) return;
+  // A rejected input still gets defined sort input (all padding): the sorts after this read it.
+  const bool ok = input_ok(&counters->status);
   const packed_ref image = params->image;
-  const std::uint32_t K = counters->kept;
-  VYRE_PLAN_LOOP(i, image.group_count()) {
+  const std::uint32_t K = ok ? counters->kept : 0u;
+  if (ok) VYRE_PLAN_LOOP(i, image.group_count()) {
     class_ids[i] = image.group_eclass[i];
     representative[i] = image.group_eclass[parent[i]];
   }
