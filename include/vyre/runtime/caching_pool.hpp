@@ -163,6 +163,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
           for (std::size_t i = 0; i < c.count; ++i) keep_first(free_to_device(c.entries[i].b));
           c.count = 0;
           c.bytes.store(0, std::memory_order_relaxed);
+          c.blocks.store(0, std::memory_order_relaxed);
           unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
                                 std::memory_order_relaxed);
         });
