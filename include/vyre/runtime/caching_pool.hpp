@@ -442,10 +442,14 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     drain(tc, [&](thread_cache& c) {
       for (std::size_t i = 0; i < c.count; ++i) {
         block* b = c.entries[i].b;
-        stream_lists* lists = lists_by_key(c.entries[i].key, c.entries[i].stream);
         // The cache's share goes back first, so the lists can take it over.
         unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
                               std::memory_order_relaxed);
+        // A per-thread stream's key dies with its thread (a new thread may get the same
+        // address): its blocks go back to the device, whose cudaFree waits for their work.
+        stream_lists* lists = is_per_thread(c.entries[i].stream)
+                                  ? nullptr
+                                  : lists_by_key(c.entries[i].key, c.entries[i].stream);
         if (lists == nullptr || !cache_in_lists(*lists, b, /*may_fence=*/false,
                                                 /*may_reclaim=*/false))
           (void)free_to_device(b);
