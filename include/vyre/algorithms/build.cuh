@@ -241,7 +241,7 @@ class build_workspace {
     }
     if (pinned_ && readback_.get() == nullptr) {
       VYRE_TRY_ASSIGN(readback_, detail::pinned_buffer<detail::build_counters>::allocate(1, what));
-      VYRE_TRY_ASSIGN(id_range_read_, detail::owned_event::create(what));
+      VYRE_TRY_ASSIGN(id_range_read_, detail::make_event(what));
     }
     if (rows > row_ids_.size()) {
       VYRE_TRY_ASSIGN(row_ids_, u32_buffer::allocate(grown(rows), stream_, what));

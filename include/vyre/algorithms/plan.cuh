@@ -464,35 +464,6 @@ VYRE_KERNEL void plan_root_cost_kernel(const plan_params* params, const double* 
 
 // ---- host plumbing ---------------------------------------------------------------------------
 
-//! A private non-blocking stream to capture on (capturing the caller's stream would fail on
-//! the legacy default stream and would disturb work already queued there).
-class owned_stream {
- public:
-  owned_stream() noexcept = default;
-  owned_stream(const owned_stream&) = delete;
-  owned_stream& operator=(const owned_stream&) = delete;
-  owned_stream(owned_stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  owned_stream& operator=(owned_stream&& other) noexcept {
-    if (this != &other) {
-      if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-      stream_ = std::exchange(other.stream_, nullptr);
-    }
-    return *this;
-  }
-  ~owned_stream() {
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-  }
-  static expected<owned_stream> create(const char* what) noexcept {
-    owned_stream s;
-    VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream_, cudaStreamNonBlocking), what);
-    return s;
-  }
-  cudaStream_t get() const noexcept { return stream_; }
-
- private:
-  cudaStream_t stream_ = nullptr;
-};
-
 //! Captures `enqueue(stream)` on `stream` into a new graph; the capture always ends.
 template <class Enqueue>
 expected<graph::detail::unique_graph> capture_graph(cudaStream_t stream, Enqueue&& enqueue,
@@ -886,7 +857,7 @@ class congruence_plan {
       }
       VYRE_TRY_ASSIGN(s.scratch, device_buffer<unsigned char>::allocate(bytes, stream, what));
       s.scratch_bytes = bytes;
-      VYRE_TRY_ASSIGN(s.capture, detail::owned_stream::create("congruence_plan: capture stream"));
+      VYRE_TRY_ASSIGN(s.capture, detail::make_stream("congruence_plan: capture stream"));
       s.ready = true;
       return s;
     }
@@ -1227,7 +1198,7 @@ class extract_plan {
       VYRE_TRY_ASSIGN(s.choice, device_buffer<std::uint32_t>::allocate(B, stream, what));
       VYRE_TRY_ASSIGN(s.dense_row, device_buffer<std::uint32_t>::allocate(B, stream, what));
       VYRE_TRY_ASSIGN(s.cost, device_buffer<double>::allocate(B, stream, what));
-      VYRE_TRY_ASSIGN(s.capture, detail::owned_stream::create("extract_plan: capture stream"));
+      VYRE_TRY_ASSIGN(s.capture, detail::make_stream("extract_plan: capture stream"));
       s.ready = true;
       return s;
     }

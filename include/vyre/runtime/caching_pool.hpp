@@ -160,10 +160,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       std::lock_guard caches(thread_caches_mutex_);
       for (auto& tc : thread_caches_)
         drain(*tc, [&](thread_cache& c) {
-          for (std::size_t i = 0; i < c.count; ++i) keep_first(free_to_device(c.entries[i].b));
-          c.count = 0;
+          const std::size_t n = c.count.exchange(0, std::memory_order_relaxed);
+          for (std::size_t i = 0; i < n; ++i) keep_first(free_to_device(c.entries[i].b));
           c.bytes.store(0, std::memory_order_relaxed);
-          c.blocks.store(0, std::memory_order_relaxed);
           unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
                                 std::memory_order_relaxed);
         });
@@ -222,7 +221,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     });
     {
       std::lock_guard caches(thread_caches_mutex_);
-      for (const auto& tc : thread_caches_) cached += tc->blocks.load(std::memory_order_relaxed);
+      for (const auto& tc : thread_caches_) cached += tc->count.load(std::memory_order_relaxed);
     }
     const std::size_t owned = index_.size();
     return owned > cached ? owned - cached : 0;
@@ -270,11 +269,10 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       block* b;
     };
     std::array<entry, thread_cache_blocks> entries{};
-    std::size_t count = 0;
     // Written by the owner (or a drainer), read by observers: relaxed atomics.
     std::atomic<std::size_t> budget{0};  // this cache's share of the retained cap
     std::atomic<std::size_t> bytes{0};
-    std::atomic<std::size_t> blocks{0};
+    std::atomic<std::size_t> count{0};  // entries in use
     std::thread::id owner;  // default id: the thread ended and the cache is free for another
   };
 
@@ -440,7 +438,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   // the next thread that needs one.
   void abandon(thread_cache& tc) noexcept {
     drain(tc, [&](thread_cache& c) {
-      for (std::size_t i = 0; i < c.count; ++i) {
+      const std::size_t n = c.count.exchange(0, std::memory_order_relaxed);
+      for (std::size_t i = 0; i < n; ++i) {
         block* b = c.entries[i].b;
         // The cache's share goes back first, so the lists can take it over.
         unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
@@ -454,9 +453,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
                                                 /*may_reclaim=*/false))
           (void)free_to_device(b);
       }
-      c.count = 0;
       c.bytes.store(0, std::memory_order_relaxed);
-      c.blocks.store(0, std::memory_order_relaxed);
       unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
                             std::memory_order_relaxed);
     });
@@ -467,13 +464,14 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   block* take_from_thread_cache(thread_cache& tc, const void* key, std::size_t held) noexcept {
     if (!enter(tc)) return nullptr;
     block* found = nullptr;
-    for (std::size_t i = tc.count; i-- > 0;) {
+    const std::size_t n = tc.count.load(std::memory_order_relaxed);
+    for (std::size_t i = n; i-- > 0;) {
       auto& e = tc.entries[i];
       if (e.key == key && e.b->held == held) {
         found = e.b;
-        e = tc.entries[--tc.count];
+        e = tc.entries[n - 1];
+        tc.count.store(n - 1, std::memory_order_relaxed);
         tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - held, std::memory_order_relaxed);
-        tc.blocks.store(tc.count, std::memory_order_relaxed);
         found->live.store(true, std::memory_order_relaxed);
         break;
       }
@@ -487,7 +485,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     const std::size_t held = b->held;
     if (!enter(tc)) return false;
     const std::size_t bytes = tc.bytes.load(std::memory_order_relaxed);
-    const bool room = tc.count < thread_cache_blocks && bytes + held <= thread_cache_bytes_;
+    const std::size_t n = tc.count.load(std::memory_order_relaxed);
+    const bool room = n < thread_cache_blocks && bytes + held <= thread_cache_bytes_;
     if (room && bytes + held > tc.budget.load(std::memory_order_relaxed)) {
       // A new high-water mark: a share of the cap (the only read-modify-write on this path).
       if (!take_from_cap(held)) {
@@ -498,9 +497,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     }
     if (room) {
       b->live.store(false, std::memory_order_relaxed);
-      tc.entries[tc.count++] = {key, stream, b};
+      tc.entries[n] = {key, stream, b};
+      tc.count.store(n + 1, std::memory_order_relaxed);
       tc.bytes.store(bytes + held, std::memory_order_relaxed);
-      tc.blocks.store(tc.count, std::memory_order_relaxed);
     }
     leave(tc);
     return room;
@@ -523,16 +522,16 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   void move_from_thread_cache(thread_cache& tc, Pick&& pick, ListsOf&& lists_of_entry) noexcept {
     if (!enter(tc)) return;
     std::array<thread_cache::entry, thread_cache_blocks> moving;
-    std::size_t n = 0, bytes = 0;
-    for (std::size_t i = tc.count; i-- > 0;)
+    std::size_t n = 0, bytes = 0, left = tc.count.load(std::memory_order_relaxed);
+    for (std::size_t i = left; i-- > 0;)
       if (pick(tc.entries[i])) {
         moving[n++] = tc.entries[i];
         bytes += tc.entries[i].b->held;
-        tc.entries[i] = tc.entries[--tc.count];
+        tc.entries[i] = tc.entries[--left];
       }
     if (n != 0) {
+      tc.count.store(left, std::memory_order_relaxed);
       tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-      tc.blocks.store(tc.count, std::memory_order_relaxed);
       // The share moves with the blocks.
       const std::size_t share = (std::min)(bytes, tc.budget.load(std::memory_order_relaxed));
       tc.budget.store(tc.budget.load(std::memory_order_relaxed) - share, std::memory_order_relaxed);

@@ -14,6 +14,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <type_traits>
 #include <utility>
 
 #include <cuda/std/atomic>
@@ -157,33 +159,29 @@ class pinned_buffer {
   std::size_t size_ = 0;
 };
 
-//! A timing-free CUDA event, destroyed on every path.
-class owned_event {
- public:
-  owned_event() noexcept = default;
-  owned_event(const owned_event&) = delete;
-  owned_event& operator=(const owned_event&) = delete;
-  owned_event(owned_event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  owned_event& operator=(owned_event&& other) noexcept {
-    if (this != &other) {
-      if (event_ != nullptr) (void)cudaEventDestroy(event_);
-      event_ = std::exchange(other.event_, nullptr);
-    }
-    return *this;
-  }
-  ~owned_event() {
-    if (event_ != nullptr) (void)cudaEventDestroy(event_);
-  }
-  static expected<owned_event> create(const char* what) noexcept {
-    owned_event e;
-    VYRE_CUDA_TRY(cudaEventCreateWithFlags(&e.event_, cudaEventDisableTiming), what);
-    return e;
-  }
-  cudaEvent_t get() const noexcept { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
+// Owning CUDA event and stream handles, the graph module's `unique_graph` idiom.
+struct event_deleter {
+  void operator()(cudaEvent_t event) const noexcept { (void)cudaEventDestroy(event); }
 };
+struct stream_deleter {
+  void operator()(cudaStream_t stream) const noexcept { (void)cudaStreamDestroy(stream); }
+};
+using owned_event = std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, event_deleter>;
+using owned_stream = std::unique_ptr<std::remove_pointer_t<cudaStream_t>, stream_deleter>;
+
+//! A timing-free event.
+inline expected<owned_event> make_event(const char* what) noexcept {
+  cudaEvent_t event = nullptr;
+  VYRE_CUDA_TRY(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), what);
+  return owned_event(event);
+}
+//! A private non-blocking stream (to capture on: capturing the caller's stream would fail on
+//! the legacy default stream and would disturb work already queued there).
+inline expected<owned_stream> make_stream(const char* what) noexcept {
+  cudaStream_t stream = nullptr;
+  VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), what);
+  return owned_stream(stream);
+}
 
 inline constexpr unsigned block_size = 256;
 
