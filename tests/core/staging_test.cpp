@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -56,4 +57,28 @@ TEST_CASE("staging nothing is fine", "[core][staging]") {
   std::array<std::uint32_t, 1> destination{5};
   CHECK(vyre::staging::stage_words<vyre::staging::little_endian>({}, destination).has_value());
   CHECK(destination[0] == 5);
+}
+
+TEST_CASE("copy_for_dma copies every byte at every size and alignment, touching nothing else",
+          "[core][staging]") {
+  // Sizes around the streaming threshold and the 64-byte line, destination and source at
+  // every offset within a 16-byte vector, plus one staging-chunk-sized copy.
+  std::vector<unsigned char> source(4096 + 64), destination(4096 + 64);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<unsigned char>(i * 7 + 3);
+  for (const std::size_t bytes : {0u, 1u, 15u, 63u, 64u, 255u, 256u, 257u, 1000u, 4095u})
+    for (std::size_t to = 0; to < 16; ++to)
+      for (const std::size_t from : {0u, 1u, 8u, 13u}) {
+        std::fill(destination.begin(), destination.end(), 0xA5);
+        vyre::staging::copy_for_dma(destination.data() + to, source.data() + from, bytes);
+        INFO("bytes " << bytes << ", destination offset " << to << ", source offset " << from);
+        CHECK(std::equal(source.begin() + from, source.begin() + from + bytes, destination.begin() + to));
+        CHECK(std::all_of(destination.begin(), destination.begin() + to,
+                          [](unsigned char b) { return b == 0xA5; }));
+        CHECK(std::all_of(destination.begin() + to + bytes, destination.end(),
+                          [](unsigned char b) { return b == 0xA5; }));
+      }
+  std::vector<unsigned char> big_source(std::size_t{1} << 20), big_destination(big_source.size() + 1);
+  for (std::size_t i = 0; i < big_source.size(); ++i) big_source[i] = static_cast<unsigned char>(i ^ (i >> 9));
+  vyre::staging::copy_for_dma(big_destination.data() + 1, big_source.data(), big_source.size());
+  CHECK(std::equal(big_source.begin(), big_source.end(), big_destination.begin() + 1));
 }

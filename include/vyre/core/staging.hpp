@@ -8,6 +8,10 @@
 #include <cstdint>
 #include <cstring>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <emmintrin.h>  // SSE2: part of every x86-64 target
+#endif
+
 #include <cuda/std/bit>
 #include <cuda/std/span>
 
@@ -32,6 +36,43 @@ expected<void> stage_words(cuda::std::span<const std::uint32_t> source,
     std::memcpy(destination.data(), source.data(), source.size_bytes());
   }
   return {};
+}
+
+//! Copies `bytes` bytes into staging memory that a DMA engine reads next. On x86-64 the
+//! destination is written with non-temporal stores: the lines go straight to memory instead of
+//! being read for ownership into the CPU's cache and then snooped out of it by the copy engine,
+//! which is what bounds a plain memcpy into pinned memory. Elsewhere it is `std::memcpy`.
+//! The stores are fenced before returning, so a copy queued afterwards sees them.
+inline void copy_for_dma(void* destination, const void* source, std::size_t bytes) noexcept {
+#if defined(__x86_64__) || defined(_M_X64)
+  auto* to = static_cast<unsigned char*>(destination);
+  const auto* from = static_cast<const unsigned char*>(source);
+  constexpr std::size_t line = 64;
+  // Below a few lines the fence costs more than the cache traffic it saves.
+  if (bytes < 4 * line) {
+    std::memcpy(to, from, bytes);
+    return;
+  }
+  const std::size_t head = (16 - reinterpret_cast<std::uintptr_t>(to) % 16) % 16;
+  std::memcpy(to, from, head);
+  to += head;
+  from += head;
+  bytes -= head;
+  for (; bytes >= line; bytes -= line, to += line, from += line) {
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 16));
+    const __m128i c = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 32));
+    const __m128i d = _mm_loadu_si128(reinterpret_cast<const __m128i*>(from + 48));
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to), a);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + 16), b);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + 32), c);
+    _mm_stream_si128(reinterpret_cast<__m128i*>(to + 48), d);
+  }
+  std::memcpy(to, from, bytes);
+  _mm_sfence();
+#else
+  std::memcpy(destination, source, bytes);
+#endif
 }
 
 //! The word a little-endian reader sees for `word` staged under `Policy` (constexpr helper).

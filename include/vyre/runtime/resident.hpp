@@ -34,6 +34,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/staging.hpp"
 #include "vyre/runtime/detail/lane_pool.hpp"
 #include "vyre/runtime/memory.hpp"
 #include "vyre/runtime/pinned.hpp"
@@ -298,7 +299,7 @@ class resident_store {
       return upload_with(
           h, offset, source.size(), stream,
           [source](std::size_t at, std::span<std::byte> chunk) noexcept {
-            std::memcpy(chunk.data(), source.data() + at, chunk.size());
+            staging::copy_for_dma(chunk.data(), source.data() + at, chunk.size());
           },
           options);
     }
