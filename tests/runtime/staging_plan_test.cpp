@@ -29,14 +29,18 @@ constexpr vyre::staging_plan make_plan(std::size_t chunk, std::size_t chunks, st
 }
 
 // The documented automatic choices, checked at compile time.
-static_assert(vyre::auto_chunk_bytes(1 * MiB, 2) == 512 * KiB);
+static_assert(vyre::auto_chunk_bytes(1 * MiB, 2) == 256 * KiB);
+static_assert(vyre::auto_chunk_bytes(1 * MiB, 4) == 256 * KiB);
+static_assert(vyre::auto_chunk_bytes(2 * MiB, 4) == 256 * KiB);
 static_assert(vyre::auto_chunk_bytes(4 * MiB, 4) == 512 * KiB);
 static_assert(vyre::auto_chunk_bytes(8 * MiB, 4) == 1 * MiB);
 static_assert(vyre::auto_chunk_bytes(64 * MiB, 4) == 4 * MiB);
 static_assert(vyre::auto_chunk_bytes(100, 1) == vyre::min_auto_chunk_bytes);
 static_assert(vyre::auto_chunk_bytes(std::size_t{1} << 40, 4) == vyre::max_auto_chunk_bytes);
 static_assert(vyre::plan_staging(1 * MiB, {}, 1) == make_plan(512 * KiB, 2, 1, 2));
-static_assert(vyre::plan_staging(1 * MiB, {}, 2) == make_plan(512 * KiB, 2, 2, 1));
+static_assert(vyre::plan_staging(1 * MiB, {}, 2) == make_plan(256 * KiB, 4, 2, 2));
+static_assert(vyre::plan_staging(1 * MiB, {}, 4) == make_plan(256 * KiB, 4, 4, 1));
+static_assert(vyre::plan_staging(2 * MiB, {}, 4) == make_plan(256 * KiB, 8, 4, 2));
 static_assert(vyre::plan_staging(4 * MiB, {}, 4) == make_plan(512 * KiB, 8, 4, 2));
 static_assert(vyre::plan_staging(64 * MiB, {}, 4) == make_plan(4 * MiB, 16, 4, 2));
 
@@ -136,14 +140,15 @@ TEST_CASE("staging plans cover every byte within their bounds", "[runtime][stagi
       }
 }
 
-TEST_CASE("auto_host_lanes: one lane per MiB, at most four", "[runtime][staging]") {
+TEST_CASE("auto_host_lanes: one lane per 256 KiB, at most four", "[runtime][staging]") {
   CHECK(vyre::auto_host_lanes(0) == 1);
-  CHECK(vyre::auto_host_lanes(2 * MiB - 1) == 1);
+  CHECK(vyre::auto_host_lanes(512 * KiB - 1) == 1);
   const std::size_t hardware = std::thread::hardware_concurrency();
   const auto capped = [hardware](std::size_t lanes) {
     return hardware != 0 && lanes > hardware ? hardware : lanes;
   };
-  CHECK(vyre::auto_host_lanes(2 * MiB) == capped(2));
+  CHECK(vyre::auto_host_lanes(512 * KiB) == capped(2));
+  CHECK(vyre::auto_host_lanes(1 * MiB) == capped(4));
   CHECK(vyre::auto_host_lanes(4 * MiB) == capped(4));
   CHECK(vyre::auto_host_lanes(std::size_t{1} << 30) == capped(4));
 }

@@ -80,22 +80,25 @@ inline constexpr std::size_t max_staging_slots_per_lane = 8;
 //! Uploads up to this size get a staging buffer for every chunk, so no chunk waits for an
 //! earlier copy to finish; larger ones double-buffer each lane.
 inline constexpr std::size_t staging_ring_bytes = std::size_t{4} << 20;
-//! Bounds of the automatic chunk size. Below 512 KiB the per-copy API cost outweighs the
-//! overlap it buys (H200 sweep of 2026-11-21, bench/resident/upload_sweep.cu: 64-256 KiB chunks
-//! lost to 512 KiB-1 MiB ones at every size from 1 to 8 MiB).
-inline constexpr std::size_t min_auto_chunk_bytes = std::size_t{512} << 10;
+//! Bounds of the automatic chunk size. Below 256 KiB the per-copy API cost outweighs the
+//! overlap it buys. H200 sweep of 2026-11-21 (bench/resident/upload_sweep.cu, staging filled
+//! with non-temporal stores): 256 KiB chunks on 4 lanes were fastest at 1 and 2 MiB (1.55x and
+//! 1.59x a pageable cudaMemcpy), 512 KiB on 4 lanes at 4 MiB (1.81x); 128 KiB chunks lost at
+//! every size.
+inline constexpr std::size_t min_auto_chunk_bytes = std::size_t{256} << 10;
 inline constexpr std::size_t max_auto_chunk_bytes = std::size_t{4} << 20;
-//! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`. A 1 MiB upload
-//! stays on the calling thread: waking a sleeping helper costs more than the lane saves there.
-inline constexpr std::size_t bytes_per_auto_lane = std::size_t{1} << 20;
+//! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`. Lanes take chunks
+//! from a shared counter, so a helper that wakes late only takes fewer chunks: the caller
+//! never waits for one to start.
+inline constexpr std::size_t bytes_per_auto_lane = std::size_t{256} << 10;
 inline constexpr std::size_t max_auto_host_lanes = 4;
 //! Automatic chunks per lane: enough that each lane's host copy of one chunk overlaps the DMA
 //! of its previous one, few enough that the per-copy cost (a few microseconds of API time)
 //! stays small against the chunk's own copy time.
 inline constexpr std::size_t auto_chunks_per_lane = 2;
 
-//! `host_lanes` for a plain copy of `bytes`: one lane per MiB, at most 4, within the machine's
-//! hardware threads (so 1 below 2 MiB).
+//! `host_lanes` for a plain copy of `bytes`: one lane per 256 KiB, at most 4, within the
+//! machine's hardware threads (so 4 from 1 MiB up).
 inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
   const std::size_t hardware = std::thread::hardware_concurrency();
   std::size_t lanes = bytes / bytes_per_auto_lane;
@@ -105,8 +108,8 @@ inline std::size_t auto_host_lanes(std::size_t bytes) noexcept {
 }
 
 //! `chunk_bytes` for `bytes` over `lanes` lanes: `auto_chunks_per_lane` chunks per lane,
-//! rounded down to a power of two, within [512 KiB, 4 MiB]. So 1 MiB on 1 lane and 4 MiB over
-//! 4 lanes stage 512 KiB chunks, 8 MiB over 4 lanes 1 MiB chunks, 32 MiB and up 4 MiB.
+//! rounded down to a power of two, within [256 KiB, 4 MiB]. So 1 and 2 MiB over 4 lanes stage
+//! 256 KiB chunks, 4 MiB 512 KiB chunks, 8 MiB 1 MiB chunks, 32 MiB and up 4 MiB.
 constexpr std::size_t auto_chunk_bytes(std::size_t bytes, std::size_t lanes) noexcept {
   if (lanes == 0) lanes = 1;
   const std::size_t per_chunk = bytes / lanes / auto_chunks_per_lane;
