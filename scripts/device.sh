@@ -5,8 +5,9 @@
 #   info      GPU, driver and toolkit versions
 #   build     configure + build everything (-j16), or only BUILD_TARGETS (space-separated)
 #   test      the whole CTest suite, GPU tests included (TEST_FILTER: a ctest -R pattern)
-#   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests
-#             (SANITIZE_FILTER picks executables, SANITIZE_TOOLS the tools)
+#   sanitize  compute-sanitizer memcheck/racecheck/initcheck/synccheck over the GPU tests and
+#             examples, through scripts/reliability.sh (SANITIZE_FILTER picks executables,
+#             SANITIZE_TOOLS the tools, SANITIZE_JOBS runs at once, SANITIZE_TIMEOUT per run)
 #   examples  run every example program (04 on a real e-graph from .deps/egraphs)
 #   bench     every benchmark executable under build/default/bench (JSON lines)
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
@@ -48,25 +49,10 @@ stage_test() {
   return $((host | gpu))
 }
 stage_sanitize() {
-  local rc=0
-  # Test executables only (the tool's GPU test is a Python driver around vyre-egraph).
-  # SANITIZE_FILTER (a grep -E pattern on the executable's path) picks a subset.
-  for exe in $(ctest --test-dir "$build" -L gpu -N -V | sed -n 's/^[0-9]*: Test command: //p' | grep -v python | grep -E "${SANITIZE_FILTER:-.}"); do
-    for tool in ${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}; do
-      local name
-      name=$(basename "$exe")
-      # Failure-path tests call failing CUDA APIs on purpose (a 4 EiB cudaMalloc, fault
-      # injection): those are not memory errors, so API-error reports are off.
-      local extra="--report-api-errors no"
-      [ "$tool" = memcheck ] && extra="$extra --leak-check full"
-      VYRE_TEST_SKIP_MEMINFO=1 VYRE_RUNTIME_STRESS_ITERATIONS=${SANITIZE_STRESS_ITERATIONS:-12} timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool "$tool" $extra --error-exitcode 99 \
-        "$exe" >"$out/sanitize-$name-$tool.log" 2>&1
-      local r=$?
-      echo "$name $tool: exit $r, $(grep -E 'ERROR SUMMARY' "$out/sanitize-$name-$tool.log" | tail -n 1)"
-      [ $r -ne 0 ] && rc=1
-    done
-  done
-  return $rc
+  # One implementation: scripts/reliability.sh (GPU tests and examples, every tool).
+  # SANITIZE_FILTER (a grep -E pattern on the executable's name) and SANITIZE_TOOLS pick a subset.
+  BUILD=$build FILTER=${SANITIZE_FILTER:-.} TOOLS=${SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck} \
+    JOBS=${SANITIZE_JOBS:-1} RUN_TIMEOUT=${SANITIZE_TIMEOUT:-1800} OUT=$out scripts/reliability.sh sanitize
 }
 stage_examples() {
   local rc=0 dir=$build/examples

@@ -15,7 +15,7 @@
 //                   on every real file at least that large (what `automatic` should use)
 // on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows) and on every real
 // e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents around
-// the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
+// the whole call after a warm-up, median of --repeats (--parts build: the build lines only); plan and dispatch times: wall clock
 // around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
 #include <algorithm>
 #include <chrono>
@@ -40,6 +40,8 @@
 using namespace vyre::algorithms;
 
 namespace {
+
+bool build_only = false;  // --parts build: the build lines only
 
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
@@ -275,6 +277,7 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
     line("on", "reused", build_reused_checked_ns);
   }
   emit("build_vs_cpu_pack", params, device, build_ns, "pack_reference (1 CPU thread)", pack_ns);
+  if (build_only) return;
 
   // Congruence.
   std::uint32_t rounds = 0;
@@ -399,8 +402,10 @@ int main(int argc, char** argv) {
       data_dir = value;
     } else if (flag == "--repeats") {
       repeats = std::max(1, std::stoi(value));
+    } else if (flag == "--parts" && (value == "all" || value == "build")) {
+      build_only = value == "build";
     } else {
-      std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N]\n");
+      std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] [--parts all|build]\n");
       return 2;
     }
   }
