@@ -92,6 +92,8 @@ TEST_CASE("egraph image: device reads of an uploaded image match the host", "[eg
   device_buffer<std::uint32_t> group_eclass(rows);
   REQUIRE(vyre::cuda_check(cudaMemset(signatures.ptr, 0xA5, rows * 4u), "poison signatures"));
   REQUIRE(vyre::cuda_check(cudaMemset(group_eclass.ptr, 0xA5, rows * 4u), "poison groups"));
+  // The copy and memsets run on the legacy stream and may return early: wait for them.
+  REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "upload and poison"));
 
   const eg::image_ref device_image{{image_words.ptr, words.size()}, plan.layout().words};
   recompute_signatures<<<(rows + 127) / 128, 128>>>(device_image, signatures.ptr, group_eclass.ptr);

@@ -93,11 +93,14 @@ struct device_floats {
   void poison() const {
     // 0xFF bytes are a NaN: an element nobody writes fails every comparison.
     REQUIRE(vyre::cuda_check(cudaMemset(ptr, 0xFF, count * sizeof(float)), "poison"));
+    // Not ordered before the tests' non-blocking streams: wait for it.
+    REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "poison"));
   }
   void upload(const std::vector<float>& host) const {
     REQUIRE(vyre::cuda_check(
         cudaMemcpy(ptr, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice),
         "upload"));
+    REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "upload"));  // as poison()
   }
   std::vector<float> download(std::size_t offset, std::size_t n) const {
     std::vector<float> host(n);

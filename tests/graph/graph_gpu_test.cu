@@ -79,7 +79,13 @@ struct device_buffer {
   ~device_buffer() { (void)cudaFree(ptr); }
   device_buffer(const device_buffer&) = delete;
   device_buffer& operator=(const device_buffer&) = delete;
-  void poison(unsigned char byte = 0xCD) { CUDA_REQUIRE(cudaMemset(ptr, byte, count * sizeof(T))); }
+  // cudaMemset and a pageable cudaMemcpy to the device can return before the device is
+  // written, and run on the legacy stream, which does not order the tests' non-blocking
+  // streams: wait for them, or a replay can race its own poison (seen under load).
+  void poison(unsigned char byte = 0xCD) {
+    CUDA_REQUIRE(cudaMemset(ptr, byte, count * sizeof(T)));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
+  }
   std::vector<T> read() const {
     std::vector<T> host(count);
     CUDA_REQUIRE(cudaMemcpy(host.data(), ptr, count * sizeof(T), cudaMemcpyDeviceToHost));
@@ -88,6 +94,7 @@ struct device_buffer {
   void write(const std::vector<T>& host) {
     REQUIRE(host.size() == count);
     CUDA_REQUIRE(cudaMemcpy(ptr, host.data(), count * sizeof(T), cudaMemcpyHostToDevice));
+    CUDA_REQUIRE(cudaDeviceSynchronize());
   }
 };
 
@@ -611,6 +618,7 @@ TEST_CASE("the node inventory names every kind in a graph with many kinds", "[gr
   // A WHILE graph's top level is one conditional node.
   device_buffer<std::uint32_t> counter(2);
   CUDA_REQUIRE(cudaMemset(counter.ptr, 0, 2 * sizeof(std::uint32_t)));
+  CUDA_REQUIRE(cudaDeviceSynchronize());  // the memset is not ordered before s.stream
   captured_graph loop = vyre::graph::build_while_graph(
       s.stream, [&](cudaStream_t stream, vyre::graph::while_condition condition) {
         count_down<<<1, 1, 0, stream>>>(counter.ptr, counter.ptr + 1, condition);

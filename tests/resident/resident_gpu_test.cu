@@ -108,11 +108,16 @@ struct device_array {
     REQUIRE(vyre::cuda_check(cudaMalloc(&ptr, std::max<std::size_t>(n, 1) * sizeof(T)), "alloc"));
     REQUIRE(vyre::cuda_check(cudaMemset(ptr, 0xCD, std::max<std::size_t>(n, 1) * sizeof(T)),
                              "poison"));
+    // cudaMemset is not ordered before the tests' non-blocking streams: wait for it.
+    REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "poison"));
   }
   ~device_array() { cudaFree(ptr); }
   device_array(const device_array&) = delete;
   device_array& operator=(const device_array&) = delete;
-  void zero() { REQUIRE(vyre::cuda_check(cudaMemset(ptr, 0, count * sizeof(T)), "zero")); }
+  void zero() {
+    REQUIRE(vyre::cuda_check(cudaMemset(ptr, 0, count * sizeof(T)), "zero"));
+    REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "zero"));  // as the constructor's poison
+  }
   std::vector<T> to_host() const {
     std::vector<T> host(count);
     REQUIRE(vyre::cuda_check(

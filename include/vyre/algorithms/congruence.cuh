@@ -291,6 +291,15 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   VYRE_TRY_ASSIGN(u32_buffer sorted_rows, u32_buffer::allocate(R, stream, "congruence: sorted rows"));
   VYRE_TRY_ASSIGN(u32_buffer run_start, u32_buffer::allocate(R, stream, "congruence: run starts"));
   VYRE_TRY_ASSIGN(auto leader_flag, device_buffer<std::uint8_t>::allocate(R, stream, "congruence: leaders"));
+  // The WHILE driver's round counter, allocated and cleared with the other buffers, i.e. before
+  // the input check's wait, not just before the graph launch: memcheck, under load, flagged
+  // the graph's reads of a counter allocated right before the launch (docs/sanitizers.md).
+  const bool while_graph = R != 0 && driver == loop_driver::conditional_graph;
+  VYRE_TRY_ASSIGN(u32_buffer rounds_run,
+                  u32_buffer::allocate(while_graph ? 1 : 0, stream, "congruence: round counter"));
+  if (while_graph)
+    VYRE_CUDA_TRY(cudaMemsetAsync(rounds_run.get(), 0, sizeof(std::uint32_t), stream),
+                  "congruence: round counter");
 
   // Scratch for the per-round sort and scan, sized once.
   std::size_t sort_bytes = 0, scan_bytes = 0;
@@ -367,12 +376,9 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
       VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
       changed = seen.changed != 0;
     }
-  } else if (R != 0) {
+  } else if (while_graph) {
     // A graph whose only node is a conditional WHILE; its body is one captured round plus the
     // kernel that decides whether to run another.
-    VYRE_TRY_ASSIGN(u32_buffer rounds_run, u32_buffer::allocate(1, stream, "congruence: round counter"));
-    VYRE_CUDA_TRY(cudaMemsetAsync(rounds_run.get(), 0, sizeof(std::uint32_t), stream),
-                  "congruence: round counter");
     detail::graph_owner owner;
     VYRE_CUDA_TRY(cudaGraphCreate(&owner.graph, 0), "congruence: create the WHILE graph");
     cudaGraphConditionalHandle handle{};
