@@ -239,8 +239,8 @@ inline error build_child_error(const device_status& status) {
 
 //! Reusable temporaries for repeated `build` calls on one stream: the sort and group buffers,
 //! the child check's presence bitmap, the CUB scratch and a page-locked readback slot, grown as
-//! inputs need (never shrunk). With a warm workspace a build allocates only its
-//! image, and the host's wait for the id range overlaps the row-id / length-sum pass.
+//! inputs need (never shrunk). With a warm workspace a build allocates only its image, and the
+//! host's wait for the id range overlaps the row-id / length-sum pass.
 //! @note Bound to the stream it was made for; not thread-safe. Memory is freed in stream order
 //!       on that stream: keep the stream alive until the workspace is destroyed.
 class build_workspace {
@@ -316,10 +316,12 @@ class build_workspace {
   expected<void> reserve_tail(std::uint32_t rows) {
     const char* what = "build: workspace";
     if (rows <= capacity_) return {};
+    std::size_t held = SIZE_MAX;
     for (u32_buffer* b : {&sorted_ids_, &sorted_rows_, &unique_ids_, &counts_}) {
       VYRE_TRY(ensure(*b, rows, what));
+      held = (std::min)(held, b->size());
     }
-    capacity_ = rows;
+    capacity_ = static_cast<std::uint32_t>(held);  // grown() keeps sizes within INT_MAX
     return {};
   }
 
