@@ -15,8 +15,9 @@
 //                   on every real file at least that large (what `automatic` should use)
 // on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows) and on every real
 // e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents around
-// the whole call after a warm-up, median of --repeats (--parts build: the build lines only); plan and dispatch times: wall clock
+// the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
 // around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
+// --parts build stops after the build lines of each input.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -405,7 +406,8 @@ int main(int argc, char** argv) {
     } else if (flag == "--parts" && (value == "all" || value == "build")) {
       build_only = value == "build";
     } else {
-      std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] [--parts all|build]\n");
+      std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
+                           "[--parts all|build]\n");
       return 2;
     }
   }

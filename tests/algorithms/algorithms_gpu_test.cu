@@ -573,7 +573,8 @@ TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing pas
   check_plan_congruence(plan, again, s.stream);
 }
 
-TEST_CASE("congruence_plan never merges on a signature collision alone", "[gpu][plan][congruence][sort_in_while]") {
+TEST_CASE("congruence_plan never merges on a signature collision alone",
+          "[gpu][plan][congruence][sort_in_while]") {
   stream_guard s;
   congruence_plan<vyre_test::op_only_signature> plan(s.stream);
   check_plan_congruence(plan, synthetic(4000, 5, true, 4, 3).rows, s.stream);
@@ -617,7 +618,8 @@ TEST_CASE("congruence_plan errors name the values and leave the plan usable",
   check_plan_congruence(plan, big, s.stream);
 }
 
-TEST_CASE("congruence_plan::run_host gives the CPU result on either side", "[gpu][plan][dispatch][sort_in_while]") {
+TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
+          "[gpu][plan][dispatch][sort_in_while]") {
   stream_guard s;
   congruence_plan<> plan(s.stream);
   for (const raw_rows& rows : {design_example(), chain_rows(300), diamond_rows(),
@@ -740,7 +742,8 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
 }
 
 #if VYRE_HAVE_SIMDJSON
-TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU", "[gpu][plan][data][sort_in_while]") {
+TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
+          "[gpu][plan][data][sort_in_while]") {
   const std::filesystem::path dir{VYRE_EGRAPH_DATA_DIR};
   if (!std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
     WARN("no e-graph data in " << dir << ": real-file checks did not run");

@@ -78,7 +78,8 @@ TEST_CASE("copy_for_dma copies every byte at every size and alignment, touching 
                           [](unsigned char b) { return b == 0xA5; }));
       }
   std::vector<unsigned char> big_source(std::size_t{1} << 20), big_destination(big_source.size() + 1);
-  for (std::size_t i = 0; i < big_source.size(); ++i) big_source[i] = static_cast<unsigned char>(i ^ (i >> 9));
+  for (std::size_t i = 0; i < big_source.size(); ++i)
+    big_source[i] = static_cast<unsigned char>(i ^ (i >> 9));
   vyre::staging::copy_for_dma(big_destination.data() + 1, big_source.data(), big_source.size());
   CHECK(std::equal(big_source.begin(), big_source.end(), big_destination.begin() + 1));
 }
