@@ -45,6 +45,7 @@ namespace {
 
 template <class Signature>
 void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature);
+raw_rows diamond_rows(std::uint32_t pairs);
 
 struct stream_guard {
   cudaStream_t stream = nullptr;
@@ -298,32 +299,7 @@ TEST_CASE("device congruence equals the CPU reference on hand-made cases", "[gpu
     check_congruence(rows);
   }
   SECTION("diamond, self-loops, many children, sparse ids") {
-    raw_rows rows;
-    add_row(rows, 1, 0, {});
-    add_row(rows, 2, 0, {});
-    add_row(rows, 3, 1, {1});
-    add_row(rows, 4, 2, {2});
-    add_row(rows, 5, 3, {3, 4});
-    add_row(rows, 6, 3, {3, 4});
-    add_row(rows, 7, 1, {2});
-    add_row(rows, 10, 1, {10});
-    add_row(rows, 20, 1, {20});
-    add_row(rows, 10, 2, {});
-    add_row(rows, 20, 2, {});
-    add_row(rows, 0xFFFFFFFFu, 4, {});
-    add_row(rows, 0x80000000u, 4, {});
-    add_row(rows, 0xFFFFFFFEu, 1, {0x80000000u, 0xFFFFFFFFu});
-    add_row(rows, 0x7FFFFFFFu, 1, {0xFFFFFFFFu, 0xFFFFFFFFu});
-    std::vector<std::uint32_t> left, right;
-    for (std::uint32_t i = 0; i < 500; ++i) {
-      add_row(rows, 100000 + 2 * i, 7, {});
-      add_row(rows, 100000 + 2 * i + 1, 7, {});
-      left.push_back(100000 + 2 * i);
-      right.push_back(100000 + 2 * i + 1);
-    }
-    add_row(rows, 900000, 8, left);
-    add_row(rows, 900001, 8, right);
-    check_congruence(rows);
+    check_congruence(diamond_rows(500));
   }
   SECTION("no rows, and rows with nothing to merge") {
     check_congruence(raw_rows{});
@@ -466,7 +442,8 @@ raw_rows chain_rows(std::uint32_t length) {
   return rows;
 }
 
-raw_rows diamond_rows() {
+// A diamond, self-loops, sparse ids and two congruent rows with `pairs` children each.
+raw_rows diamond_rows(std::uint32_t pairs) {
   raw_rows rows;
   add_row(rows, 1, 0, {});
   add_row(rows, 2, 0, {});
@@ -484,7 +461,7 @@ raw_rows diamond_rows() {
   add_row(rows, 0xFFFFFFFEu, 1, {0x80000000u, 0xFFFFFFFFu});
   add_row(rows, 0x7FFFFFFFu, 1, {0xFFFFFFFFu, 0xFFFFFFFFu});
   std::vector<std::uint32_t> left, right;
-  for (std::uint32_t i = 0; i < 300; ++i) {
+  for (std::uint32_t i = 0; i < pairs; ++i) {
     add_row(rows, 100000 + 2 * i, 7, {});
     add_row(rows, 100000 + 2 * i + 1, 7, {});
     left.push_back(100000 + 2 * i);
@@ -556,7 +533,7 @@ TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing pas
   check_plan_congruence(plan, design_example(), s.stream);
   check_plan_congruence(plan, raw_rows{}, s.stream);
   check_plan_congruence(plan, chain_rows(200), s.stream);
-  check_plan_congruence(plan, diamond_rows(), s.stream);
+  check_plan_congruence(plan, diamond_rows(300), s.stream);
   check_plan_congruence(plan, synthetic(30000, 3, true, 2, 8).rows, s.stream);  // grows
   CHECK(plan.capacity().rows == 32768);
   check_plan_congruence(plan, design_example(), s.stream);  // smaller bucket after growth
@@ -603,7 +580,7 @@ TEST_CASE("congruence_plan errors name the values and leave the plan usable",
   REQUIRE_FALSE(bad_child.has_value());
   CHECK(bad_child.error().code() == errc::not_found);
   CHECK(bad_child.error().value_or("child_entry", 9) == 0);
-  check_plan_congruence(plan, diamond_rows(), s.stream);  // reuse after an input error
+  check_plan_congruence(plan, diamond_rows(300), s.stream);  // reuse after an input error
 
   const raw_rows big = synthetic(3000, 2, false).rows;
   const device_packed_image image = build_on_device(big, s.stream);
@@ -622,7 +599,7 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
           "[gpu][plan][dispatch][sort_in_while]") {
   stream_guard s;
   congruence_plan<> plan(s.stream);
-  for (const raw_rows& rows : {design_example(), chain_rows(300), diamond_rows(),
+  for (const raw_rows& rows : {design_example(), chain_rows(300), diamond_rows(300),
                                synthetic(20000, 4, true, 2, 8).rows}) {
     auto image = pack_reference(rows.ref());
     REQUIRE(image.has_value());
@@ -796,7 +773,7 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
   check_with(synthetic(20000, 1, true).rows);  // grows
   CHECK(workspace.capacity() >= 19000u);
   check_with(design_example());  // a small input in a large workspace
-  check_with(diamond_rows());
+  check_with(diamond_rows(300));
   check_with(chain_rows(300));
   check_with(synthetic(50000, 2, false).rows);  // grows again
   check_with(synthetic(50000, 2, false).rows);  // the same input twice

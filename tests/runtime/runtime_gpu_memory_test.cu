@@ -46,6 +46,13 @@ using backend_for = vyre::backend<
 
 constexpr long long spin_cycles = 200'000'000;  // ~0.1 s at ~2 GHz
 
+// A positive integer from the environment, or `fallback` when unset or not positive.
+int positive_env_or(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  const int value = text != nullptr ? std::atoi(text) : 0;
+  return value > 0 ? value : fallback;
+}
+
 template <class Backend>
 Backend acquire_or_fail(const vyre::backend_options& options = {}) {
   auto b = Backend::acquire(0, options);
@@ -406,14 +413,9 @@ TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across stream
   // VYRE_RUNTIME_STRESS_ITERATIONS shortens the run under compute-sanitizer, which serialises
   // and instruments every one of the threads' kernels; VYRE_RUNTIME_STRESS_THREADS (default 16)
   // changes the thread count (docs/sanitizers.md: racecheck and many launching threads).
-  const char* configured_threads = std::getenv("VYRE_RUNTIME_STRESS_THREADS");
-  const int threads = configured_threads != nullptr && std::atoi(configured_threads) > 0
-                          ? std::atoi(configured_threads)
-                          : 16;
-  const char* configured = std::getenv("VYRE_RUNTIME_STRESS_ITERATIONS");
-  const int iterations = configured != nullptr && std::atoi(configured) > 0
-                             ? std::atoi(configured)
-                             : (std::is_same_v<TestType, vyre::alloc::direct> ? 30 : 120);
+  const int threads = positive_env_or("VYRE_RUNTIME_STRESS_THREADS", 16);
+  const int iterations = positive_env_or("VYRE_RUNTIME_STRESS_ITERATIONS",
+                                         std::is_same_v<TestType, vyre::alloc::direct> ? 30 : 120);
   struct parcel {
     vyre::device_buffer buffer;
     std::uint32_t tag;
