@@ -19,8 +19,8 @@
 #   BUILD=build/default      the build tree
 #   TOOLS="memcheck racecheck initcheck synccheck"
 #   FILTER=<regex>           only executables whose file name matches (grep -E)
-#   JOBS=1                   sanitizer runs at once (several on one GPU exposed a test race,
-#                            since fixed, and a memcheck report still open: docs/sanitizers.md)
+#   JOBS=1                   sanitizer runs at once (memcheck processes sharing the GPU lose
+#                            their context in conditional WHILE graphs: docs/sanitizers.md)
 #   RUN_TIMEOUT=1800         seconds per sanitizer run (a timeout is exit 124)
 #   OUT=./device-out         where the full logs go (sanitize-<exe>-<tool>.log)
 set -uo pipefail

@@ -5,6 +5,8 @@
 //   for mode in copy-direct copy-while sort-direct sort-while; do
 //     for tool in initcheck racecheck synccheck; do
 //       compute-sanitizer --tool $tool ./probe $mode; done; done
+//   # memcheck, three processes sharing the GPU (the *-while modes lose their context):
+//   for i in 1 2 3; do compute-sanitizer --tool memcheck ./probe copy-while 50 200 & done; wait
 // Modes:
 //   copy-*: a kernel writes all of `next` (never written before), then a device-to-device
 //           cudaMemcpyAsync copies it to `current` (example 02's fixpoint round).
@@ -12,7 +14,8 @@
 //   ksort-*: as sort-*, but a kernel in the round writes the keys the sort reads (the pattern of
 //           the congruence plan's rounds); the keys are never written before.
 // *-direct launches the rounds on a stream, *-while runs them in a WHILE body that stops after
-// them; argv[2] is the number of rounds (default 2). Every mode prints "ok" when the results
+// them; argv[2] is the number of rounds (default 2), argv[3] how many times the rounds run
+// (default 1; each time starts from the same input). Every mode prints "ok" when the results
 // are right.
 #include <cub/cub.cuh>
 #include <cstdio>
@@ -51,6 +54,7 @@ __global__ void count_round(cudaGraphConditionalHandle handle, int* rounds, int 
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "copy-while";
   const int round_count = argc > 2 ? std::atoi(argv[2]) : 2;
+  const int launch_count = argc > 3 ? std::atoi(argv[3]) : 1;
   const bool in_while = std::strstr(mode, "while") != nullptr;
   const bool kernel_keys = std::strncmp(mode, "ksort", 5) == 0;
   const bool sort = kernel_keys || std::strncmp(mode, "sort", 4) == 0;
@@ -100,9 +104,8 @@ int main(int argc, char** argv) {
     return cudaMemcpyAsync(current, next, n * 4, cudaMemcpyDeviceToDevice, stream);
   };
 
-  if (!in_while) {
-    for (int r = 0; r < round_count; ++r) CHECK(round(s));
-  } else {
+  cudaGraphExec_t exec = nullptr;
+  if (in_while) {
     cudaGraph_t graph;
     CHECK(cudaGraphCreate(&graph, 0));
     cudaGraphConditionalHandle handle;
@@ -120,11 +123,18 @@ int main(int argc, char** argv) {
     CHECK(round(s));
     count_round<<<1, 1, 0, s>>>(handle, rounds, round_count);
     CHECK(cudaStreamEndCapture(s, &body));
-    cudaGraphExec_t exec;
     CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    CHECK(cudaGraphLaunch(exec, s));
   }
-  CHECK(cudaStreamSynchronize(s));
+  for (int launch = 0; launch < launch_count; ++launch) {
+    CHECK(cudaMemcpyAsync(current, host, n * 4, cudaMemcpyHostToDevice, s));
+    CHECK(cudaMemsetAsync(rounds, 0, 4, s));
+    if (in_while) {
+      CHECK(cudaGraphLaunch(exec, s));
+    } else {
+      for (int r = 0; r < round_count; ++r) CHECK(round(s));
+    }
+    CHECK(cudaStreamSynchronize(s));
+  }
   unsigned result[1024];
   bool right = true;
   if (sort) {

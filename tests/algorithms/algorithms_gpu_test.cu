@@ -816,4 +816,20 @@ TEST_CASE("device build names the first row whose children run past the column",
   REQUIRE_FALSE(short_sum.has_value());
   CHECK(short_sum.error().value_or("row", 9) == 2);
   CHECK(short_sum.error().value_or("length_sum", 0) == 4);
+
+  // Lengths whose u32 sum wraps around to child_count: the u64 sum is what counts.
+  raw_rows wrapping;
+  add_row(wrapping, 1, 0, {1});
+  add_row(wrapping, 2, 0, {1, 2});
+  wrapping.children_length[0] = 0xFFFFFFFFu;  // 0xFFFFFFFF + 2 = 1 (mod 2^32)
+  device_rows wrapping_on_device(wrapping, s.stream);
+  raw_rows_ref wrapping_view = wrapping_on_device.view;
+  wrapping_view.child_count = 1;
+  for (const child_check check : {child_check::on, child_check::off}) {
+    auto wrapped = build(wrapping_view, s.stream, check);
+    REQUIRE_FALSE(wrapped.has_value());
+    CHECK(wrapped.error().code() == errc::out_of_range);
+    CHECK(wrapped.error().value_or("row", 9) == 0);
+    CHECK(wrapped.error().value_or("length_sum", 0) == 0x100000001ull);
+  }
 }

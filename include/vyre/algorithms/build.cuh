@@ -4,10 +4,11 @@
 //! byte-identical to the host pack of the same rows. CUB does the heavy lifting: a radix sort of
 //! (e-class, row) pairs restricted to the bits the ids use, a run-length encode for the groups,
 //! exclusive scans for the children and group offsets; one kernel writes the row columns,
-//! signatures and children, and two device-to-device copies place the group columns. Input
-//! checks (length sum, children naming rows) finish before the image is allocated, so a bad
-//! input costs no image. Engines that build repeatedly pass a `build_workspace` (temporaries,
-//! scratch and a pinned readback kept between calls: only the image is allocated per build).
+//! signatures, children and group rows. The image is allocated before the groups are counted
+//! (room for one group per row), so every column but the group offsets is written before the
+//! host needs the count; a bad input frees it. Engines that build repeatedly pass
+//! a `build_workspace` (temporaries, scratch and a pinned readback kept between calls: only the
+//! image is allocated per build).
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
@@ -24,7 +25,6 @@
 #include <utility>
 #include <vector>
 
-#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -42,7 +42,8 @@ namespace vyre::algorithms {
 
 //! An owning packed image in device memory.
 //! @note Its memory is freed in stream order on the stream it was built on: keep that stream
-//!       alive until the image is destroyed.
+//!       alive until the image is destroyed. `build` sizes the buffer before it knows the group
+//!       count, so it may hold up to 2 * (rows - groups) words past `word_count()`.
 class device_packed_image {
  public:
   device_packed_image() noexcept = default;
@@ -62,63 +63,92 @@ class device_packed_image {
   packed_layout layout_;
 };
 
-//! Whether `build` checks that every child names an e-class that has rows (a binary search per
-//! child; the host pack always checks).
+//! Whether `build` checks that every child names an e-class that has rows (one bitmap load per
+//! child, or a binary search for very sparse ids; the host pack always checks).
 enum class child_check : std::uint8_t { on, off };
 
 namespace detail {
 
-//! Before the sort: the row ids the sort carries along (0..R-1; `row_ids` null when a reused
-//! workspace already holds them: the sort only reads them), and the u64 sum of the children
-//! lengths (checked against `child_count` on the host: when they agree, no u32 prefix
-//! offset wraps, so the later kernels need no range checks). Launched with a capped grid: one
-//! block-reduced atomic per block, not per warp, so a 16M-row sum does not queue on one word.
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void __launch_bounds__(block_size)
-    build_prepass_kernel(const std::uint32_t* lengths, std::uint32_t row_count,
-                         std::uint32_t* row_ids, unsigned long long* length_sum) {
-  using block_sum = cub::BlockReduce<unsigned long long, block_size>;
-  __shared__ typename block_sum::TempStorage scratch;
-  unsigned long long local = 0;
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < row_count;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    if (row_ids != nullptr) row_ids[i] = static_cast<std::uint32_t>(i);
-    local += lengths[i];
+//! What `build` reads back (twice: the id range, then the rest): one transfer each.
+struct build_counters {
+  device_status status;          //!< bad_child from the child check, bad_row from the rows kernel
+  int groups = 0;                //!< runs of the sorted e-class ids
+  std::uint32_t largest_id = 0;  //!< DeviceReduce::Max of the e-class ids
+};
+
+//! The child check's presence bitmap: one bit per group id up to `largest_id` (none when
+//! `words` is null).
+struct presence_bitmap {
+  const std::uint32_t* words = nullptr;
+  std::uint32_t largest_id = 0;
+  VYRE_DEVICE bool contains(std::uint32_t id) const noexcept {
+    return id <= largest_id && ((words[id >> 5] >> (id & 31u)) & 1u) != 0;
   }
-  const unsigned long long total = block_sum(scratch).Sum(local);
-  if (threadIdx.x == 0 && total != 0) atomicAdd(length_sum, total);
-}
+};
 
-//! Blocks of the prepass: enough to fill the device, few enough that the atomics are cheap.
-inline constexpr unsigned prepass_max_blocks = 1024;
-
-//! The row columns in one pass: e-class, op and length copied, the children copied while they
-//! are folded into the row's signature (the children column needs no separate copy), and the
-//! closing group offset (= R).
+//! The rest of the image but the group offsets, in one pass over the rows: e-class, op and
+//! length copied, the children copied and folded into the row's signature, the group rows (the
+//! sorted row ids) and the closing group offset (= R). Launched before the host knows the group
+//! count (it reads it from `counters`). With a bitmap of the group ids, it checks each child
+//! as it folds it (`status.bad_child`: the first child entry naming no group).
+//! It also checks the lengths against the children column: `status.bad_row` names the first row
+//! whose range ends past `child_count`, or the last row when they fall short. Up to the first
+//! such row the u32 offsets are the true prefix sums, so that row is found; a warp with one
+//! writes nothing, and every other access stays inside the columns (the image is discarded).
+//! A warp takes 32 consecutive rows: their children are one contiguous range, which it copies
+//! with coalesced loads and stores before each thread folds its own row's (now cached) children.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, const std::uint32_t* offsets,
-                                   std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens,
-                                   std::uint32_t* signatures, std::uint32_t* children,
-                                   std::uint32_t* closing_group_offset) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows.row_count;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const auto r = static_cast<std::uint32_t>(i);
-    const std::uint32_t length = rows.children_length[r];
+VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
+                                   const std::uint32_t* sorted_rows, presence_bitmap groups,
+                                   std::uint32_t* image) {
+  const packed_layout layout{rows.row_count, rows.child_count,
+                             static_cast<std::uint32_t>(counters->groups)};
+  const std::uint32_t* const offsets = image + layout.row_children_offsets();
+  const std::uint32_t* const __restrict__ in_children = rows.children;
+  std::uint32_t* const __restrict__ out_children = image + layout.children();
+  const unsigned lane = threadIdx.x % 32u;
+  // The loop bound is the same for the whole warp (its first row), so the shuffles see all lanes.
+  for (std::uint64_t first = blockIdx.x * std::uint64_t{blockDim.x} + (threadIdx.x - lane);
+       first < rows.row_count; first += std::uint64_t{gridDim.x} * blockDim.x) {
+    const std::uint64_t i = first + lane;
+    const bool live = i < rows.row_count;
+    const auto r = static_cast<std::uint32_t>(live ? i : first);
+    // Every load before the first store: the columns may alias as far as the compiler knows,
+    // and a load after a store would wait for it.
+    const std::uint32_t length = live ? rows.children_length[r] : 0;
     const std::uint32_t offset = offsets[r];
+    const std::uint32_t row_eclass = rows.eclass[r];
     const std::uint32_t row_op = rows.op[r];
-    eclass[r] = rows.eclass[r];
-    op[r] = row_op;
-    lens[r] = length;
-    const std::uint32_t* from = rows.children + offset;
+    const std::uint32_t group_row = sorted_rows[r];
+    const std::uint64_t row_end = std::uint64_t{offset} + length;
+    const bool past_column = live && row_end > rows.child_count;
+    const bool short_column = live && r == rows.row_count - 1 && row_end < rows.child_count;
+    const unsigned bad_lanes = __ballot_sync(0xFFFFFFFFu, past_column || short_column);
+    if (bad_lanes != 0) {
+      if (lane == static_cast<unsigned>(__ffs(bad_lanes) - 1)) atomicMin(&counters->status.bad_row, r);
+      continue;
+    }
+    const std::uint32_t begin = __shfl_sync(0xFFFFFFFFu, offset, 0);
+    const std::uint32_t full_warp_end = __shfl_sync(0xFFFFFFFFu, offset + length, 31);
+    // A partial warp holds the last row, whose children end the column.
+    const std::uint64_t end = first + 32 <= rows.row_count ? full_warp_end : rows.child_count;
+    for (std::uint64_t k = begin + lane; k < end; k += 32) out_children[k] = in_children[k];
+    if (!live) continue;
     std::uint32_t signature = signature_begin(row_op, length);
     for (std::uint32_t k = 0; k < length; ++k) {
-      const std::uint32_t child = from[k];
-      children[offset + k] = child;
+      const std::uint32_t child = in_children[offset + k];
       signature = signature_fold(signature, child);
+      if (groups.words != nullptr && !groups.contains(child))
+        atomicMin(&counters->status.bad_child, offset + k);
     }
-    signatures[r] = signature;
+    image[layout.row_eclass_ids() + r] = row_eclass;
+    image[layout.row_language_op_ids() + r] = row_op;
+    image[layout.row_children_lens() + r] = length;
+    image[layout.row_signatures() + r] = signature;
+    image[layout.group_rows() + r] = group_row;
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) *closing_group_offset = rows.row_count;
+  if (blockIdx.x == 0 && threadIdx.x == 0)
+    image[layout.group_offsets() + layout.group_count] = rows.row_count;
 }
 
 //! The child check's presence bitmap: one bit per group id (the bitmap is cleared before).
@@ -140,20 +170,6 @@ VYRE_KERNEL void mark_groups_kernel(const std::uint32_t* group_ids, const int* g
 #else
     atomicOr(&present[word], bit);
 #endif
-  }
-}
-
-//! Children naming no group, one bitmap load each (ids up to `largest_id`).
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void check_children_present_kernel(const std::uint32_t* children,
-                                               std::uint32_t child_count,
-                                               const std::uint32_t* present,
-                                               std::uint32_t largest_id, device_status* status) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < child_count;
-       i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t child = children[i];
-    if (child > largest_id || ((present[child >> 5] >> (child & 31u)) & 1u) == 0)
-      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
   }
 }
 
@@ -182,51 +198,33 @@ VYRE_KERNEL void check_children_kernel(const std::uint32_t* children, std::uint3
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
 }
 
-//! What `build` reads back after the sort: one transfer.
-struct build_counters {
-  device_status status;               //!< bad_child from the child check
-  unsigned long long length_sum = 0;  //!< sum of the children lengths (u64)
-  int groups = 0;                     //!< runs of the sorted e-class ids
-  std::uint32_t largest_id = 0;       //!< DeviceReduce::Max of the e-class ids
-};
-
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void init_build_counters_kernel(build_counters* counters) {
   if (threadIdx.x == 0 && blockIdx.x == 0) {
     counters->status = clean_status;
-    counters->length_sum = 0;
     counters->groups = 0;
     counters->largest_id = 0;
   }
 }
 
-//! The lengths do not add up to `child_count`: name the first row whose children range runs
-//! past the column (or the last row when the lengths fall short). Error path only: it reads the
-//! lengths back to the host.
-inline error build_length_error(const raw_rows_ref& rows, std::uint64_t length_sum,
-                                cudaStream_t stream) {
-  std::uint32_t bad_row = rows.row_count - 1;
+//! The lengths do not add up to `child_count`; `bad_row` is the first row whose children range
+//! runs past the column, or the last row when they fall short. Error path only: it reads the
+//! lengths back to report their sum too (left out if that readback fails).
+inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row, cudaStream_t stream) {
+  error reported = error(errc::out_of_range,
+                         "build: a row's children range does not match the children column "
+                         "(the lengths must add up to child_count)");
+  reported.with("row", bad_row).with("child_count", rows.child_count);
   std::vector<std::uint32_t> lengths;
   if (try_resize(lengths, rows.row_count, "build: read lengths") &&
       copy_to_host(lengths.data(), rows.children_length, rows.row_count, stream,
                    "build: read lengths")) {
-    std::uint64_t end = 0;
-    for (std::uint32_t r = 0; r < rows.row_count; ++r) {
-      end += lengths[r];
-      if (end > rows.child_count) {
-        bad_row = r;
-        break;
-      }
-    }
+    std::uint64_t length_sum = 0;
+    for (const std::uint32_t length : lengths) length_sum += length;
+    reported.with("length_sum", length_sum);
   }
-  return error(errc::out_of_range,
-               "build: a row's children range does not match the children column (the "
-               "lengths must add up to child_count)")
-      .with("row", bad_row)
-      .with("length_sum", length_sum)
-      .with("child_count", rows.child_count)
-      .fix("pass the children of every row concatenated in row order, and child_count = "
-           "sum of children_length");
+  return reported.fix("pass the children of every row concatenated in row order, and "
+                      "child_count = sum of children_length");
 }
 
 inline error build_child_error(const device_status& status) {
@@ -239,8 +237,8 @@ inline error build_child_error(const device_status& status) {
 
 //! Reusable temporaries for repeated `build` calls on one stream: the sort and group buffers,
 //! the child check's presence bitmap, the CUB scratch and a page-locked readback slot, grown as
-//! inputs need (never shrunk). With a warm workspace a build allocates only its image, and the
-//! host's wait for the id range overlaps the row-id / length-sum pass.
+//! inputs need (never shrunk). With a warm workspace a build allocates only its image (while
+//! the host waits for the id range) and writes no row ids.
 //! @note Bound to the stream it was made for; not thread-safe. Memory is freed in stream order
 //!       on that stream: keep the stream alive until the workspace is destroyed.
 class build_workspace {
@@ -317,7 +315,7 @@ class build_workspace {
     const char* what = "build: workspace";
     if (rows <= capacity_) return {};
     std::size_t held = SIZE_MAX;
-    for (u32_buffer* b : {&sorted_ids_, &sorted_rows_, &unique_ids_, &counts_}) {
+    for (u32_buffer* b : {&sorted_ids_, &sorted_rows_, &counts_}) {
       VYRE_TRY(ensure(*b, rows, what));
       held = (std::min)(held, b->size());
     }
@@ -343,7 +341,7 @@ class build_workspace {
   bool pinned_ = true;
   std::uint32_t capacity_ = 0;
   std::uint32_t identity_rows_ = 0;  // row_ids_[0, identity_rows_) hold 0, 1, 2, ...
-  u32_buffer row_ids_, sorted_ids_, sorted_rows_, unique_ids_, counts_;
+  u32_buffer row_ids_, sorted_ids_, sorted_rows_, counts_;
   u32_buffer present_;  // the child check's bitmap
   device_buffer<detail::build_counters> counters_;
   device_buffer<unsigned char> scratch_;
@@ -355,16 +353,20 @@ class build_workspace {
 //! words the host pack writes for the same rows (children offsets = prefix sums of the
 //! lengths; groups list rows ascending).
 //!
-//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs), one pass for the
-//! row ids and the u64 length sum (it runs while the host reads the id range),
-//! `cub::DeviceRadixSort::SortPairs` over those bits, `cub::DeviceRunLengthEncode::Encode`,
-//! the child check (when on: a presence bitmap of the group ids and one load per child, or a
-//! binary search per child when the ids are too sparse for a bitmap, see
-//! `detail::bitmap_checks_children`), two `cub::DeviceScan::ExclusiveSum`, one kernel for the
-//! row columns, signatures and children, two device-to-device copies for the group ids and
-//! rows. Two host waits: the id range, and the group count with the input checks. The image's
-//! words are written in stream order after the call returns: use it on the stream (or
-//! synchronise) like any other stream-ordered result.
+//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs; the host waits for
+//! it while the row ids are written, unless a reused workspace holds them, and the image is
+//! allocated), `cub::DeviceRadixSort::SortPairs` over those bits,
+//! `cub::DeviceRunLengthEncode::Encode` (the group ids straight into the image), the child check
+//! (when on: a presence bitmap of the group ids, which the rows kernel reads once per child, or
+//! a binary search per child when the ids are too sparse for a bitmap, see
+//! `detail::bitmap_checks_children`), `cub::DeviceScan::ExclusiveSum` for the children
+//! offsets, one kernel for the row columns, signatures, children and group rows that also
+//! checks the lengths, a second host wait (the group count and the checks), and
+//! `cub::DeviceScan::ExclusiveSum` for the group offsets.
+//! The image buffer is allocated before the count is known, for one group per row: up to
+//! 2 * (R - G) words past `word_count()` are unused. The image's words are written in stream
+//! order after the call returns: use it on the stream (or synchronise) like any other
+//! stream-ordered result.
 //! @pre `rows` points to device memory readable on the workspace's stream.
 //! @throws nothing; errors: lengths that do not add up to `child_count` (`errc::out_of_range`,
 //!         naming the first row past the column), a child without rows (`errc::not_found`,
@@ -402,38 +404,47 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   detail::build_counters* const seen = w.readback_.get() != nullptr ? w.readback_.get() : &pageable;
   const bool checked = check == child_check::on && rows.child_count != 0;
 
-  // The id range first. With a pinned readback the row-id / length-sum pass runs while the
-  // host waits for it; a pageable readback blocks the host, so everything it does not need is
-  // enqueued (and the sort temporaries allocated) before it.
+  // The id range first: the sort needs its bit width.
   detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
   VYRE_TRY(detail::launched("build: init counters"));
   std::size_t bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.eclass, &on_device->largest_id,
                                        R, stream),
                 "build: e-class id range (cub::DeviceReduce::Max)");
-  const auto prepass = [&]() -> expected<void> {
-    const bool write_ids = w.identity_rows_ < R;
-    detail::build_prepass_kernel<><<<(std::min)(grid_for(R), detail::prepass_max_blocks), block_size, 0, stream>>>(
-        rows.children_length, R, write_ids ? w.row_ids_.get() : nullptr, &on_device->length_sum);
-    VYRE_TRY(detail::launched("build: row ids and length sum"));
-    if (write_ids) w.identity_rows_ = R;
-    return w.reserve_tail(R);
+  // Enqueued while the host waits for the id range: the row ids the sort carries along (unless
+  // the workspace holds them), then the sort temporaries and the image (sized for one group
+  // per row: the count comes later).
+  const packed_layout largest{R, rows.child_count, R};
+  u32_buffer image_words;
+  const auto row_ids_and_allocations = [&]() -> expected<void> {
+    if (w.identity_rows_ < R) {
+      detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(w.row_ids_.get(), R);
+      VYRE_TRY(detail::launched("build: row ids"));
+      w.identity_rows_ = R;
+    }
+    VYRE_TRY(w.reserve_tail(R));
+    VYRE_TRY_ASSIGN(image_words, u32_buffer::allocate(static_cast<std::size_t>(largest.word_count()),
+                                                      stream, "build: image"));
+    return {};
   };
   if (seen != &pageable) {
     VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
                                   cudaMemcpyDeviceToHost, stream),
                   "build: read id range");
     VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
-    VYRE_TRY(prepass());
+    VYRE_TRY(row_ids_and_allocations());
     VYRE_CUDA_TRY(cudaEventSynchronize(w.id_range_read_.get()), "build: read id range");
-  } else {
-    VYRE_TRY(prepass());
+  } else {  // a pageable readback blocks the host: enqueue the rest first
+    VYRE_TRY(row_ids_and_allocations());
     VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read id range"));
   }
   const std::uint32_t largest_id = seen->largest_id;
   const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(largest_id));
+  std::uint32_t* const base = image_words.get();
 
-  // Rows sorted by e-class (stable: ascending rows inside each class), then the groups.
+  // Rows sorted by e-class (stable: ascending rows inside each class), then the groups. The
+  // group ids go straight into the image: their column starts at 5R + C whatever the count.
+  std::uint32_t* const group_ids = base + largest.group_eclass_ids();
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(w.scratch_.get(), bytes, rows.eclass,
                                                 w.sorted_ids_.get(), w.row_ids_.get(),
@@ -441,60 +452,45 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
                 "build: group rows (cub::DeviceRadixSort::SortPairs)");
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(w.scratch_.get(), bytes, w.sorted_ids_.get(),
-                                                   w.unique_ids_.get(), w.counts_.get(), groups_out,
+                                                   group_ids, w.counts_.get(), groups_out,
                                                    static_cast<int>(R), stream),
                 "build: groups (cub::DeviceRunLengthEncode::Encode)");
+  detail::presence_bitmap group_bitmap;
   if (checked && detail::bitmap_checks_children(largest_id, R)) {
     const std::uint32_t words = largest_id / 32 + 1;
     VYRE_TRY(w.ensure(w.present_, words, "build: child check bitmap"));
     VYRE_CUDA_TRY(cudaMemsetAsync(w.present_.get(), 0, std::size_t{words} * sizeof(std::uint32_t), stream),
                   "build: child check bitmap");
-    detail::mark_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(w.unique_ids_.get(), groups_out,
+    detail::mark_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(group_ids, groups_out,
                                                                          w.present_.get());
     VYRE_TRY(detail::launched("build: child check bitmap"));
-    detail::check_children_present_kernel<><<<grid_for(rows.child_count), block_size, 0, stream>>>(
-        rows.children, rows.child_count, w.present_.get(), largest_id, &on_device->status);
-    VYRE_TRY(detail::launched("build: child check"));
+    group_bitmap = {w.present_.get(), largest_id};  // the rows kernel checks each child
   } else if (checked) {
     detail::check_children_kernel<><<<grid_for(rows.child_count), block_size, 0, stream>>>(
-        rows.children, rows.child_count, w.unique_ids_.get(), groups_out, &on_device->status);
+        rows.children, rows.child_count, group_ids, groups_out, &on_device->status);
     VYRE_TRY(detail::launched("build: child check"));
   }
-  VYRE_CUDA_TRY(cudaMemcpyAsync(seen, on_device, sizeof(detail::build_counters),
-                                cudaMemcpyDeviceToHost, stream),
-                "build: read group count");
-  VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "build: read group count");
-  if (seen->length_sum != rows.child_count)
-    return fail(detail::build_length_error(rows, seen->length_sum, stream));
-  if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
-  const auto G = static_cast<std::uint32_t>(seen->groups);
 
-  // The image: everything from here on is stream-ordered work, no further waits.
-  const packed_layout layout{R, rows.child_count, G};
-  VYRE_TRY_ASSIGN(auto image_words, u32_buffer::allocate(static_cast<std::size_t>(layout.word_count()),
-                                                         stream, "build: image"));
-  std::uint32_t* const base = image_words.get();
-  std::uint32_t* const offsets = base + layout.row_children_offsets();
+  // The children offsets, then every column but the group offsets (the rows kernel reads the
+  // group count on the device, and checks the lengths).
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.children_length, offsets,
-                                              R, stream),
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.children_length,
+                                              base + largest.row_children_offsets(), R, stream),
                 "build: children offsets (cub::DeviceScan::ExclusiveSum)");
-  // The closing group offset (= R) is written by the rows kernel, the other G by the scan.
-  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
-      rows, offsets, base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
-      base + layout.row_children_lens(), base + layout.row_signatures(), base + layout.children(),
-      base + layout.group_offsets() + G);
-  VYRE_TRY(detail::launched("build: row columns, signatures and children"));
+  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(rows, on_device, w.sorted_rows_.get(),
+                                                                      group_bitmap, base);
+  VYRE_TRY(detail::launched("build: row columns, signatures, children and group rows"));
+  VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read group count and checks"));
+  if (seen->status.bad_row != 0xFFFFFFFFu)
+    return fail(detail::build_length_error(rows, seen->status.bad_row, stream));
+  if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
+
+  // The last column: G group offsets (the rows kernel wrote the closing one).
+  const packed_layout layout{R, rows.child_count, static_cast<std::uint32_t>(seen->groups)};
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
-                                              base + layout.group_offsets(), G, stream),
+                                              base + layout.group_offsets(), layout.group_count, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
-  VYRE_CUDA_TRY(cudaMemcpyAsync(base + layout.group_eclass_ids(), w.unique_ids_.get(),
-                                std::size_t{G} * sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, stream),
-                "build: group ids");
-  VYRE_CUDA_TRY(cudaMemcpyAsync(base + layout.group_rows(), w.sorted_rows_.get(),
-                                std::size_t{R} * sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, stream),
-                "build: group rows");
   return device_packed_image(std::move(image_words), layout);
 }
 

@@ -291,9 +291,7 @@ expected<device_congruence_result> congruence(const packed_ref& image, cudaStrea
   VYRE_TRY_ASSIGN(u32_buffer sorted_rows, u32_buffer::allocate(R, stream, "congruence: sorted rows"));
   VYRE_TRY_ASSIGN(u32_buffer run_start, u32_buffer::allocate(R, stream, "congruence: run starts"));
   VYRE_TRY_ASSIGN(auto leader_flag, device_buffer<std::uint8_t>::allocate(R, stream, "congruence: leaders"));
-  // The WHILE driver's round counter, allocated and cleared with the other buffers, i.e. before
-  // the input check's wait, not just before the graph launch: memcheck, under load, flagged
-  // the graph's reads of a counter allocated right before the launch (docs/sanitizers.md).
+  // The WHILE driver's round counter (the graph counts its own rounds).
   const bool while_graph = R != 0 && driver == loop_driver::conditional_graph;
   VYRE_TRY_ASSIGN(u32_buffer rounds_run,
                   u32_buffer::allocate(while_graph ? 1 : 0, stream, "congruence: round counter"));
