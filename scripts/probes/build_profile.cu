@@ -16,34 +16,15 @@
 
 #include <cuda_profiler_api.h>
 
-#include "vyre/algorithms.cuh"
+#include "probe_support.cuh"
 
 using namespace vyre::algorithms;
 
-namespace {
-void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "build_profile: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
-}
-template <class T>
-T take(vyre::expected<T>&& value, const char* what) {
-  if (!value) {
-    std::fprintf(stderr, "build_profile: %s: %s\n", what, value.error().message().c_str());
-    std::exit(1);
-  }
-  return std::move(*value);
-}
-template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = take(device_buffer<T>::allocate(host.size(), stream, "upload"), "upload");
-  check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream),
-        "upload");
-  return buffer;
-}
-}  // namespace
+using probe::check;
+using probe::take;
 
 int main(int argc, char** argv) {
+  probe::name = "build_profile";
   const std::uint32_t millions = argc > 1 ? static_cast<std::uint32_t>(std::atoi(argv[1])) : 16;
   const bool profile_checked = argc > 2 && std::string(argv[2]) == "on";
   cudaStream_t stream;
@@ -53,15 +34,8 @@ int main(int argc, char** argv) {
   std::uint64_t keep_all = UINT64_MAX;
   check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all), "pool");
 
-  synthetic_options options;
-  options.rows = millions << 20;
-  options.seed = 42;
-  const synthetic_egraph graph = take(make_synthetic_egraph(options), "generator");
-  const raw_rows& rows = graph.rows;
-  auto eclass = upload(rows.eclass, stream), op = upload(rows.op, stream),
-       lens = upload(rows.children_length, stream), children = upload(rows.children, stream);
-  const raw_rows_ref ref{eclass.get(), op.get(), lens.get(), children.get(), rows.row_count(),
-                         static_cast<std::uint32_t>(rows.children.size())};
+  const probe::synthetic_rows on_device(millions, stream);
+  const raw_rows_ref& ref = on_device.ref;
 
   build_workspace workspace(stream);
   cudaEvent_t start, stop;

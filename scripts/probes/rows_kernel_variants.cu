@@ -18,33 +18,15 @@
 #include <cstdlib>
 #include <vector>
 
-#include "vyre/algorithms.cuh"
+#include "probe_support.cuh"
 
 using namespace vyre::algorithms;
 using detail::signature_begin;
 using detail::signature_fold;
 
 namespace {
-void check(cudaError_t status, const char* what) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "rows_kernel_variants: %s: %s\n", what, cudaGetErrorString(status));
-  std::exit(1);
-}
-template <class T>
-T take(vyre::expected<T>&& value, const char* what) {
-  if (!value) {
-    std::fprintf(stderr, "rows_kernel_variants: %s: %s\n", what, value.error().message().c_str());
-    std::exit(1);
-  }
-  return std::move(*value);
-}
-template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = take(device_buffer<T>::allocate(host.size(), stream, "upload"), "upload");
-  check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream),
-        "upload");
-  return buffer;
-}
+using probe::check;
+using probe::take;
 
 struct outputs {
   std::uint32_t *eclass, *op, *lens, *signatures, *children;
@@ -132,18 +114,12 @@ __global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__
 }  // namespace
 
 int main(int argc, char** argv) {
+  probe::name = "rows_kernel_variants";
   const std::uint32_t millions = argc > 1 ? static_cast<std::uint32_t>(std::atoi(argv[1])) : 16;
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  synthetic_options options;
-  options.rows = millions << 20;
-  options.seed = 42;
-  const synthetic_egraph graph = take(make_synthetic_egraph(options), "generator");
-  const raw_rows& rows = graph.rows;
-  auto eclass = upload(rows.eclass, stream), op = upload(rows.op, stream),
-       lens = upload(rows.children_length, stream), children = upload(rows.children, stream);
-  const raw_rows_ref ref{eclass.get(), op.get(), lens.get(), children.get(), rows.row_count(),
-                         static_cast<std::uint32_t>(rows.children.size())};
+  const probe::synthetic_rows on_device(millions, stream);
+  const raw_rows_ref& ref = on_device.ref;
   const std::uint32_t R = ref.row_count, C = ref.child_count;
   build_workspace workspace(stream);
   auto reference = take(build(ref, workspace, child_check::off), "build");
