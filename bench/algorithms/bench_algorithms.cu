@@ -130,9 +130,9 @@ struct on_device {
 };
 
 on_device upload_graph(const raw_rows& rows, const std::vector<double>& cost, cudaStream_t stream) {
-  on_device d{upload(rows.eclass, stream), upload(rows.op, stream), upload(rows.children_length, stream),
+  on_device d{upload(rows.row_eclass_ids, stream), upload(rows.row_language_op_ids, stream), upload(rows.row_children_lens, stream),
               upload(rows.children, stream), upload(cost, stream), {}};
-  d.rows = {d.eclass.get(), d.op.get(), d.lens.get(), d.children.get(), rows.row_count(),
+  d.rows = {d.row_eclass_ids.get(), d.row_language_op_ids.get(), d.lens.get(), d.children.get(), rows.row_count(),
             static_cast<std::uint32_t>(rows.children.size())};
   return d;
 }
@@ -149,28 +149,28 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
   auto runs = take(device_buffer<int>::allocate(1, stream, "p"), "p");
   auto max_id = take(device_buffer<std::uint32_t>::allocate(1, stream, "p"), "p");
   std::size_t b_max = 0, b_sort = 0, b_rle = 0, b_scan = 0, b_gscan = 0;
-  check(cub::DeviceReduce::Max(nullptr, b_max, d.rows.eclass, max_id.get(), R, stream), "size");
-  check(cub::DeviceRadixSort::SortPairs(nullptr, b_sort, d.rows.eclass, keys_out.get(), vals_in.get(),
+  check(cub::DeviceReduce::Max(nullptr, b_max, d.rows.row_eclass_ids, max_id.get(), R, stream), "size");
+  check(cub::DeviceRadixSort::SortPairs(nullptr, b_sort, d.rows.row_eclass_ids, keys_out.get(), vals_in.get(),
                                         vals_out.get(), R, 0, 32, stream), "size");
   check(cub::DeviceRunLengthEncode::Encode(nullptr, b_rle, keys_out.get(), unique.get(), counts.get(),
                                            runs.get(), static_cast<int>(R), stream), "size");
-  check(cub::DeviceScan::ExclusiveSum(nullptr, b_scan, d.rows.children_length, offsets.get(), R, stream), "size");
+  check(cub::DeviceScan::ExclusiveSum(nullptr, b_scan, d.rows.row_children_lens, offsets.get(), R, stream), "size");
   check(cub::DeviceScan::ExclusiveSum(nullptr, b_gscan, counts.get(), offsets.get(), groups + 1, stream), "size");
   const std::size_t bytes = std::max({b_max, b_sort, b_rle, b_scan, b_gscan, std::size_t{1}});
   auto temp = take(device_buffer<unsigned char>::allocate(bytes, stream, "p"), "p");
   std::uint32_t host_max = 0;
-  check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.eclass, max_id.get(), R, stream), "max");
+  check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.row_eclass_ids, max_id.get(), R, stream), "max");
   check(cudaMemcpyAsync(&host_max, max_id.get(), 4, cudaMemcpyDeviceToHost, stream), "max");
   check(cudaStreamSynchronize(stream), "max");
   const int end_bit = std::max(1, 32 - __builtin_clz(host_max | 1u));
   double total = 0;
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceReduce::Max(temp.get(), b, d.rows.eclass, max_id.get(), R, stream), "max");
+    check(cub::DeviceReduce::Max(temp.get(), b, d.rows.row_eclass_ids, max_id.get(), R, stream), "max");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceRadixSort::SortPairs(temp.get(), b, d.rows.eclass, keys_out.get(), vals_in.get(),
+    check(cub::DeviceRadixSort::SortPairs(temp.get(), b, d.rows.row_eclass_ids, keys_out.get(), vals_in.get(),
                                           vals_out.get(), R, 0, end_bit, stream), "sort");
   });
   total += gpu_median_ns(stream, repeats, [&] {
@@ -180,7 +180,7 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, d.rows.children_length, offsets.get(), R, stream), "scan");
+    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, d.rows.row_children_lens, offsets.get(), R, stream), "scan");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
@@ -337,7 +337,7 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   }
   // Real files: the CPU reference on the same host packed image the dispatch gets.
   auto host_image = pack_reference(rows.ref());
-  const packed_ref host = must(host_image, "pack_reference").ref();
+  const image_columns host = must(host_image, "pack_reference").ref();
   // As many repeats as the device lines (the real files are small): like-for-like medians.
   const int packed_repeats = std::max(cpu_repeats, repeats);
   const double cpu_packed_congruence_ns = cpu_median_ns(packed_repeats, [&] {

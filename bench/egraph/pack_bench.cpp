@@ -71,24 +71,24 @@ void baseline_pack(const eg::snapshot& snap, std::vector<std::uint32_t>& out) {
   out.resize(layout.word_count());
   std::uint32_t* w = out.data();
   for (std::size_t r = 0; r < rows.size(); ++r) {
-    w[layout.row_eclass_ids.offset + r] = rows[r].eclass;
-    w[layout.row_language_op_ids.offset + r] = rows[r].op;
-    w[layout.row_children_offsets.offset + r] = rows[r].children_offset;
-    w[layout.row_children_lens.offset + r] = rows[r].children_length;
-    w[layout.row_signatures.offset + r] = eg::row_signature(
+    w[layout.offset(eg::image_column::row_eclass_ids) + r] = rows[r].eclass;
+    w[layout.offset(eg::image_column::row_language_op_ids) + r] = rows[r].op;
+    w[layout.offset(eg::image_column::row_children_offsets) + r] = rows[r].children_offset;
+    w[layout.offset(eg::image_column::row_children_lens) + r] = rows[r].children_length;
+    w[layout.offset(eg::image_column::row_signatures) + r] = eg::row_signature(
         rows[r].op, children.data() + rows[r].children_offset, rows[r].children_length);
   }
-  std::memcpy(w + layout.children.offset, children.data(), children.size_bytes());
+  std::memcpy(w + layout.offset(eg::image_column::children), children.data(), children.size_bytes());
   std::uint32_t g = 0;
   for (std::size_t i = 0; i < keyed.size(); ++i) {
     if (i == 0 || keyed[i].first != keyed[i - 1].first) {
-      w[layout.group_eclass_ids.offset + g] = keyed[i].first;
-      w[layout.group_offsets.offset + g] = static_cast<std::uint32_t>(i);
+      w[layout.offset(eg::image_column::group_eclass_ids) + g] = keyed[i].first;
+      w[layout.offset(eg::image_column::group_offsets) + g] = static_cast<std::uint32_t>(i);
       ++g;
     }
-    w[layout.group_rows.offset + i] = keyed[i].second;
+    w[layout.offset(eg::image_column::group_rows) + i] = keyed[i].second;
   }
-  w[layout.group_offsets.offset + g] = static_cast<std::uint32_t>(rows.size());
+  w[layout.offset(eg::image_column::group_offsets) + g] = static_cast<std::uint32_t>(rows.size());
 }
 
 template <class F>

@@ -39,10 +39,10 @@ int main() {
   });
 
   // 2. Pack (validates first; throws vyre::error_exception with a "Fix: ..." on bad input).
-  const eg::device_image image = eg::pack(snap);
+  const eg::host_image image = eg::pack(snap);
   const eg::image_layout& layout = image.layout();
   std::printf("packed %u rows, %u children, %u e-classes into %llu words\n", layout.row_count,
-              layout.child_count, layout.eclass_group_count,
+              layout.child_count, layout.group_count,
               static_cast<unsigned long long>(layout.word_count()));
 
   int devices = 0;

@@ -45,7 +45,7 @@ template <class Alloc>
 void run_with_exceptions(const eg::snapshot& snap) {
   using P = vyre::policies<Alloc, vyre::staging::native, vyre::on_error::throw_exception>;
   auto gpu = vyre::backend<P>::acquire(0);
-  const eg::device_image image = eg::pack(snap);  // host-side calls default to throwing too
+  const eg::host_image image = eg::pack(snap);  // host-side calls default to throwing too
   const eg::resident_image resident = gpu.upload(image);
   const eg::kernel_view view = gpu.kernel_view(resident);
 
@@ -83,7 +83,7 @@ template <class Alloc>
 vyre::expected<std::uint32_t> count_additions(const eg::snapshot& snap) {
   using P = vyre::policies<Alloc, vyre::staging::native, vyre::on_error::return_expected>;
   VYRE_TRY_ASSIGN(auto gpu, vyre::backend<P>::acquire(0));
-  VYRE_TRY_ASSIGN(const eg::device_image image, eg::pack<vyre::on_error::return_expected>(snap));
+  VYRE_TRY_ASSIGN(const eg::host_image image, eg::pack<vyre::on_error::return_expected>(snap));
   VYRE_TRY_ASSIGN(const eg::resident_image resident, gpu.upload(image));
   VYRE_TRY_ASSIGN(const eg::kernel_view view, gpu.kernel_view(resident));
 

@@ -17,8 +17,9 @@
 // On the built-in e-graph: root tree cost 11, then 8 -> 6 e-nodes, 6 -> 4 e-classes, 2 merges,
 // and root tree cost 9 after congruence (g(f(x)) may now use the cheap h for f).
 //
-// The algorithms take plain device pointers (`vyre::algorithms::packed_ref`), so they run on a
-// resident image as well as on an image built on the device, and return `vyre::expected`.
+// The algorithms take the image's columns (`vyre::egraph::image_columns`, what the checked
+// `kernel_view` wraps), so they run on a resident image as well as on an image built on the
+// device, and return `vyre::expected`.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -68,7 +69,7 @@ int run(const char* path) {
   const example::egraph_file file = example::load_egraph(path);
   const vyre::egraph::image_layout& layout = file.image.layout();
   std::printf("%s: %u e-nodes, %u e-classes, %zu root(s)\n", file.name.c_str(), layout.row_count,
-              layout.eclass_group_count, file.roots.size());
+              layout.group_count, file.roots.size());
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -84,10 +85,8 @@ int run(const char* path) {
   const vyre::stream_lease stream_lease = gpu.acquire_stream();
   const cudaStream_t stream = stream_lease.get();
   const vyre::egraph::resident_image resident = gpu.upload(file.image);
-  const vyre::resident_span buffer = gpu.resident_buffer(resident.handle());
-  const alg::packed_ref image = alg::packed_ref::from_words(
-      reinterpret_cast<const std::uint32_t*>(buffer.data),
-      {layout.row_count, layout.child_count, layout.eclass_group_count});
+  // The algorithms take the image's columns; the checked view hands them over.
+  const vyre::egraph::image_columns image = gpu.kernel_view(resident).columns();
 
   // 3. Extraction on the image as loaded.
   const auto node_cost = upload(file.node_cost, stream);
@@ -97,16 +96,16 @@ int run(const char* path) {
 
   // 4. Congruence closure.
   const auto closed = value_of(alg::congruence(image, stream));
-  const alg::packed_layout& rebuilt = closed.rebuilt.layout();
+  const vyre::egraph::image_layout& rebuilt = closed.rebuilt.layout();
   std::printf("congruence:  %u -> %u e-nodes, %u -> %u e-classes, %llu merges in %u rounds\n",
-              layout.row_count, rebuilt.row_count, layout.eclass_group_count,
+              layout.row_count, rebuilt.row_count, layout.group_count,
               rebuilt.group_count, static_cast<unsigned long long>(closed.merges), closed.rounds);
 
   // 5. Extraction on the rebuilt image. Its rows are the kept original rows, so their costs
   //    are the originals'; its e-class ids are the representatives (smallest merged id), so a
   //    root becomes its representative.
   const auto kept = download(closed.kept_rows.get(), rebuilt.row_count, stream);
-  const auto class_ids = download(closed.eclass_ids.get(), layout.eclass_group_count, stream);
+  const auto class_ids = download(closed.eclass_ids.get(), layout.group_count, stream);
   const auto representative = download(closed.representative.get(), class_ids.size(), stream);
   std::vector<double> kept_cost(kept.size());
   for (std::size_t i = 0; i < kept.size(); ++i) kept_cost[i] = file.node_cost[kept[i]];
@@ -122,8 +121,7 @@ int run(const char* path) {
               after.rounds);
 
   // 6. The CPU references compute the same things on the host copy of the image.
-  const alg::packed_ref host_image = alg::packed_ref::from_words(
-      file.image.words().data(), {layout.row_count, layout.child_count, layout.eclass_group_count});
+  const vyre::egraph::image_columns host_image = file.image.ref().columns();
   const auto cpu_extract = value_of(alg::extract_reference(
       host_image, {file.node_cost.data(), file.node_cost.size()}, {file.roots.data(),
       file.roots.size()}));

@@ -41,7 +41,7 @@ int main(int argc, char** argv) {
 
   const auto plan = eg::plan_upload(eg::image_ref{staging, layout});
   std::printf("rows %u, children %u, e-classes %u: %llu bytes\n", layout.row_count,
-              layout.child_count, layout.eclass_group_count,
+              layout.child_count, layout.group_count,
               static_cast<unsigned long long>(plan.total_bytes()));
   for (std::size_t c = 0; c < eg::image_column_count; ++c) {
     const auto column = static_cast<eg::image_column>(c);

@@ -10,5 +10,5 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/fault_injection.hpp"
 #include "vyre/core/reserve.hpp"
-#include "vyre/core/staging.hpp"
+#include "vyre/core/byte_order.hpp"
 #include "vyre/core/cuda_check.hpp"

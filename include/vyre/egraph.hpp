@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! The e-graph on the host: `snapshot` -> `pack` -> `device_image` -> `plan_upload`, plus image
+//! The e-graph on the host: `snapshot` -> `pack` -> `host_image` -> `plan_upload`, plus image
 //! files. Host-only (`.hpp`): compiles with any C++20 compiler given the CCCL include path.
 //!
 //! # The packed image
@@ -63,7 +63,7 @@
 //!     std::vector<std::uint32_t> staging(prepared.word_count());  // or pinned memory
 //!     std::move(prepared).write_into(staging);
 //!     auto plan = vyre::egraph::plan_upload(vyre::egraph::image_ref{staging, layout});
-//!     // plan.layout().group_offsets.offset == 76 (bytes), plan.bytes() go to the device
+//!     // plan.layout().offset(image_column::group_offsets) == 76 (bytes), plan.bytes() go to the device
 #pragma once
 
 #include "vyre/egraph/layout.hpp"
@@ -72,5 +72,5 @@
 #include "vyre/egraph/snapshot.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/pack.hpp"
-#include "vyre/egraph/upload.hpp"
+#include "vyre/egraph/upload_plan.hpp"
 #include "vyre/egraph/image_file.hpp"

@@ -36,11 +36,11 @@ __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, ou
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows.row_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto r = static_cast<std::uint32_t>(i);
-    const std::uint32_t length = rows.children_length[r];
+    const std::uint32_t length = rows.row_children_lens[r];
     const std::uint32_t offset = offsets[r];
-    const std::uint32_t row_op = rows.op[r];
-    out.eclass[r] = rows.eclass[r];
-    out.op[r] = row_op;
+    const std::uint32_t row_op = rows.row_language_op_ids[r];
+    out.row_eclass_ids[r] = rows.row_eclass_ids[r];
+    out.row_language_op_ids[r] = row_op;
     out.lens[r] = length;
     const std::uint32_t* from = rows.children + offset;
     std::uint32_t signature = signature_begin(row_op, length);
@@ -59,10 +59,10 @@ __global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restric
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows.row_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto r = static_cast<std::uint32_t>(i);
-    const std::uint32_t length = __ldg(rows.children_length + r);
+    const std::uint32_t length = __ldg(rows.row_children_lens + r);
     const std::uint32_t offset = __ldg(offsets + r);
-    const std::uint32_t row_op = __ldg(rows.op + r);
-    const std::uint32_t row_eclass = __ldg(rows.eclass + r);
+    const std::uint32_t row_op = __ldg(rows.row_language_op_ids + r);
+    const std::uint32_t row_eclass = __ldg(rows.row_eclass_ids + r);
     std::uint32_t signature = signature_begin(row_op, length);
     for (std::uint32_t k = 0; k < length; k += 4) {
       std::uint32_t child[4];
@@ -76,8 +76,8 @@ __global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restric
           signature = signature_fold(signature, child[j]);
         }
     }
-    out.eclass[r] = row_eclass;
-    out.op[r] = row_op;
+    out.row_eclass_ids[r] = row_eclass;
+    out.row_language_op_ids[r] = row_op;
     out.lens[r] = length;
     out.signatures[r] = signature;
   }
@@ -92,10 +92,10 @@ __global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__
   const unsigned lane = threadIdx.x & 31u;
   const bool live = i < rows.row_count;
   const auto r = static_cast<std::uint32_t>(live ? i : 0);
-  const std::uint32_t length = live ? __ldg(rows.children_length + r) : 0;
+  const std::uint32_t length = live ? __ldg(rows.row_children_lens + r) : 0;
   const std::uint32_t offset = live ? __ldg(offsets + r) : 0;
-  const std::uint32_t row_op = live ? __ldg(rows.op + r) : 0;
-  const std::uint32_t row_eclass = live ? __ldg(rows.eclass + r) : 0;
+  const std::uint32_t row_op = live ? __ldg(rows.row_language_op_ids + r) : 0;
+  const std::uint32_t row_eclass = live ? __ldg(rows.row_eclass_ids + r) : 0;
   // The warp's range: from lane 0's offset to the last live lane's end.
   const unsigned live_mask = __ballot_sync(0xFFFFFFFFu, live);
   if (live_mask == 0) return;
@@ -106,8 +106,8 @@ __global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__
   if (!live) return;
   std::uint32_t signature = signature_begin(row_op, length);
   for (std::uint32_t k = 0; k < length; ++k) signature = signature_fold(signature, __ldg(in_children + offset + k));
-  out.eclass[r] = row_eclass;
-  out.op[r] = row_op;
+  out.row_eclass_ids[r] = row_eclass;
+  out.row_language_op_ids[r] = row_op;
   out.lens[r] = length;
   out.signatures[r] = signature;
 }
@@ -123,15 +123,15 @@ int main(int argc, char** argv) {
   const std::uint32_t R = ref.row_count, C = ref.child_count;
   build_workspace workspace(stream);
   auto reference = take(build(ref, workspace, child_check::off), "build");
-  const packed_layout layout = reference.layout();
+  const image_layout layout = reference.layout();
   std::vector<std::uint32_t> expected(layout.word_count());
   check(cudaMemcpyAsync(expected.data(), reference.words(), expected.size() * 4, cudaMemcpyDeviceToHost, stream), "read");
-  const std::uint32_t* offsets = reference.words() + layout.row_children_offsets();
+  const std::uint32_t* offsets = reference.words() + layout.offset(vyre::egraph::image_column::row_children_offsets);
 
   auto scratch = take(device_buffer<std::uint32_t>::allocate(layout.word_count(), stream, "out"), "out");
   std::uint32_t* base = scratch.get();
-  const outputs out{base + layout.row_eclass_ids(), base + layout.row_language_op_ids(),
-                    base + layout.row_children_lens(), base + layout.row_signatures(), base + layout.children()};
+  const outputs out{base + layout.offset(vyre::egraph::image_column::row_eclass_ids), base + layout.offset(vyre::egraph::image_column::row_language_op_ids),
+                    base + layout.offset(vyre::egraph::image_column::row_children_lens), base + layout.offset(vyre::egraph::image_column::row_signatures), base + layout.offset(vyre::egraph::image_column::children)};
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -155,7 +155,7 @@ int main(int argc, char** argv) {
       times.push_back(ms);
     }
     std::sort(times.begin(), times.end());
-    std::vector<std::uint32_t> got(layout.children() + C);
+    std::vector<std::uint32_t> got(layout.offset(vyre::egraph::image_column::children) + C);
     check(cudaMemcpyAsync(got.data(), base, got.size() * 4, cudaMemcpyDeviceToHost, stream), "read");
     check(cudaStreamSynchronize(stream), "sync");
     const bool same = std::equal(got.begin(), got.begin() + 2 * std::size_t{R}, expected.begin()) &&

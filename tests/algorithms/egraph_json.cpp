@@ -15,9 +15,9 @@ loaded_egraph load_egraph_json(const std::string& path) {
   const auto rows = loaded.graph.rows();
   const auto children = loaded.graph.children();
   for (const vyre::egraph::row& row : rows) {
-    out.rows.eclass.push_back(row.eclass);
-    out.rows.op.push_back(row.op);
-    out.rows.children_length.push_back(row.children_length);
+    out.rows.row_eclass_ids.push_back(row.eclass);
+    out.rows.row_language_op_ids.push_back(row.op);
+    out.rows.row_children_lens.push_back(row.children_length);
     for (std::uint32_t i = 0; i < row.children_length; ++i)
       out.rows.children.push_back(children[row.children_offset + i]);
   }

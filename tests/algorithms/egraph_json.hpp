@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "vyre/algorithms/reference.hpp"
+#include "vyre/algorithms/cpu.hpp"
 
 namespace vyre_test {
 

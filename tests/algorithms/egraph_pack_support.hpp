@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "vyre/algorithms/reference.hpp"
+#include "vyre/algorithms/cpu.hpp"
 
 namespace vyre_test {
 

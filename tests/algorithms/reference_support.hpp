@@ -10,7 +10,7 @@
 #include <utility>
 #include <vector>
 
-#include "vyre/algorithms/reference.hpp"
+#include "vyre/algorithms/cpu.hpp"
 
 namespace vyre_test {
 
@@ -18,17 +18,17 @@ using vyre::algorithms::raw_rows;
 
 inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
                     std::initializer_list<std::uint32_t> children) {
-  rows.eclass.push_back(eclass);
-  rows.op.push_back(op);
-  rows.children_length.push_back(static_cast<std::uint32_t>(children.size()));
+  rows.row_eclass_ids.push_back(eclass);
+  rows.row_language_op_ids.push_back(op);
+  rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
   rows.children.insert(rows.children.end(), children.begin(), children.end());
 }
 
 inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
                     const std::vector<std::uint32_t>& children) {
-  rows.eclass.push_back(eclass);
-  rows.op.push_back(op);
-  rows.children_length.push_back(static_cast<std::uint32_t>(children.size()));
+  rows.row_eclass_ids.push_back(eclass);
+  rows.row_language_op_ids.push_back(op);
+  rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
   rows.children.insert(rows.children.end(), children.begin(), children.end());
 }
 
@@ -36,7 +36,7 @@ inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
 // keys" until nothing changes. Returns id -> representative (smallest id of the set).
 inline std::map<std::uint32_t, std::uint32_t> naive_congruence(const raw_rows& rows) {
   std::map<std::uint32_t, std::uint32_t> rep;
-  for (const std::uint32_t id : rows.eclass) rep[id] = id;
+  for (const std::uint32_t id : rows.row_eclass_ids) rep[id] = id;
   const auto find = [&](std::uint32_t x) {
     while (rep[x] != x) x = rep[x];
     return x;
@@ -45,14 +45,14 @@ inline std::map<std::uint32_t, std::uint32_t> naive_congruence(const raw_rows& r
     changed = false;
     std::map<std::vector<std::uint32_t>, std::uint32_t> seen;
     std::size_t at = 0;
-    for (std::size_t r = 0; r < rows.eclass.size(); ++r) {
-      std::vector<std::uint32_t> key{rows.op[r], rows.children_length[r]};
-      for (std::uint32_t k = 0; k < rows.children_length[r]; ++k)
+    for (std::size_t r = 0; r < rows.row_eclass_ids.size(); ++r) {
+      std::vector<std::uint32_t> key{rows.row_language_op_ids[r], rows.row_children_lens[r]};
+      for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
         key.push_back(find(rows.children[at + k]));
-      at += rows.children_length[r];
-      const auto [it, inserted] = seen.emplace(key, rows.eclass[r]);
+      at += rows.row_children_lens[r];
+      const auto [it, inserted] = seen.emplace(key, rows.row_eclass_ids[r]);
       if (inserted) continue;
-      std::uint32_t a = find(it->second), b = find(rows.eclass[r]);
+      std::uint32_t a = find(it->second), b = find(rows.row_eclass_ids[r]);
       if (a == b) continue;
       if (b < a) std::swap(a, b);
       rep[b] = a;

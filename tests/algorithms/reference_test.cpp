@@ -58,25 +58,25 @@ TEST_CASE("pack_reference reproduces DESIGN.md's worked example", "[pack]") {
   add_row(rows, 2, 1, {1, 2});
   auto image = pack_reference(rows.ref());
   REQUIRE(image.has_value());
-  const packed_layout& at = image->layout;
+  const image_layout& at = image->layout;
   CHECK(at.word_count() == 6 * 3 + 2 + 2 * 2 + 1);
-  CHECK(at.group_offsets() * 4 == 76);
+  CHECK(at.offset(image_column::group_offsets) * 4 == 76);
   const std::vector<std::uint32_t>& w = image->words;
   const auto column = [&](std::uint64_t offset, std::uint64_t length) {
     return std::vector<std::uint32_t>(w.begin() + static_cast<std::ptrdiff_t>(offset),
                                       w.begin() + static_cast<std::ptrdiff_t>(offset + length));
   };
-  CHECK(column(at.row_eclass_ids(), 3) == std::vector<std::uint32_t>{2, 1, 2});
-  CHECK(column(at.row_language_op_ids(), 3) == std::vector<std::uint32_t>{0, 0, 1});
-  CHECK(column(at.row_children_offsets(), 3) == std::vector<std::uint32_t>{0, 0, 0});
-  CHECK(column(at.row_children_lens(), 3) == std::vector<std::uint32_t>{0, 0, 2});
-  CHECK(column(at.children(), 2) == std::vector<std::uint32_t>{1, 2});
-  CHECK(column(at.group_eclass_ids(), 2) == std::vector<std::uint32_t>{1, 2});
-  CHECK(column(at.group_offsets(), 3) == std::vector<std::uint32_t>{0, 1, 3});
-  CHECK(column(at.group_rows(), 3) == std::vector<std::uint32_t>{1, 0, 2});
+  CHECK(column(at.offset(image_column::row_eclass_ids), 3) == std::vector<std::uint32_t>{2, 1, 2});
+  CHECK(column(at.offset(image_column::row_language_op_ids), 3) == std::vector<std::uint32_t>{0, 0, 1});
+  CHECK(column(at.offset(image_column::row_children_offsets), 3) == std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(column(at.offset(image_column::row_children_lens), 3) == std::vector<std::uint32_t>{0, 0, 2});
+  CHECK(column(at.offset(image_column::children), 2) == std::vector<std::uint32_t>{1, 2});
+  CHECK(column(at.offset(image_column::group_eclass_ids), 2) == std::vector<std::uint32_t>{1, 2});
+  CHECK(column(at.offset(image_column::group_offsets), 3) == std::vector<std::uint32_t>{0, 1, 3});
+  CHECK(column(at.offset(image_column::group_rows), 3) == std::vector<std::uint32_t>{1, 0, 2});
   const std::uint32_t kids[] = {1, 2};
-  CHECK(w[at.row_signatures() + 2] == detail::row_signature(1, kids, 2));
-  CHECK(w[at.row_signatures() + 0] == detail::row_signature(0, nullptr, 0));
+  CHECK(w[at.offset(image_column::row_signatures) + 2] == detail::row_signature(1, kids, 2));
+  CHECK(w[at.offset(image_column::row_signatures) + 0] == detail::row_signature(0, nullptr, 0));
 }
 
 TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
@@ -91,26 +91,27 @@ TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
   }
 }
 
-TEST_CASE("an egraph::pack image is a packed_ref the algorithms run on", "[pack]") {
+TEST_CASE("an egraph::pack image is a image_columns the algorithms run on", "[pack]") {
   vyre::egraph::snapshot snapshot;
   const std::uint32_t lit = snapshot.intern_op("lit");
   const std::uint32_t add = snapshot.intern_op("add");
   snapshot.add_row(2, lit);
   snapshot.add_row(1, lit);
   snapshot.add_row(2, add, {1, 2});
-  const vyre::egraph::device_image image = vyre::egraph::pack(snapshot);
-  auto layout = to_packed_layout(image.layout());
+  const vyre::egraph::host_image image = vyre::egraph::pack(snapshot);
+  auto layout = require_standard_layout(image.layout());
   REQUIRE(layout.has_value());
   CHECK(*layout == pack_reference(design_example_rows().ref())->layout);
-  const packed_ref view = packed_ref::from_words(image.words().data(), *layout);
-  CHECK(view.group_offsets[1] == 1);
+  const image_columns view = image_columns::from_words(image.words().data(), *layout);
+  CHECK(view.group_offsets()[1] == 1);
   auto closure = congruence_reference(view);
   REQUIRE(closure.has_value());
   CHECK(closure->merges == 1);  // lit in e-class 2 and lit in e-class 1 are congruent
 
   vyre::egraph::image_layout shuffled = image.layout();
-  std::swap(shuffled.row_eclass_ids, shuffled.row_language_op_ids);
-  auto rejected = to_packed_layout(shuffled);
+  std::swap(shuffled.spans[column_index(image_column::row_eclass_ids)],
+            shuffled.spans[column_index(image_column::row_language_op_ids)]);
+  auto rejected = require_standard_layout(shuffled);
   REQUIRE_FALSE(rejected.has_value());
   CHECK(rejected.error().code() == errc::invalid_layout);
 }
@@ -184,7 +185,7 @@ TEST_CASE("congruence: a chain where each merge enables the next", "[congruence]
   // Rebuilt: one row per level, first occurrences kept (the b rows came first at each level).
   REQUIRE(result.rebuilt.row_count() == depth + 1);
   CHECK(result.kept_rows.front() == 0);
-  CHECK(result.rebuilt.eclass[1] == 1);
+  CHECK(result.rebuilt.row_eclass_ids[1] == 1);
   CHECK(result.rebuilt.children[0] == 0);
   CHECK(result.kept_rows[1] == 2);
 }
@@ -284,14 +285,14 @@ TEST_CASE("congruence: a long cascade over synthetic e-graphs matches the naive 
     std::size_t at = 0;
     const auto map = class_map(result);
     for (std::uint32_t r = 0; r < result.rebuilt.row_count(); ++r) {
-      std::vector<std::uint32_t> key{result.rebuilt.eclass[r], result.rebuilt.op[r]};
-      CHECK(map.at(result.rebuilt.eclass[r]) == result.rebuilt.eclass[r]);
-      for (std::uint32_t k = 0; k < result.rebuilt.children_length[r]; ++k) {
+      std::vector<std::uint32_t> key{result.rebuilt.row_eclass_ids[r], result.rebuilt.row_language_op_ids[r]};
+      CHECK(map.at(result.rebuilt.row_eclass_ids[r]) == result.rebuilt.row_eclass_ids[r]);
+      for (std::uint32_t k = 0; k < result.rebuilt.row_children_lens[r]; ++k) {
         const std::uint32_t child = result.rebuilt.children[at + k];
         CHECK(map.at(child) == child);
         key.push_back(child);
       }
-      at += result.rebuilt.children_length[r];
+      at += result.rebuilt.row_children_lens[r];
       CHECK(distinct.insert(key).second);
     }
     CHECK(pack_reference(result.rebuilt.ref()).has_value());

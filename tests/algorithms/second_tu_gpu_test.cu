@@ -20,7 +20,7 @@ TEST_CASE("the algorithms link from a second translation unit", "[gpu][odr]") {
     const std::uint32_t* d = words->get();
     auto image = build(raw_rows_ref{d, d + 3, d + 6, d + 9, 3, 2}, stream);
     REQUIRE(image.has_value());
-    CHECK(image->layout() == packed_layout{3, 2, 2});
+    CHECK(image->layout() == image_layout::for_counts(3, 2, 2));
     auto merged = congruence(image->ref(), stream);
     REQUIRE(merged.has_value());
     // Rows (2, op 0, []) and (1, op 0, []) share op and (empty) children: congruent, so

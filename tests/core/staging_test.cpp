@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include <vyre/core/staging.hpp>
+#include <vyre/core/byte_order.hpp>
 
 static_assert(vyre::staging::staged_word<vyre::staging::forced_swap>(0x11223344u) == 0x44332211u);
 static_assert(vyre::staging::staged_word<vyre::staging::native>(0x11223344u) == 0x11223344u);

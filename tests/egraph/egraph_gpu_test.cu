@@ -27,14 +27,14 @@ VYRE_KERNEL void recompute_signatures(vyre::egraph::image_ref image, std::uint32
   const auto group_ids = image.column(eg::image_column::group_eclass_ids);
   const auto group_offsets = image.column(eg::image_column::group_offsets);
   const auto group_rows = image.column(eg::image_column::group_rows);
-  for (std::uint32_t g = 0; g < image.layout.eclass_group_count; ++g)
+  for (std::uint32_t g = 0; g < image.layout.group_count; ++g)
     for (std::uint32_t i = group_offsets[g]; i < group_offsets[g + 1]; ++i)
       if (group_rows[i] == r) group_eclass[r] = group_ids[g];
 }
 
 VYRE_KERNEL void layout_on_device(std::uint64_t* out) {
   constexpr auto layout = vyre::egraph::image_layout::for_counts(3, 2, 2);
-  out[0] = layout.group_offsets.offset;
+  out[0] = layout.offset(eg::image_column::group_offsets);
   out[1] = layout.word_count();
   out[2] = layout.column(vyre::egraph::image_column::children).length;
 }
@@ -95,8 +95,8 @@ TEST_CASE("egraph image: device reads of an uploaded image match the host", "[eg
   // The copy and memsets run on the legacy stream and may return early: wait for them.
   REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "upload and poison"));
 
-  const eg::image_ref device_image{{image_words.ptr, words.size()}, plan.layout().words};
-  recompute_signatures<<<(rows + 127) / 128, 128>>>(device_image, signatures.ptr, group_eclass.ptr);
+  const eg::image_ref host_image{{image_words.ptr, words.size()}, plan.layout().words};
+  recompute_signatures<<<(rows + 127) / 128, 128>>>(host_image, signatures.ptr, group_eclass.ptr);
   REQUIRE(vyre::cuda_check(cudaGetLastError(), "launch recompute_signatures"));
   REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "run recompute_signatures"));
 

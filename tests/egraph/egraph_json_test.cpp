@@ -51,7 +51,7 @@ TEST_CASE("egraph JSON: a small file loads into snapshot, costs, names and roots
   CHECK(snap.op_name(2) == "node_2");
   snap.validate();
   const auto image = eg::pack(snap);
-  CHECK(image.layout().eclass_group_count == 2);
+  CHECK(image.layout().group_count == 2);
 }
 
 TEST_CASE("egraph JSON: defaults and integer ids as egraph-serialize reads them",
@@ -169,7 +169,7 @@ TEST_CASE("egraph JSON: every corpus file loads with the expected counts", "[.da
     CHECK(loaded->graph.validate<expect>().has_value());
     const auto image = eg::pack<expect>(loaded->graph);
     REQUIRE(image.has_value());
-    CHECK(image->layout().eclass_group_count == expected[name].second);
+    CHECK(image->layout().group_count == expected[name].second);
     seen.insert(name);
   }
   CHECK(seen.size() == expected.size());

@@ -14,7 +14,7 @@ namespace eg = vyre::egraph;
 using expect = vyre::on_error::return_expected;
 
 namespace {
-eg::device_image sample_image() {
+eg::host_image sample_image() {
   return eg::pack(eg::snapshot::build(
       {{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}, {7, "neg", {2}}, {1, "mul", {7, 1}}}));
 }
@@ -45,7 +45,7 @@ TEST_CASE("image file: bytes round-trip and the header is as documented", "[egra
   CHECK(word_of(bytes, 3) == 12u);
   CHECK(word_of(bytes, 4) == image.layout().row_count);
   CHECK(word_of(bytes, 5) == image.layout().child_count);
-  CHECK(word_of(bytes, 6) == image.layout().eclass_group_count);
+  CHECK(word_of(bytes, 6) == image.layout().group_count);
   CHECK(word_of(bytes, 8) == image.words().size());
   CHECK(word_of(bytes, 12) == image.words()[0]);
   const auto back = eg::parse_image_file({bytes.data(), bytes.size()});
@@ -157,7 +157,7 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
   SECTION("valid checksum over an invalid image") {
     // Re-sign a corrupted image: the checksum passes and validate_image refuses it.
     auto bytes = good;
-    const std::size_t group_offsets_word = 12 + sample_image().layout().group_offsets.offset;
+    const std::size_t group_offsets_word = 12 + sample_image().layout().offset(eg::image_column::group_offsets);
     set_word(bytes, group_offsets_word + 1, 0);
     std::uint64_t sum = 0xCBF29CE484222325ull;
     for (std::size_t i = 0; i < bytes.size() / 4; ++i)

@@ -24,7 +24,7 @@ eg::snapshot design_example() {
 }  // namespace
 
 // The layout is a constant expression.
-static_assert(eg::image_layout::for_counts(3, 2, 2).group_offsets.offset * 4 == 76);
+static_assert(eg::image_layout::for_counts(3, 2, 2).offset(eg::image_column::group_offsets) * 4 == 76);
 static_assert(eg::image_layout::for_counts(3, 2, 2).word_count() == 6 * 3 + 2 + 2 * 2 + 1);
 static_assert(eg::image_layout::for_counts(0, 0, 0).word_count() == 1);
 static_assert(std::is_trivially_copyable_v<eg::image_layout>);
@@ -36,7 +36,7 @@ TEST_CASE("pack: DESIGN.md worked example, exact words and byte offset 76", "[eg
   const auto& layout = image.layout();
   CHECK(layout.row_count == 3);
   CHECK(layout.child_count == 2);
-  CHECK(layout.eclass_group_count == 2);
+  CHECK(layout.group_count == 2);
   using W = std::vector<std::uint32_t>;
   CHECK(to_vector(image.column(eg::image_column::row_eclass_ids)) == W{2, 1, 2});
   CHECK(to_vector(image.column(eg::image_column::row_language_op_ids)) == W{0, 0, 1});
@@ -50,12 +50,12 @@ TEST_CASE("pack: DESIGN.md worked example, exact words and byte offset 76", "[eg
   CHECK(to_vector(image.column(eg::image_column::group_rows)) == W{1, 0, 2});
   CHECK(to_vector(image.words()) == W{2, 1, 2, 0, 0, 1, 0, 0, 0, 0, 0, 2, 1959786413u,
                                       1959786413u, 2225812561u, 1, 2, 1, 2, 0, 1, 3, 1, 0, 2});
-  CHECK(layout.group_offsets == eg::column_span{19, 3});
-  CHECK(layout.children.is_empty() == false);
+  CHECK(layout.column(eg::image_column::group_offsets) == eg::column_span{19, 3});
+  CHECK(layout.column(eg::image_column::children).is_empty() == false);
 
   const auto plan = eg::plan_upload(image);
-  CHECK(plan.layout().group_offsets.offset == 76);
-  CHECK(plan.layout().group_offsets.length == 12);
+  CHECK(plan.layout().offset(eg::image_column::group_offsets) == 76);
+  CHECK(plan.layout().column(eg::image_column::group_offsets).length == 12);
   CHECK(plan.total_bytes() == 25 * 4);
   CHECK(plan.bytes().size() == 100);
   CHECK(plan.words().data() == image.words().data());  // borrowed: no copy
@@ -64,8 +64,8 @@ TEST_CASE("pack: DESIGN.md worked example, exact words and byte offset 76", "[eg
 TEST_CASE("pack: empty snapshot packs to the single group-offset word", "[egraph][pack]") {
   const auto image = eg::pack(eg::snapshot{});
   CHECK(to_vector(image.words()) == std::vector<std::uint32_t>{0});
-  CHECK(image.layout().row_eclass_ids.is_empty());
-  CHECK(image.layout().group_offsets == eg::column_span{0, 1});
+  CHECK(image.layout().column(eg::image_column::row_eclass_ids).is_empty());
+  CHECK(image.layout().column(eg::image_column::group_offsets) == eg::column_span{0, 1});
   CHECK(eg::validate_image(image.ref()).has_value());
 }
 
@@ -119,12 +119,12 @@ TEST_CASE("plan_upload: owning plan holds the image, bad layouts name the column
   const auto* words = image.words().data();
   const auto owning = eg::plan_upload(std::move(image));
   CHECK(owning.words().data() == words);  // moved in, not copied
-  CHECK(owning.layout().children == eg::byte_span{15 * 4, 8});
+  CHECK(owning.layout().column(eg::image_column::children) == eg::column_span{15 * 4, 8});
   CHECK(owning.ref().bytes().size() == 100);
 
   // A layout whose column leaves the words.
   auto layout = owning.layout().words;
-  layout.group_rows.length = 4;
+  layout.spans[eg::column_index(eg::image_column::group_rows)].length = 4;
   const auto leaves = eg::plan_upload<expect>(eg::image_ref{owning.words(), layout});
   REQUIRE_FALSE(leaves.has_value());
   CHECK(leaves.error().code() == vyre::errc::invalid_layout);
@@ -132,7 +132,7 @@ TEST_CASE("plan_upload: owning plan holds the image, bad layouts name the column
 
   // Offsets so large that word-to-byte conversion overflows u64 (a forged layout).
   eg::image_layout forged{};
-  forged.children = eg::column_span{std::uint64_t{1} << 62, 1};
+  forged.spans[eg::column_index(eg::image_column::children)] = eg::column_span{std::uint64_t{1} << 62, 1};
   const std::vector<std::uint32_t> no_words;
   const cuda::std::span<const std::uint32_t> fake(no_words.data(),
                                                   static_cast<std::size_t>((std::uint64_t{1} << 62) + 1));
@@ -175,7 +175,7 @@ random_snapshot make_random(std::mt19937_64& rng, std::uint32_t rows, std::uint3
   return out;
 }
 
-void check_invariants(const eg::snapshot& snap, const eg::device_image& image) {
+void check_invariants(const eg::snapshot& snap, const eg::host_image& image) {
   const auto& layout = image.layout();
   const auto rows = snap.rows();
   REQUIRE(layout.row_count == rows.size());
@@ -265,31 +265,31 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
     CHECK_THAT(result.error().message(), Catch::Contains(needle));
   };
   auto words = base;
-  words[layout.row_children_lens.offset + 2] = 3;  // range leaves children
+  words[layout.offset(eg::image_column::row_children_lens) + 2] = 3;  // range leaves children
   refuse(words, "children range");
   words = base;
-  words[layout.row_signatures.offset] ^= 1;
+  words[layout.offset(eg::image_column::row_signatures)] ^= 1;
   refuse(words, "signature");
   words = base;
-  std::swap(words[layout.group_eclass_ids.offset], words[layout.group_eclass_ids.offset + 1]);
+  std::swap(words[layout.offset(eg::image_column::group_eclass_ids)], words[layout.offset(eg::image_column::group_eclass_ids) + 1]);
   refuse(words, "not ascending");
   words = base;
-  words[layout.group_offsets.offset + 2] = 2;
+  words[layout.offset(eg::image_column::group_offsets) + 2] = 2;
   refuse(words, "start at 0 and end");
   words = base;
-  words[layout.group_offsets.offset + 1] = 0;
+  words[layout.offset(eg::image_column::group_offsets) + 1] = 0;
   refuse(words, "must increase");
   words = base;
-  std::swap(words[layout.group_rows.offset + 1], words[layout.group_rows.offset + 2]);
+  std::swap(words[layout.offset(eg::image_column::group_rows) + 1], words[layout.offset(eg::image_column::group_rows) + 2]);
   refuse(words, "grouped row");
   words = base;
-  words[layout.children.offset] = 9;
-  words[layout.row_signatures.offset + 2] = eg::row_signature(1, words.data() + layout.children.offset, 2);
+  words[layout.offset(eg::image_column::children)] = 9;
+  words[layout.offset(eg::image_column::row_signatures) + 2] = eg::row_signature(1, words.data() + layout.offset(eg::image_column::children), 2);
   refuse(words, "no group");
 
   // Layout errors: spans that do not add up, word count that differs.
   auto bad_layout = layout;
-  bad_layout.children.length = 1;
+  bad_layout.spans[eg::column_index(eg::image_column::children)].length = 1;
   const auto spans = eg::validate_image(eg::image_ref{{base.data(), base.size()}, bad_layout});
   REQUIRE_FALSE(spans.has_value());
   CHECK(spans.error().code() == vyre::errc::invalid_layout);
@@ -298,7 +298,7 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   REQUIRE_FALSE(short_words.has_value());
   CHECK(short_words.error().code() == vyre::errc::invalid_layout);
 
-  const auto copy = eg::device_image::from_words<expect>({base.data(), base.size()}, layout);
+  const auto copy = eg::host_image::from_words<expect>({base.data(), base.size()}, layout);
   REQUIRE(copy.has_value());
   CHECK(to_vector(copy->words()) == base);
   const auto cloned = copy->clone();

@@ -219,14 +219,14 @@ eg::snapshot sample_snapshot(std::uint32_t rows) {
 alg::raw_rows sample_rows() {
   alg::raw_rows rows;
   for (std::uint32_t i = 0; i < 100; ++i) {
-    rows.eclass.push_back(i + 1);
-    rows.op.push_back(0);
-    rows.children_length.push_back(0);
+    rows.row_eclass_ids.push_back(i + 1);
+    rows.row_language_op_ids.push_back(0);
+    rows.row_children_lens.push_back(0);
   }
   for (std::uint32_t j = 0; j < 200; ++j) {
-    rows.eclass.push_back(200 + j);
-    rows.op.push_back(1);
-    rows.children_length.push_back(2);
+    rows.row_eclass_ids.push_back(200 + j);
+    rows.row_language_op_ids.push_back(1);
+    rows.row_children_lens.push_back(2);
     rows.children.push_back(1 + j % 100);
     rows.children.push_back(1 + (j * 7u) % 100);
   }
@@ -388,7 +388,7 @@ void sweep_runtime_operations() {
 // E-graph image upload (pageable words, staged; swapped under forced_swap), kernel view and
 // download, byte-identical.
 template <class Policies>
-void sweep_egraph_upload(const eg::device_image& image) {
+void sweep_egraph_upload(const eg::host_image& image) {
   using gpu_type = vyre::backend<Policies>;
   sweep<Policies>("egraph upload + kernel_view + download",
                   [&image](gpu_type& gpu) -> vyre::expected<void> {
@@ -397,7 +397,7 @@ void sweep_egraph_upload(const eg::device_image& image) {
                     VYRE_TRY_ASSIGN(const eg::kernel_view view, gpu.kernel_view(resident));
                     if (view.row_count() != image.layout().row_count)
                       return vyre::fail(wrong_result("test: view row count"));
-                    VYRE_TRY_ASSIGN(const eg::device_image back, eg::download(gpu, resident));
+                    VYRE_TRY_ASSIGN(const eg::host_image back, eg::download(gpu, resident));
                     if (!std::equal(back.words().begin(), back.words().end(), image.words().begin(),
                                     image.words().end()))
                       return vyre::fail(wrong_result("test: image round trip differs"));
@@ -417,7 +417,7 @@ TEST_CASE("fault injection: runtime operations under every allocation policy",
 TEST_CASE("fault injection: e-graph upload, view and download (native and swapped staging)",
           "[reliability][gpu][fault]") {
   const eg::snapshot snapshot = sample_snapshot(150000);
-  const eg::device_image image = eg::pack(snapshot);
+  const eg::host_image image = eg::pack(snapshot);
   REQUIRE(image.words().size_bytes() > (std::size_t{4} << 20));  // more than one staging chunk
   sweep_egraph_upload<expected_policies<vyre::alloc::caching_pool>>(image);
   sweep_egraph_upload<expected_policies<vyre::alloc::stream_ordered>>(image);
@@ -505,9 +505,9 @@ TEST_CASE("fault injection: algorithms build, congruence and extraction",
       "algorithms build + congruence + extract", [&](gpu_type& gpu) -> vyre::expected<void> {
         VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
         const cudaStream_t s = stream.get();
-        VYRE_TRY_ASSIGN(auto eclass, to_device(rows.eclass, s));
-        VYRE_TRY_ASSIGN(auto op, to_device(rows.op, s));
-        VYRE_TRY_ASSIGN(auto lens, to_device(rows.children_length, s));
+        VYRE_TRY_ASSIGN(auto eclass, to_device(rows.row_eclass_ids, s));
+        VYRE_TRY_ASSIGN(auto op, to_device(rows.row_language_op_ids, s));
+        VYRE_TRY_ASSIGN(auto lens, to_device(rows.row_children_lens, s));
         VYRE_TRY_ASSIGN(auto children, to_device(rows.children, s));
         const alg::raw_rows_ref view{
             eclass.get(),   op.get(),         lens.get(),
@@ -736,7 +736,7 @@ TEST_CASE("cleanup while work is in flight waits for it; handles used after clea
     }
   }
   SECTION("an e-graph image and its view after cleanup") {
-    const eg::device_image image = eg::pack(sample_snapshot(1000));
+    const eg::host_image image = eg::pack(sample_snapshot(1000));
     auto resident = gpu->upload(image);
     REQUIRE(resident.has_value());
     REQUIRE(gpu->kernel_view(*resident).has_value());

@@ -126,7 +126,7 @@ struct device_array {
   }
 };
 
-bool same_words(const eg::device_image& a, const eg::device_image& b) {
+bool same_words(const eg::host_image& a, const eg::host_image& b) {
   const auto x = a.words();
   const auto y = b.words();
   return a.layout() == b.layout() && x.size() == y.size() &&
@@ -144,15 +144,15 @@ TEST_CASE("upload then download is byte-identical on many random images", "[resi
     const std::uint32_t classes = std::max(1u, rows / (1 + seed % 4));
     const std::uint32_t space = seed % 2 == 0 ? classes * 2 : 0xFFFFFFF0u;
     auto graph = make_graph(seed, rows, classes, space);
-    const eg::device_image image = eg::pack(graph.snapshot);
+    const eg::host_image image = eg::pack(graph.snapshot);
     const std::size_t live_before = gpu.resident().live_buffers();
     const eg::resident_image resident = gpu.upload(image);
     ++uploads;
     CHECK(gpu.resident().live_buffers() == live_before + 1);
     CHECK(resident.byte_length() == image.words().size_bytes());
     CHECK(resident.word_count() == image.words().size());
-    CHECK(resident.layout().group_offsets.offset == image.layout().group_offsets.offset * 4);
-    const eg::device_image back = eg::download(gpu, resident);
+    CHECK(resident.layout().offset(eg::image_column::group_offsets) == image.layout().offset(eg::image_column::group_offsets) * 4);
+    const eg::host_image back = eg::download(gpu, resident);
     CHECK(same_words(image, back));
     gpu.free_resident(resident.handle());
   }
@@ -164,9 +164,9 @@ TEST_CASE("upload then download is byte-identical on many random images", "[resi
 TEST_CASE("the DESIGN.md example lands at the documented byte offsets", "[resident][gpu]") {
   auto gpu = vyre::backend<default_policies>::acquire(0);
   auto snap = eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}});
-  const eg::device_image image = eg::pack(snap);
+  const eg::host_image image = eg::pack(snap);
   const eg::resident_image resident = gpu.upload(image);
-  CHECK(resident.layout().group_offsets.offset == 76);
+  CHECK(resident.layout().offset(eg::image_column::group_offsets) == 76);
   const vyre::resident_span buffer = gpu.resident_buffer(resident.handle());
   std::uint32_t offsets[3] = {9, 9, 9};
   REQUIRE(vyre::cuda_check(cudaMemcpy(offsets, buffer.data + 76, 12, cudaMemcpyDeviceToHost),
@@ -197,7 +197,7 @@ TEST_CASE("a pinned source is copied without staging; a big pageable one is stag
   CHECK(middle.h2d_operations - before.h2d_operations == 1);
   CHECK(middle.h2d_bytes - before.h2d_bytes == words * 4);
 
-  const eg::device_image pageable = eg::pack(graph.snapshot);
+  const eg::host_image pageable = eg::pack(graph.snapshot);
   const eg::resident_image from_pageable = gpu.upload(pageable);
   const auto after = gpu.telemetry().snapshot();
   CHECK(after.h2d_operations - middle.h2d_operations == 1);
@@ -210,7 +210,7 @@ TEST_CASE("forced_swap staging puts byte-swapped words on the device and reads t
           "[resident][gpu]") {
   auto gpu = vyre::backend<swapped_policies>::acquire(0);
   auto graph = make_graph(11, 50000, 20000, 1u << 30);
-  const eg::device_image image = eg::pack(graph.snapshot);
+  const eg::host_image image = eg::pack(graph.snapshot);
   const eg::resident_image resident = gpu.upload(image);
   // Raw device bytes are the swapped words (what a big-endian host would have produced).
   const vyre::resident_span buffer = gpu.resident_buffer(resident.handle());
@@ -229,11 +229,11 @@ TEST_CASE("a user kernel over the view agrees with the host on every row and gro
   auto gpu = vyre::backend<default_policies>::acquire(0);
   for (std::uint32_t seed : {1u, 2u, 3u, 4u}) {
     auto graph = make_graph(100 + seed, 5000 * seed, 1200 * seed, seed % 2 ? 0xFFFFFF00u : 9000u);
-    const eg::device_image image = eg::pack(graph.snapshot);
+    const eg::host_image image = eg::pack(graph.snapshot);
     const eg::resident_image resident = gpu.upload(image);
     const eg::kernel_view view = gpu.kernel_view(resident);
     REQUIRE(view.row_count() == image.layout().row_count);
-    REQUIRE(view.group_count() == image.layout().eclass_group_count);
+    REQUIRE(view.group_count() == image.layout().group_count);
 
     device_array<std::uint32_t> per_op(graph.op_count);
     per_op.zero();
@@ -268,7 +268,7 @@ TEST_CASE("checked accessors never read out of bounds and report the first fault
   auto gpu = vyre::backend<expected_policies>::acquire(0);
   REQUIRE(gpu.has_value());
   auto graph = make_graph(5, 1000, 300, 5000);
-  const eg::device_image image = eg::pack(graph.snapshot);
+  const eg::host_image image = eg::pack(graph.snapshot);
   auto resident = gpu->upload(image);
   REQUIRE(resident.has_value());
   auto view = gpu->kernel_view(*resident);
@@ -302,7 +302,7 @@ TEST_CASE("a malformed layout is rejected when the view is built, naming the col
   auto gpu = vyre::backend<expected_policies>::acquire(0);
   REQUIRE(gpu.has_value());
   auto graph = make_graph(9, 2000, 500, 4000);
-  const eg::device_image image = eg::pack(graph.snapshot);
+  const eg::host_image image = eg::pack(graph.snapshot);
   auto resident = gpu->upload(image);
   REQUIRE(resident.has_value());
 
@@ -340,7 +340,7 @@ TEST_CASE("a foreign or freed image is rejected", "[resident][gpu]") {
   REQUIRE(first.has_value());
   REQUIRE(second.has_value());
   auto graph = make_graph(3, 100, 40, 100);
-  const eg::device_image image = eg::pack(graph.snapshot);
+  const eg::host_image image = eg::pack(graph.snapshot);
   auto resident = first->upload(image);
   REQUIRE(resident.has_value());
 
@@ -366,7 +366,7 @@ TEST_CASE("a failed upload releases what it took", "[resident][gpu]") {
   auto gpu = vyre::backend<expected_policies>::acquire(0, options);
   REQUIRE(gpu.has_value());
   auto graph = make_graph(13, 200000, 50000, 100000);  // several MiB
-  const eg::device_image image = eg::pack(graph.snapshot);
+  const eg::host_image image = eg::pack(graph.snapshot);
   const std::size_t in_use = gpu->resident().bytes_in_use();
   const std::size_t live = gpu->resident().live_buffers();
   auto refused = gpu->upload(image);

@@ -24,7 +24,7 @@ enum class input_format : std::uint8_t { json, image };
 struct graph_input {
   std::string file;  //!< as named in messages and in the `file` key
   input_format format = input_format::json;
-  vyre::egraph::device_image image;
+  vyre::egraph::host_image image;
   std::vector<std::string> op_names;  //!< by op id; empty for image files
   std::vector<double> node_cost;      //!< one per row; empty for image files
   std::vector<std::uint32_t> roots;   //!< root e-class ids; empty for image files
@@ -45,7 +45,7 @@ struct congruence_summary {
   std::uint32_t nodes_after = 0;  //!< rows of the rebuilt image (duplicates removed)
   std::uint64_t merges = 0;
   std::uint32_t rounds = 0;
-  std::optional<vyre::egraph::device_image> rebuilt;  //!< when asked for (`-o`)
+  std::optional<vyre::egraph::host_image> rebuilt;  //!< when asked for (`-o`)
   double seconds = 0;
 };
 
@@ -73,7 +73,7 @@ vyre::expected<congruence_summary> congruence_gpu(const graph_input& input, bool
 vyre::expected<extraction_summary> extract_gpu(const graph_input& input);
 
 //! The image's e-class id -> group index (the e-class ids ascend in `group_eclass_ids`).
-std::optional<std::uint32_t> group_of(const vyre::egraph::device_image& image,
+std::optional<std::uint32_t> group_of(const vyre::egraph::host_image& image,
                                       std::uint32_t eclass) noexcept;
 //! Number of distinct values of `representative`.
 std::uint32_t distinct_count(std::vector<std::uint32_t> representative);

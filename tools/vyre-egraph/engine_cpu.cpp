@@ -71,11 +71,8 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
   return input;
 }
 
-vyre::algorithms::packed_ref packed_view(const vyre::egraph::device_image& image) noexcept {
-  const vyre::egraph::image_layout& layout = image.layout();
-  return vyre::algorithms::packed_ref::from_words(
-      image.words().data(),
-      {layout.row_count, layout.child_count, layout.eclass_group_count});
+vyre::algorithms::image_columns packed_view(const vyre::egraph::host_image& image) noexcept {
+  return image.ref().columns();
 }
 
 }  // namespace
@@ -109,7 +106,7 @@ expected<graph_input> load_default_input() {
   return input;
 }
 
-std::optional<std::uint32_t> group_of(const vyre::egraph::device_image& image,
+std::optional<std::uint32_t> group_of(const vyre::egraph::host_image& image,
                                       std::uint32_t eclass) noexcept {
   const auto ids = image.column(vyre::egraph::image_column::group_eclass_ids);
   const auto found = std::lower_bound(ids.begin(), ids.end(), eclass);
@@ -142,19 +139,16 @@ expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_
   const auto start = std::chrono::steady_clock::now();
   VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence_reference(packed_view(input.image)));
   congruence_summary summary;
-  summary.classes_before = input.image.layout().eclass_group_count;
+  summary.classes_before = input.image.layout().group_count;
   summary.classes_after = distinct_count(std::move(found.representative));
   summary.nodes_after = found.rebuilt.row_count();
   summary.merges = found.merges;
   summary.rounds = found.rounds;
   if (keep_rebuilt) {
     VYRE_TRY_ASSIGN(const auto packed, vyre::algorithms::pack_reference(found.rebuilt.ref()));
-    const auto& at = packed.layout;
-    VYRE_TRY_ASSIGN(summary.rebuilt,
-                    vyre::egraph::device_image::from_words<return_expected>(
-                        {packed.words.data(), packed.words.size()},
-                        vyre::egraph::image_layout::for_counts(at.row_count, at.child_count,
-                                                               at.group_count)));
+    VYRE_TRY_ASSIGN(summary.rebuilt, vyre::egraph::host_image::from_words<return_expected>(
+                                          {packed.words.data(), packed.words.size()},
+                                          packed.layout));
   }
   summary.seconds = seconds_since(start);
   return summary;

@@ -29,24 +29,19 @@ struct gpu_session {
   tool_backend gpu;
   vyre::stream_lease stream;
   vyre::egraph::resident_image resident;
-  vyre::algorithms::packed_ref image;  //!< device pointers into the resident buffer
+  vyre::egraph::image_columns image;  //!< the resident image's columns (device pointers)
 
   //! @param started set when the device is ready, before the upload: `seconds` counts the
   //!        upload, the algorithm and the downloads, not CUDA's one-time context creation.
-  static expected<gpu_session> open(const vyre::egraph::device_image& host_image,
+  static expected<gpu_session> open(const vyre::egraph::host_image& image,
                                     std::chrono::steady_clock::time_point& started) {
     VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
     VYRE_TRY(gpu.warmup());
     VYRE_TRY_ASSIGN(vyre::stream_lease stream, gpu.acquire_stream());
     started = std::chrono::steady_clock::now();
-    VYRE_TRY_ASSIGN(const vyre::egraph::resident_image resident, gpu.upload(host_image));
-    VYRE_TRY_ASSIGN(const vyre::resident_span buffer, gpu.resident_buffer(resident.handle()));
-    const vyre::egraph::image_layout& layout = host_image.layout();
-    // The upload writes the image at byte 0 of the buffer, columns in image order.
-    const auto image = vyre::algorithms::packed_ref::from_words(
-        reinterpret_cast<const std::uint32_t*>(buffer.data),
-        {layout.row_count, layout.child_count, layout.eclass_group_count});
-    return gpu_session{std::move(gpu), std::move(stream), resident, image};
+    VYRE_TRY_ASSIGN(const vyre::egraph::resident_image resident, gpu.upload(image));
+    VYRE_TRY_ASSIGN(const vyre::egraph::kernel_view view, gpu.kernel_view(resident));
+    return gpu_session{std::move(gpu), std::move(stream), resident, view.columns()};
   }
 
   ~gpu_session() {
@@ -54,7 +49,7 @@ struct gpu_session {
     if (gpu.id() != 0) (void)gpu.free_resident(resident.handle());
   }
   gpu_session(tool_backend g, vyre::stream_lease s, vyre::egraph::resident_image r,
-              vyre::algorithms::packed_ref i) noexcept
+              vyre::egraph::image_columns i) noexcept
       : gpu(std::move(g)), stream(std::move(s)), resident(r), image(i) {}
   gpu_session(gpu_session&&) noexcept = default;
   gpu_session& operator=(gpu_session&&) = delete;
@@ -90,12 +85,12 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
   const cudaStream_t stream = session.stream.get();
   VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence(session.image, stream));
   congruence_summary summary;
-  summary.classes_before = input.image.layout().eclass_group_count;
+  summary.classes_before = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(auto representative,
                   download(found.representative.get(), summary.classes_before, stream,
                            "congruence: download representatives"));
   summary.classes_after = distinct_count(std::move(representative));
-  const vyre::algorithms::packed_layout& rebuilt = found.rebuilt.layout();
+  const vyre::egraph::image_layout& rebuilt = found.rebuilt.layout();
   summary.nodes_after = rebuilt.row_count;
   summary.merges = found.merges;
   summary.rounds = found.rounds;
@@ -104,10 +99,8 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
                     download(found.rebuilt.words(), static_cast<std::size_t>(rebuilt.word_count()),
                              stream, "congruence: download the rebuilt image"));
     VYRE_TRY_ASSIGN(summary.rebuilt,
-                    vyre::egraph::device_image::from_words<vyre::on_error::return_expected>(
-                        {words.data(), words.size()},
-                        vyre::egraph::image_layout::for_counts(
-                            rebuilt.row_count, rebuilt.child_count, rebuilt.group_count)));
+                    vyre::egraph::host_image::from_words<vyre::on_error::return_expected>(
+                        {words.data(), words.size()}, rebuilt));
   }
   VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "congruence: finish");
   summary.seconds = seconds_since(start);
@@ -130,7 +123,7 @@ expected<extraction_summary> extract_gpu(const graph_input& input) {
   VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract(session.image, node_cost.get(),
                                                         {input.roots.data(), input.roots.size()},
                                                         stream));
-  const std::uint32_t classes = input.image.layout().eclass_group_count;
+  const std::uint32_t classes = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(const auto cost,
                   download(found.cost.get(), classes, stream, "extract: download class costs"));
   extraction_summary summary;

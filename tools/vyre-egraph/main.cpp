@@ -250,7 +250,7 @@ json_object inspect_json(const graph_input& input) {
   out.add("file", input.file)
       .add("format", format_name(input))
       .add("nodes", std::uint64_t{layout.row_count})
-      .add("classes", std::uint64_t{layout.eclass_group_count})
+      .add("classes", std::uint64_t{layout.group_count})
       .add("ops", std::uint64_t{distinct_ops(input)})
       .add("children", std::uint64_t{layout.child_count})
       .add("roots", std::uint64_t{input.roots.size()})
@@ -293,7 +293,7 @@ void print_inspect_text(const graph_input& input) {
   std::printf("%s (%s)\n", input.file.c_str(),
               input.format == input_format::json ? "egraph-serialize JSON" : "vyre image file");
   std::printf("  e-graph   %u e-nodes, %u e-classes, %u ops, %u children, %zu root%s\n",
-              layout.row_count, layout.eclass_group_count, distinct_ops(input), layout.child_count,
+              layout.row_count, layout.group_count, distinct_ops(input), layout.child_count,
               input.roots.size(), input.roots.size() == 1 ? "" : "s");
   std::printf("  ops       %s\n", top_ops(input, 6).c_str());
   std::printf("  image     %llu words, %llu bytes\n",
@@ -333,7 +333,7 @@ json_object extract_json(const graph_input& input, const extraction_summary& fou
   json_object out;
   out.add("file", input.file)
       .add("nodes", std::uint64_t{input.image.layout().row_count})
-      .add("classes", std::uint64_t{input.image.layout().eclass_group_count})
+      .add("classes", std::uint64_t{input.image.layout().group_count})
       .add("roots", std::uint64_t{input.roots.size()})
       .add("root_tree_cost", found.root_tree_cost)
       .raw("root_costs", costs)
@@ -388,7 +388,7 @@ void print_congruence_text(const graph_input& input, const congruence_summary& f
     std::printf("             (already congruence-closed)\n");
 }
 
-void write_image(const std::string& path, const vyre::egraph::device_image& image) {
+void write_image(const std::string& path, const vyre::egraph::host_image& image) {
   progress_note note("writing " + path);
   take(vyre::egraph::write_image_file<vyre::on_error::return_expected>(path, image.ref()), path);
 }
@@ -444,7 +444,7 @@ int command_pack(const options& opts) {
         .add("file", input.file)
         .add("output", opts.output)
         .add("nodes", std::uint64_t{input.image.layout().row_count})
-        .add("classes", std::uint64_t{input.image.layout().eclass_group_count})
+        .add("classes", std::uint64_t{input.image.layout().group_count})
         .add("image_words", input.image.layout().word_count())
         .add("file_bytes", file_bytes)
         .add("seconds", seconds);
@@ -452,7 +452,7 @@ int command_pack(const options& opts) {
     return exit_ok;
   }
   std::printf("wrote %s: %u e-nodes, %u e-classes, %llu bytes\n", opts.output.c_str(),
-              input.image.layout().row_count, input.image.layout().eclass_group_count,
+              input.image.layout().row_count, input.image.layout().group_count,
               static_cast<unsigned long long>(file_bytes));
   return exit_ok;
 }
@@ -467,7 +467,7 @@ int command_extract(const options& opts) {
     return exit_ok;
   }
   std::printf("%s: %u e-nodes, %u e-classes, %zu roots\n", input.file.c_str(),
-              input.image.layout().row_count, input.image.layout().eclass_group_count,
+              input.image.layout().row_count, input.image.layout().group_count,
               input.roots.size());
   print_extract_text(found, device);
   return exit_ok;

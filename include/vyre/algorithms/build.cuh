@@ -34,7 +34,7 @@
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/signature.hpp"
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 
@@ -47,20 +47,20 @@ namespace vyre::algorithms {
 class device_packed_image {
  public:
   device_packed_image() noexcept = default;
-  device_packed_image(device_buffer<std::uint32_t> words, const packed_layout& layout) noexcept
+  device_packed_image(device_buffer<std::uint32_t> words, const image_layout& layout) noexcept
       : words_(std::move(words)), layout_(layout) {}
 
-  const packed_layout& layout() const noexcept { return layout_; }
+  const image_layout& layout() const noexcept { return layout_; }
   //! The image words (device memory), `layout().word_count()` of them.
   const std::uint32_t* words() const noexcept { return words_.get(); }
   std::uint32_t* words() noexcept { return words_.get(); }
   std::uint64_t word_count() const noexcept { return layout_.word_count(); }
   //! The nine columns as device pointers.
-  packed_ref ref() const noexcept { return packed_ref::from_words(words_.get(), layout_); }
+  image_columns ref() const noexcept { return image_columns::from_words(words_.get(), layout_); }
 
  private:
   device_buffer<std::uint32_t> words_;
-  packed_layout layout_;
+  image_layout layout_;
 };
 
 //! Whether `build` checks that every child names an e-class that has rows (one bitmap load per
@@ -101,11 +101,11 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
                                    const std::uint32_t* sorted_rows, presence_bitmap groups,
                                    std::uint32_t* image) {
-  const packed_layout layout{rows.row_count, rows.child_count,
-                             static_cast<std::uint32_t>(counters->groups)};
-  const std::uint32_t* const offsets = image + layout.row_children_offsets();
+  const image_layout layout = image_layout::for_counts(rows.row_count, rows.child_count,
+                             static_cast<std::uint32_t>(counters->groups));
+  const std::uint32_t* const offsets = image + layout.offset(image_column::row_children_offsets);
   const std::uint32_t* const __restrict__ in_children = rows.children;
-  std::uint32_t* const __restrict__ out_children = image + layout.children();
+  std::uint32_t* const __restrict__ out_children = image + layout.offset(image_column::children);
   const unsigned lane = threadIdx.x % 32u;
   // The loop bound is the same for the whole warp (its first row), so the shuffles see all lanes.
   for (std::uint64_t first = blockIdx.x * std::uint64_t{blockDim.x} + (threadIdx.x - lane);
@@ -115,10 +115,10 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
     const auto r = static_cast<std::uint32_t>(live ? i : first);
     // Every load before the first store: the columns may alias as far as the compiler knows,
     // and a load after a store would wait for it.
-    const std::uint32_t length = live ? rows.children_length[r] : 0;
+    const std::uint32_t length = live ? rows.row_children_lens[r] : 0;
     const std::uint32_t offset = offsets[r];
-    const std::uint32_t row_eclass = rows.eclass[r];
-    const std::uint32_t row_op = rows.op[r];
+    const std::uint32_t row_eclass = rows.row_eclass_ids[r];
+    const std::uint32_t row_op = rows.row_language_op_ids[r];
     const std::uint32_t group_row = sorted_rows[r];
     const std::uint64_t row_end = std::uint64_t{offset} + length;
     const bool past_column = live && row_end > rows.child_count;
@@ -141,14 +141,14 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
       if (groups.words != nullptr && !groups.contains(child))
         atomicMin(&counters->status.bad_child, offset + k);
     }
-    image[layout.row_eclass_ids() + r] = row_eclass;
-    image[layout.row_language_op_ids() + r] = row_op;
-    image[layout.row_children_lens() + r] = length;
-    image[layout.row_signatures() + r] = signature;
-    image[layout.group_rows() + r] = group_row;
+    image[layout.offset(image_column::row_eclass_ids) + r] = row_eclass;
+    image[layout.offset(image_column::row_language_op_ids) + r] = row_op;
+    image[layout.offset(image_column::row_children_lens) + r] = length;
+    image[layout.offset(image_column::row_signatures) + r] = signature;
+    image[layout.offset(image_column::group_rows) + r] = group_row;
   }
   if (blockIdx.x == 0 && threadIdx.x == 0)
-    image[layout.group_offsets() + layout.group_count] = rows.row_count;
+    image[layout.offset(image_column::group_offsets) + layout.group_count] = rows.row_count;
 }
 
 //! The child check's presence bitmap: one bit per group id (the bitmap is cleared before).
@@ -217,14 +217,14 @@ inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row,
   reported.with("row", bad_row).with("child_count", rows.child_count);
   std::vector<std::uint32_t> lengths;
   if (try_resize(lengths, rows.row_count, "build: read lengths") &&
-      copy_to_host(lengths.data(), rows.children_length, rows.row_count, stream,
+      copy_to_host(lengths.data(), rows.row_children_lens, rows.row_count, stream,
                    "build: read lengths")) {
     std::uint64_t length_sum = 0;
     for (const std::uint32_t length : lengths) length_sum += length;
     reported.with("length_sum", length_sum);
   }
   return reported.fix("pass the children of every row concatenated in row order, and "
-                      "child_count = sum of children_length");
+                      "child_count = sum of row_children_lens");
 }
 
 inline error build_child_error(const device_status& status) {
@@ -392,7 +392,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
                       .fix("pass child_count = 0 for an empty table"));
     VYRE_TRY_ASSIGN(auto words, u32_buffer::allocate(1, stream, "build: image"));
     VYRE_CUDA_TRY(cudaMemsetAsync(words.get(), 0, sizeof(std::uint32_t), stream), "build: image");
-    return device_packed_image(std::move(words), packed_layout{});
+    return device_packed_image(std::move(words), image_layout::for_counts(0, 0, 0));
   }
 
   VYRE_TRY(workspace.reserve_head(R));
@@ -408,13 +408,13 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
   VYRE_TRY(detail::launched("build: init counters"));
   std::size_t bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.eclass, &on_device->largest_id,
+  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.row_eclass_ids, &on_device->largest_id,
                                        R, stream),
                 "build: e-class id range (cub::DeviceReduce::Max)");
   // Enqueued while the host waits for the id range: the row ids the sort carries along (unless
   // the workspace holds them), then the sort temporaries and the image (sized for one group
   // per row: the count comes later).
-  const packed_layout largest{R, rows.child_count, R};
+  const image_layout largest = image_layout::for_counts(R, rows.child_count, R);
   u32_buffer image_words;
   const auto row_ids_and_allocations = [&]() -> expected<void> {
     if (w.identity_rows_ < R) {
@@ -444,9 +444,9 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
 
   // Rows sorted by e-class (stable: ascending rows inside each class), then the groups. The
   // group ids go straight into the image: their column starts at 5R + C whatever the count.
-  std::uint32_t* const group_ids = base + largest.group_eclass_ids();
+  std::uint32_t* const group_ids = base + largest.offset(image_column::group_eclass_ids);
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(w.scratch_.get(), bytes, rows.eclass,
+  VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(w.scratch_.get(), bytes, rows.row_eclass_ids,
                                                 w.sorted_ids_.get(), w.row_ids_.get(),
                                                 w.sorted_rows_.get(), R, 0, end_bit, stream),
                 "build: group rows (cub::DeviceRadixSort::SortPairs)");
@@ -474,8 +474,8 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   // The children offsets, then every column but the group offsets (the rows kernel reads the
   // group count on the device, and checks the lengths).
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.children_length,
-                                              base + largest.row_children_offsets(), R, stream),
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.row_children_lens,
+                                              base + largest.offset(image_column::row_children_offsets), R, stream),
                 "build: children offsets (cub::DeviceScan::ExclusiveSum)");
   detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(rows, on_device, w.sorted_rows_.get(),
                                                                       group_bitmap, base);
@@ -486,10 +486,10 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
 
   // The last column: G group offsets (the rows kernel wrote the closing one).
-  const packed_layout layout{R, rows.child_count, static_cast<std::uint32_t>(seen->groups)};
+  const image_layout layout = image_layout::for_counts(R, rows.child_count, static_cast<std::uint32_t>(seen->groups));
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
-                                              base + layout.group_offsets(), layout.group_count, stream),
+                                              base + layout.offset(image_column::group_offsets), layout.group_count, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(image_words), layout);
 }

@@ -31,7 +31,7 @@
 #include "vyre/algorithms/build.cuh"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/signature.hpp"
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 
 namespace vyre::algorithms {
@@ -90,23 +90,23 @@ VYRE_DEVICE inline void hook(std::uint32_t* parent, std::uint32_t a, std::uint32
 
 //! dense_row[group_rows[i]] = group of position i; parent[g] = g.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void congruence_setup_kernel(packed_ref image, std::uint32_t* dense_row,
+VYRE_KERNEL void congruence_setup_kernel(image_columns image, std::uint32_t* dense_row,
                                          std::uint32_t* parent) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.group_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto g = static_cast<std::uint32_t>(i);
     parent[g] = g;
-    for (std::uint32_t k = image.group_offsets[g]; k < image.group_offsets[g + 1]; ++k)
-      dense_row[image.group_rows[k]] = g;
+    for (std::uint32_t k = image.group_offsets()[g]; k < image.group_offsets()[g + 1]; ++k)
+      dense_row[image.group_rows()[k]] = g;
   }
 }
 
 //! Rows whose children range leaves the children column (checked once; rounds trust it).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void check_ranges_kernel(packed_ref image, device_status* status) {
+VYRE_KERNEL void check_ranges_kernel(image_columns image, device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
-    if (std::uint64_t{image.children_offset[i]} + image.children_length[i] > image.child_count())
+    if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] > image.child_count())
       atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
 }
 
@@ -121,12 +121,12 @@ VYRE_KERNEL void canonicalise_kernel(const std::uint32_t* dense_child, const std
 }
 
 template <class Signature>
-VYRE_KERNEL void sign_kernel(packed_ref image, const std::uint32_t* canon, Signature signature,
+VYRE_KERNEL void sign_kernel(image_columns image, const std::uint32_t* canon, Signature signature,
                              std::uint32_t* keys, std::uint32_t* rows) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto r = static_cast<std::uint32_t>(i);
-    keys[r] = signature(image.op[r], canon + image.children_offset[r], image.children_length[r]);
+    keys[r] = signature(image.row_language_op_ids()[r], canon + image.row_children_offsets()[r], image.row_children_lens()[r]);
     rows[r] = r;
   }
 }
@@ -142,12 +142,12 @@ VYRE_KERNEL void run_heads_kernel(const std::uint32_t* sorted_keys, std::uint32_
   }
 }
 
-VYRE_DEVICE inline bool same_canonical_row(const packed_ref& image, const std::uint32_t* canon,
+VYRE_DEVICE inline bool same_canonical_row(const image_columns& image, const std::uint32_t* canon,
                                            std::uint32_t a, std::uint32_t b) noexcept {
-  const std::uint32_t length = image.children_length[a];
-  if (image.op[a] != image.op[b] || length != image.children_length[b]) return false;
-  const std::uint32_t* ca = canon + image.children_offset[a];
-  const std::uint32_t* cb = canon + image.children_offset[b];
+  const std::uint32_t length = image.row_children_lens()[a];
+  if (image.row_language_op_ids()[a] != image.row_language_op_ids()[b] || length != image.row_children_lens()[b]) return false;
+  const std::uint32_t* ca = canon + image.row_children_offsets()[a];
+  const std::uint32_t* cb = canon + image.row_children_offsets()[b];
   for (std::uint32_t k = 0; k < length; ++k)
     if (ca[k] != cb[k]) return false;
   return true;
@@ -157,7 +157,7 @@ VYRE_DEVICE inline bool same_canonical_row(const packed_ref& image, const std::u
 //! inside a run because the radix sort is stable). A row with another leader is congruent to
 //! it: their e-classes are hooked. `leader_flag[r]` says whether row r leads.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void leaders_kernel(packed_ref image, const std::uint32_t* canon,
+VYRE_KERNEL void leaders_kernel(image_columns image, const std::uint32_t* canon,
                                 const std::uint32_t* sorted_rows, const std::uint32_t* run_start,
                                 const std::uint32_t* dense_row, std::uint32_t* parent,
                                 std::uint8_t* leader_flag, device_status* status) {
@@ -188,38 +188,38 @@ VYRE_KERNEL void flatten_kernel(std::uint32_t* parent, std::uint32_t count) {
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void gather_kept_kernel(packed_ref image, const std::uint32_t* kept, std::uint32_t kept_count,
+VYRE_KERNEL void gather_kept_kernel(image_columns image, const std::uint32_t* kept, std::uint32_t kept_count,
                                     const std::uint32_t* dense_row, const std::uint32_t* parent,
                                     std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < kept_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint32_t r = kept[i];
-    eclass[i] = image.group_eclass[parent[dense_row[r]]];
-    op[i] = image.op[r];
-    lens[i] = image.children_length[r];
+    eclass[i] = image.group_eclass_ids()[parent[dense_row[r]]];
+    op[i] = image.row_language_op_ids()[r];
+    lens[i] = image.row_children_lens()[r];
   }
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void gather_children_kernel(packed_ref image, const std::uint32_t* kept,
+VYRE_KERNEL void gather_children_kernel(image_columns image, const std::uint32_t* kept,
                                         std::uint32_t kept_count, const std::uint32_t* new_offsets,
                                         const std::uint32_t* canon, std::uint32_t* children) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < kept_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint32_t r = kept[i];
-    const std::uint32_t* from = canon + image.children_offset[r];
+    const std::uint32_t* from = canon + image.row_children_offsets()[r];
     std::uint32_t* to = children + new_offsets[i];
-    for (std::uint32_t k = 0; k < image.children_length[r]; ++k) to[k] = image.group_eclass[from[k]];
+    for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k) to[k] = image.group_eclass_ids()[from[k]];
   }
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void class_map_kernel(packed_ref image, const std::uint32_t* parent,
+VYRE_KERNEL void class_map_kernel(image_columns image, const std::uint32_t* parent,
                                   std::uint32_t* ids, std::uint32_t* representative) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.group_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    ids[i] = image.group_eclass[i];
-    representative[i] = image.group_eclass[parent[i]];
+    ids[i] = image.group_eclass_ids()[i];
+    representative[i] = image.group_eclass_ids()[parent[i]];
   }
 }
 
@@ -247,7 +247,7 @@ struct graph_owner {
   }
 };
 
-inline error congruence_input_error(const device_status& status, const packed_ref& image) {
+inline error congruence_input_error(const device_status& status, const image_columns& image) {
   if (status.bad_row != 0xFFFFFFFFu)
     return error(errc::out_of_range, "congruence: a row's children range ends past the children column")
         .with("row", status.bad_row)
@@ -272,7 +272,7 @@ inline error congruence_input_error(const device_status& status, const packed_re
 //! @throws nothing; errors: a child without rows (`errc::not_found`), a children range past
 //!         the column (`errc::out_of_range`), CUDA failures. Nothing leaks.
 template <class Signature = design_signature>
-expected<device_congruence_result> congruence(const packed_ref& image, cudaStream_t stream,
+expected<device_congruence_result> congruence(const image_columns& image, cudaStream_t stream,
                                               loop_driver driver = loop_driver::flag_readback,
                                               Signature signature = {}) {
   using detail::block_size;

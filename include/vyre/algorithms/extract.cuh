@@ -32,8 +32,8 @@
 #include <cuda_runtime_api.h>
 
 #include "vyre/algorithms/detail/device_support.cuh"
-#include "vyre/algorithms/reference.hpp"
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 
 namespace vyre::algorithms {
@@ -64,12 +64,12 @@ VYRE_DEVICE inline double read_cost(double* cost, std::uint32_t g) noexcept {
 }
 
 //! node cost + each child's current class cost, left to right (the reference's order).
-VYRE_DEVICE inline double row_cost(const packed_ref& image, const double* node_cost,
+VYRE_DEVICE inline double row_cost(const image_columns& image, const double* node_cost,
                                    const std::uint32_t* dense_child, double* cost,
                                    std::uint32_t r) noexcept {
   double total = node_cost[r];
-  const std::uint32_t* child = dense_child + image.children_offset[r];
-  for (std::uint32_t k = 0; k < image.children_length[r]; ++k) total += read_cost(cost, child[k]);
+  const std::uint32_t* child = dense_child + image.row_children_offsets()[r];
+  for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k) total += read_cost(cost, child[k]);
   return total;
 }
 
@@ -89,7 +89,7 @@ VYRE_DEVICE inline bool lower_cost(double* cost, double value) noexcept {
 }
 
 //! One in-place relaxation of row r: lowers its class's cost to the row's total when cheaper.
-VYRE_DEVICE inline bool relax_row(const packed_ref& image, const double* node_cost,
+VYRE_DEVICE inline bool relax_row(const image_columns& image, const double* node_cost,
                                   const std::uint32_t* dense_child, const std::uint32_t* dense_row,
                                   double* cost, std::uint32_t r) noexcept {
   return lower_cost(cost + dense_row[r], row_cost(image, node_cost, dense_child, cost, r));
@@ -97,23 +97,23 @@ VYRE_DEVICE inline bool relax_row(const packed_ref& image, const double* node_co
 
 //! The group of group-rows position i: the last g with group_offsets[g] <= i (a binary search,
 //! so no thread walks a whole large group).
-VYRE_DEVICE inline std::uint32_t group_of_position(const packed_ref& image, std::uint32_t i) noexcept {
+VYRE_DEVICE inline std::uint32_t group_of_position(const image_columns& image, std::uint32_t i) noexcept {
   std::uint32_t lo = 0, hi = image.group_count();
   while (hi - lo > 1) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
-    if (image.group_offsets[mid] <= i) lo = mid; else hi = mid;
+    if (image.group_offsets()[mid] <= i) lo = mid; else hi = mid;
   }
   return lo;
 }
 
 //! Setup of position / row i: node cost check, the row's group, and (i < G) cost +inf and no
 //! choice yet.
-VYRE_DEVICE inline void extract_setup_at(const packed_ref& image, const double* node_cost,
+VYRE_DEVICE inline void extract_setup_at(const image_columns& image, const double* node_cost,
                                          std::uint64_t i, double* cost, std::uint32_t* choice,
                                          std::uint32_t* dense_row, device_status* status) noexcept {
   const auto p = static_cast<std::uint32_t>(i);
   if (!isfinite(node_cost[i])) atomicMin(&status->bad_row, p);
-  dense_row[image.group_rows[i]] = group_of_position(image, p);
+  dense_row[image.group_rows()[i]] = group_of_position(image, p);
   if (i < image.group_count()) {
     cost[i] = cuda::std::numeric_limits<double>::infinity();
     choice[i] = no_row;
@@ -123,7 +123,7 @@ VYRE_DEVICE inline void extract_setup_at(const packed_ref& image, const double* 
 //! Row r's part of the choice: a class's choice is its smallest row whose total over the final
 //! costs equals the class cost (the reference's first strictly cheaper row in ascending order);
 //! classes at +inf keep `no_row`.
-VYRE_DEVICE inline void choose_row(const packed_ref& image, const double* node_cost,
+VYRE_DEVICE inline void choose_row(const image_columns& image, const double* node_cost,
                                    const std::uint32_t* dense_child, const std::uint32_t* dense_row,
                                    double* cost, std::uint32_t* choice, std::uint32_t r) noexcept {
   const double total = row_cost(image, node_cost, dense_child, cost, r);
@@ -135,7 +135,7 @@ VYRE_DEVICE inline void choose_row(const packed_ref& image, const double* node_c
 //! The whole fixpoint in the calling block: row-parallel rounds separated by __syncthreads,
 //! stopping when a round lowers nothing or after `round_limit` rounds (then `*changed_out` is
 //! set: a negative-cost cycle). Thread 0 writes the rounds run.
-VYRE_DEVICE inline void relax_in_block(const packed_ref& image, const double* node_cost,
+VYRE_DEVICE inline void relax_in_block(const image_columns& image, const double* node_cost,
                                        const std::uint32_t* dense_child,
                                        const std::uint32_t* dense_row, double* cost,
                                        std::uint64_t round_limit, std::uint32_t* changed_out,
@@ -163,7 +163,7 @@ VYRE_DEVICE inline void relax_in_block(const packed_ref& image, const double* no
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost, double* cost,
+VYRE_KERNEL void extract_setup_kernel(image_columns image, const double* node_cost, double* cost,
                                       std::uint32_t* choice, std::uint32_t* dense_row,
                                       device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -172,7 +172,7 @@ VYRE_KERNEL void extract_setup_kernel(packed_ref image, const double* node_cost,
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void relax_round_kernel(packed_ref image, const double* node_cost,
+VYRE_KERNEL void relax_round_kernel(image_columns image, const double* node_cost,
                                     const std::uint32_t* dense_child, const std::uint32_t* dense_row,
                                     double* cost, device_status* status) {
   bool dropped = false;
@@ -188,7 +188,7 @@ VYRE_KERNEL void clear_changed_kernel(device_status* status) { status->changed =
 //! The whole fixpoint in one block (small e-graphs).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void __launch_bounds__(1024)
-    relax_single_block_kernel(packed_ref image, const double* node_cost,
+    relax_single_block_kernel(image_columns image, const double* node_cost,
                               const std::uint32_t* dense_child, const std::uint32_t* dense_row,
                               double* cost, std::uint32_t round_limit, device_status* status,
                               std::uint32_t* rounds_out) {
@@ -197,7 +197,7 @@ VYRE_KERNEL void __launch_bounds__(1024)
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
+VYRE_KERNEL void choose_kernel(image_columns image, const double* node_cost,
                                const std::uint32_t* dense_child, const std::uint32_t* dense_row,
                                double* cost, std::uint32_t* choice) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -207,13 +207,13 @@ VYRE_KERNEL void choose_kernel(packed_ref image, const double* node_cost,
 
 //! Sums the roots' costs in the given order (one thread: the reference's summation order).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void root_cost_kernel(packed_ref image, const std::uint32_t* roots,
+VYRE_KERNEL void root_cost_kernel(image_columns image, const std::uint32_t* roots,
                                   std::uint32_t root_count, const double* cost, double* out,
                                   device_status* status) {
   if (threadIdx.x != 0 || blockIdx.x != 0) return;
   double total = 0;
   for (std::uint32_t i = 0; i < root_count; ++i) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), roots[i]);
+    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), roots[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_root, i);
       continue;
@@ -231,7 +231,7 @@ VYRE_KERNEL void root_cost_kernel(packed_ref image, const std::uint32_t* roots,
 //! @throws nothing; errors: a non-finite node cost (`errc::invalid_argument`, naming the row),
 //!         an unknown root or child (`errc::not_found`), costs still decreasing after
 //!         #classes + 1 rounds (`errc::invalid_argument`: a negative-cost cycle), CUDA failures.
-inline expected<device_extraction_result> extract(const packed_ref& image, const double* node_cost,
+inline expected<device_extraction_result> extract(const image_columns& image, const double* node_cost,
                                                   cuda::std::span<const std::uint32_t> roots,
                                                   cudaStream_t stream, extract_options options = {}) {
   using detail::block_size;

@@ -65,8 +65,8 @@
 #include "vyre/algorithms/congruence.cuh"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/extract.cuh"
-#include "vyre/algorithms/reference.hpp"
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/fault_injection.hpp"
@@ -161,7 +161,7 @@ class graph_cache {
 
 //! What every plan kernel reads from device memory: the input of the current call.
 struct plan_params {
-  packed_ref image;                  //!< device columns and counts of the input image
+  image_columns image;                  //!< device columns and counts of the input image
   const double* node_cost = nullptr; //!< extraction: one cost per row (device)
   const std::uint32_t* roots = nullptr;  //!< extraction: root e-class ids (device)
   std::uint32_t root_count = 0;
@@ -200,18 +200,18 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::uint32_t* dense_row,
                                               std::uint32_t* parent, std::uint32_t* dense_child,
                                               device_status* status) {
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   VYRE_PLAN_LOOP(i, image.row_count())
-  if (std::uint64_t{image.children_offset[i]} + image.children_length[i] > image.child_count())
+  if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] > image.child_count())
     atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
   VYRE_PLAN_LOOP(i, image.group_count()) {
     const auto g = static_cast<std::uint32_t>(i);
     parent[g] = g;
-    for (std::uint32_t k = image.group_offsets[g]; k < image.group_offsets[g + 1]; ++k)
-      dense_row[image.group_rows[k]] = g;
+    for (std::uint32_t k = image.group_offsets()[g]; k < image.group_offsets()[g + 1]; ++k)
+      dense_row[image.group_rows()[k]] = g;
   }
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
+    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
@@ -239,12 +239,12 @@ VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t
                                   std::uint32_t* rows, const device_status* status) {
   // A rejected input still gets defined keys (all padding): the sort after this reads them.
   const bool ok = input_ok(status);
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   const std::uint32_t real_rows = ok ? image.row_count() : 0u;
   VYRE_PLAN_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
     keys[r] = r < real_rows
-                  ? signature(image.op[r], canon + image.children_offset[r], image.children_length[r])
+                  ? signature(image.row_language_op_ids()[r], canon + image.row_children_offsets()[r], image.row_children_lens()[r])
                   : 0xFFFFFFFFu;
     rows[r] = r;
   }
@@ -260,7 +260,7 @@ VYRE_KERNEL void plan_leaders_kernel(const plan_params* params, const std::uint3
                                      device_status* status) {
   // A rejected input still gets defined flags (none lead): the selection after this reads them.
   const bool ok = input_ok(status);
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   VYRE_PLAN_LOOP(i, bucket) {
     const auto p = static_cast<std::uint32_t>(i);
     const std::uint32_t r = sorted_rows[p];
@@ -314,20 +314,20 @@ VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::u
                                          std::uint32_t* row_ids, const plan_counters* counters) {
   // A rejected input still gets defined sort input (all padding): the sorts after this read it.
   const bool ok = input_ok(&counters->status);
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   const std::uint32_t K = ok ? counters->kept : 0u;
   if (ok) VYRE_PLAN_LOOP(i, image.group_count()) {
-    class_ids[i] = image.group_eclass[i];
-    representative[i] = image.group_eclass[parent[i]];
+    class_ids[i] = image.group_eclass_ids()[i];
+    representative[i] = image.group_eclass_ids()[parent[i]];
   }
   VYRE_PLAN_LOOP(i, bucket) {
     row_ids[i] = static_cast<std::uint32_t>(i);
     if (i < K) {
       const std::uint32_t r = kept[i];
       const std::uint32_t root = parent[dense_row[r]];
-      eclass[i] = image.group_eclass[root];
-      op[i] = image.op[r];
-      lens[i] = image.children_length[r];
+      eclass[i] = image.group_eclass_ids()[root];
+      op[i] = image.row_language_op_ids()[r];
+      lens[i] = image.row_children_lens()[r];
       group_key[i] = root;
     } else {
       lens[i] = 0;
@@ -345,15 +345,15 @@ VYRE_KERNEL void plan_rebuilt_children_kernel(const plan_params* params, const s
                                               std::uint32_t* children, std::uint32_t* signatures,
                                               plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   const std::uint32_t K = counters->kept;
   if (K == 0 && blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_children = 0;
   VYRE_PLAN_LOOP(i, K) {
     const std::uint32_t r = kept[i];
-    const std::uint32_t* from = canon + image.children_offset[r];
+    const std::uint32_t* from = canon + image.row_children_offsets()[r];
     std::uint32_t* to = children + offsets[i];
     const std::uint32_t length = lens[i];
-    for (std::uint32_t k = 0; k < length; ++k) to[k] = image.group_eclass[from[k]];
+    for (std::uint32_t k = 0; k < length; ++k) to[k] = image.group_eclass_ids()[from[k]];
     signatures[i] = row_signature(op[i], to, length);
     if (i + 1 == K) counters->rebuilt_children = offsets[i] + length;
   }
@@ -370,7 +370,7 @@ VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params, const std
   const auto runs = static_cast<std::uint32_t>(counters->runs);
   const std::uint32_t groups = K < bucket ? runs - 1 : runs;
   if (blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_groups = groups;
-  VYRE_PLAN_LOOP(g, groups) group_ids[g] = params->image.group_eclass[run_keys[g]];
+  VYRE_PLAN_LOOP(g, groups) group_ids[g] = params->image.group_eclass_ids()[run_keys[g]];
 }
 
 // ---- extraction plan kernels: the one-shot `extract`'s row-parallel logic ----------------
@@ -379,11 +379,11 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* cost,
                                            std::uint32_t* choice, std::uint32_t* dense_row,
                                            std::uint32_t* dense_child, device_status* status) {
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   VYRE_PLAN_LOOP(i, image.row_count())
   extract_setup_at(image, params->node_cost, i, cost, choice, dense_row, status);
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
+    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
@@ -399,7 +399,7 @@ VYRE_KERNEL void __launch_bounds__(1024)
                                    const std::uint32_t* dense_row, double* cost,
                                    plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   relax_in_block(image, params->node_cost, dense_child, dense_row, cost,
                  std::uint64_t{image.group_count()} + 1, &counters->status.changed,
                  &counters->rounds);
@@ -410,7 +410,7 @@ VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params, const std::u
                                          const std::uint32_t* dense_row, double* cost,
                                          plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   bool dropped = false;
   VYRE_PLAN_LOOP(i, image.row_count())
   dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost,
@@ -437,7 +437,7 @@ VYRE_KERNEL void plan_choose_kernel(const plan_params* params, const std::uint32
                                     const std::uint32_t* dense_row, double* cost,
                                     std::uint32_t* choice, const plan_counters* counters) {
   if (!input_ok(&counters->status) || counters->status.changed != 0) return;
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   VYRE_PLAN_LOOP(i, image.row_count())
   choose_row(image, params->node_cost, dense_child, dense_row, cost, choice,
              static_cast<std::uint32_t>(i));
@@ -447,10 +447,10 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void plan_root_cost_kernel(const plan_params* params, const double* cost,
                                        plan_counters* counters) {
   if (threadIdx.x != 0 || blockIdx.x != 0 || !input_ok(&counters->status)) return;
-  const packed_ref image = params->image;
+  const image_columns image = params->image;
   double total = 0;  // one thread: the reference's summation order
   for (std::uint32_t i = 0; i < params->root_count; ++i) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), params->roots[i]);
+    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), params->roots[i]);
     if (g == image.group_count()) {
       atomicMin(&counters->status.bad_root, i);
       continue;
@@ -540,7 +540,7 @@ inline error plan_capacity_error(const char* what, std::uint32_t rows, std::uint
            "plan_growth::reallocate");
 }
 
-inline expected<void> check_image_counts(const packed_ref& image, const char* what) {
+inline expected<void> check_image_counts(const image_columns& image, const char* what) {
   if (image.group_count() > image.row_count())
     return fail(error(errc::invalid_layout, what)
                     .with("rows", image.row_count())
@@ -550,20 +550,12 @@ inline expected<void> check_image_counts(const packed_ref& image, const char* wh
 }
 
 //! The host image's nine columns, copied contiguously into `to` (layout order).
-inline void stage_columns(const packed_ref& image, std::uint32_t* to) noexcept {
-  const packed_layout& at = image.layout;
-  const auto put = [&](std::uint64_t offset, const std::uint32_t* from, std::uint64_t count) {
-    if (count != 0) std::memcpy(to + offset, from, static_cast<std::size_t>(count) * sizeof(std::uint32_t));
-  };
-  put(at.row_eclass_ids(), image.eclass, at.row_count);
-  put(at.row_language_op_ids(), image.op, at.row_count);
-  put(at.row_children_offsets(), image.children_offset, at.row_count);
-  put(at.row_children_lens(), image.children_length, at.row_count);
-  put(at.row_signatures(), image.signature, at.row_count);
-  put(at.children(), image.children, at.child_count);
-  put(at.group_eclass_ids(), image.group_eclass, at.group_count);
-  put(at.group_offsets(), image.group_offsets, std::uint64_t{at.group_count} + 1);
-  put(at.group_rows(), image.group_rows, at.row_count);
+inline void stage_columns(const image_columns& image, std::uint32_t* to) noexcept {
+  const image_layout at = image_layout::for_counts(image.counts);
+  for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
+    const auto column = image.column(static_cast<image_column>(c));
+    if (!column.empty()) std::memcpy(to + at.spans[c].offset, column.data(), column.size_bytes());
+  }
 }
 
 }  // namespace detail
@@ -578,7 +570,7 @@ struct congruence_view {
   std::uint32_t rounds = 0;  //!< rounds run, the final (merge-free) one included
   //! The rebuilt image's nine columns (separate plan buffers, not one contiguous image; see
   //! `congruence_plan::copy_rebuilt_image` for an owning contiguous copy).
-  packed_ref rebuilt;
+  image_columns rebuilt;
   const std::uint32_t* kept_rows = nullptr;  //!< original row of each rebuilt row
 };
 
@@ -635,7 +627,7 @@ class congruence_plan {
   //!         the column (`errc::out_of_range`), an input beyond capacity with
   //!         `plan_growth::fail` (`errc::out_of_range`, naming sizes and capacity), more groups
   //!         than rows (`errc::invalid_layout`), CUDA failures. The plan stays usable.
-  expected<congruence_view> run(const packed_ref& image) {
+  expected<congruence_view> run(const image_columns& image) {
     VYRE_TRY(detail::check_image_counts(image, "congruence_plan: more groups than rows"));
     VYRE_TRY(fit(image.row_count(), image.child_count()));
     const std::uint32_t bucket = detail::plan_bucket(image.row_count());
@@ -667,18 +659,12 @@ class congruence_plan {
     view.merges = seen.status.merges;
     view.rounds = image.row_count() == 0 ? 0 : seen.rounds;
     const std::uint32_t K = image.row_count() == 0 ? 0 : seen.kept;
-    const packed_layout layout{K, image.row_count() == 0 ? 0 : seen.rebuilt_children,
-                               image.row_count() == 0 ? 0 : seen.rebuilt_groups};
-    view.rebuilt.eclass = s.r_eclass.get();
-    view.rebuilt.op = s.r_op.get();
-    view.rebuilt.children_offset = s.r_offsets.get();
-    view.rebuilt.children_length = s.r_lens.get();
-    view.rebuilt.signature = s.r_signature.get();
-    view.rebuilt.children = s.r_children.get();
-    view.rebuilt.group_eclass = s.r_group_ids.get();
-    view.rebuilt.group_offsets = s.r_group_offsets.get();
-    view.rebuilt.group_rows = s.r_group_rows.get();
-    view.rebuilt.layout = layout;
+    const image_layout layout = image_layout::for_counts(K, image.row_count() == 0 ? 0 : seen.rebuilt_children,
+                               image.row_count() == 0 ? 0 : seen.rebuilt_groups);
+    view.rebuilt.pointers = {s.r_eclass.get(),  s.r_op.get(),        s.r_offsets.get(),
+                             s.r_lens.get(),    s.r_signature.get(), s.r_children.get(),
+                             s.r_group_ids.get(), s.r_group_offsets.get(), s.r_group_rows.get()};
+    view.rebuilt.counts = layout.counts();
     view.kept_rows = s.kept.get();
     return view;
   }
@@ -686,13 +672,13 @@ class congruence_plan {
   //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
   //! egraph snapshot's packed image), on the CPU reference or the device as `options` says.
   //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
-  expected<congruence_result> run_host(const packed_ref& host_image, dispatch_options options = {}) {
+  expected<congruence_result> run_host(const image_columns& host_image, dispatch_options options = {}) {
     if (detail::runs_on_host(options, host_image.row_count(), congruence_host_below_rows))
       return congruence_reference(host_image);
     VYRE_TRY(detail::check_image_counts(host_image, "congruence_plan: more groups than rows"));
     VYRE_TRY(fit(host_image.row_count(), host_image.child_count()));
     storage& s = storage_;
-    const packed_layout& layout = host_image.layout;
+    const image_layout layout = image_layout::for_counts(host_image.counts);
     const auto words = static_cast<std::size_t>(layout.word_count());
     VYRE_TRY(s.staging.ensure(words, "congruence_plan: pinned staging"));
     if (s.input.size() < words) {
@@ -704,7 +690,7 @@ class congruence_plan {
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
                                   cudaMemcpyHostToDevice, stream_),
                   "congruence_plan: upload the image");
-    VYRE_TRY_ASSIGN(const congruence_view view, run(packed_ref::from_words(s.input.get(), layout)));
+    VYRE_TRY_ASSIGN(const congruence_view view, run(image_columns::from_words(s.input.get(), layout)));
     // One staging block for every result column: G + G + 5K + C' words.
     const std::uint32_t G = view.class_count, K = view.rebuilt.row_count(),
                         C = view.rebuilt.child_count();
@@ -722,10 +708,10 @@ class congruence_plan {
     VYRE_TRY(fetch(view.eclass_ids, G));
     VYRE_TRY(fetch(view.representative, G));
     VYRE_TRY(fetch(view.kept_rows, K));
-    VYRE_TRY(fetch(view.rebuilt.eclass, K));
-    VYRE_TRY(fetch(view.rebuilt.op, K));
-    VYRE_TRY(fetch(view.rebuilt.children_length, K));
-    VYRE_TRY(fetch(view.rebuilt.children, C));
+    VYRE_TRY(fetch(view.rebuilt.row_eclass_ids(), K));
+    VYRE_TRY(fetch(view.rebuilt.row_language_op_ids(), K));
+    VYRE_TRY(fetch(view.rebuilt.row_children_lens(), K));
+    VYRE_TRY(fetch(view.rebuilt.children(), C));
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream_), "congruence_plan: download the result");
     congruence_result result;
     result.merges = view.merges;
@@ -740,9 +726,9 @@ class congruence_plan {
     VYRE_TRY(take(result.eclass_ids, G));
     VYRE_TRY(take(result.representative, G));
     VYRE_TRY(take(result.kept_rows, K));
-    VYRE_TRY(take(result.rebuilt.eclass, K));
-    VYRE_TRY(take(result.rebuilt.op, K));
-    VYRE_TRY(take(result.rebuilt.children_length, K));
+    VYRE_TRY(take(result.rebuilt.row_eclass_ids, K));
+    VYRE_TRY(take(result.rebuilt.row_language_op_ids, K));
+    VYRE_TRY(take(result.rebuilt.row_children_lens, K));
     VYRE_TRY(take(result.rebuilt.children, C));
     return result;
   }
@@ -750,25 +736,16 @@ class congruence_plan {
   //! An owning contiguous copy of the last run's rebuilt image (stream-ordered on the plan's
   //! stream), e.g. to keep it past the next run.
   expected<device_packed_image> copy_rebuilt_image(const congruence_view& view) const {
-    const packed_layout& layout = view.rebuilt.layout;
+    const image_layout layout = image_layout::for_counts(view.rebuilt.counts);
     VYRE_TRY_ASSIGN(auto words, device_buffer<std::uint32_t>::allocate(
                                     static_cast<std::size_t>(layout.word_count()), stream_,
                                     "congruence_plan: rebuilt image"));
-    std::uint32_t* base = words.get();
-    const auto put = [&](std::uint64_t offset, const std::uint32_t* from, std::uint64_t count) {
-      return detail::copy_on_device(base + offset, from, static_cast<std::size_t>(count), stream_,
-                                    "congruence_plan: copy the rebuilt image");
-    };
-    const packed_ref& r = view.rebuilt;
-    VYRE_TRY(put(layout.row_eclass_ids(), r.eclass, layout.row_count));
-    VYRE_TRY(put(layout.row_language_op_ids(), r.op, layout.row_count));
-    VYRE_TRY(put(layout.row_children_offsets(), r.children_offset, layout.row_count));
-    VYRE_TRY(put(layout.row_children_lens(), r.children_length, layout.row_count));
-    VYRE_TRY(put(layout.row_signatures(), r.signature, layout.row_count));
-    VYRE_TRY(put(layout.children(), r.children, layout.child_count));
-    VYRE_TRY(put(layout.group_eclass_ids(), r.group_eclass, layout.group_count));
-    VYRE_TRY(put(layout.group_offsets(), r.group_offsets, std::uint64_t{layout.group_count} + 1));
-    VYRE_TRY(put(layout.group_rows(), r.group_rows, layout.row_count));
+    for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
+      const auto column = view.rebuilt.column(static_cast<image_column>(c));
+      VYRE_TRY(detail::copy_on_device(words.get() + layout.spans[c].offset, column.data(),
+                                      column.size(), stream_,
+                                      "congruence_plan: copy the rebuilt image"));
+    }
     return device_packed_image(std::move(words), layout);
   }
 
@@ -1037,7 +1014,7 @@ class extract_plan {
   //! Extraction over the device image `image` with device `node_cost` (one per row) and host
   //! `roots`; same contract and results as `extract`.
   //! @throws nothing; errors as `extract`, plus capacity errors as `congruence_plan::run`.
-  expected<extraction_view> run(const packed_ref& image, const double* node_cost,
+  expected<extraction_view> run(const image_columns& image, const double* node_cost,
                                 cuda::std::span<const std::uint32_t> roots) {
     VYRE_TRY(detail::check_image_counts(image, "extract_plan: more groups than rows"));
     if (roots.size() > 0xFFFFFFFFu)
@@ -1110,7 +1087,7 @@ class extract_plan {
   //! Extraction over a host image (host pointers) with host costs and roots, on the CPU
   //! reference or the device as `options` says; both give the same costs (bit for bit),
   //! choices and root cost. `rounds` counts the passes of the side that ran.
-  expected<extraction_result> run_host(const packed_ref& host_image,
+  expected<extraction_result> run_host(const image_columns& host_image,
                                        cuda::std::span<const double> node_cost,
                                        cuda::std::span<const std::uint32_t> roots,
                                        dispatch_options options = {}) {
@@ -1124,7 +1101,7 @@ class extract_plan {
     VYRE_TRY(detail::check_image_counts(host_image, "extract_plan: more groups than rows"));
     VYRE_TRY(fit(host_image.row_count(), host_image.child_count()));
     storage& s = storage_;
-    const packed_layout& layout = host_image.layout;
+    const image_layout layout = image_layout::for_counts(host_image.counts);
     const std::uint32_t R = layout.row_count, G = layout.group_count;
     const auto words = static_cast<std::size_t>(layout.word_count());
     // Staging: the image words, then the costs (as 2 words each, 8-byte aligned).
@@ -1144,7 +1121,7 @@ class extract_plan {
                   "extract_plan: upload the image and costs");
     const auto* device_cost = reinterpret_cast<const double*>(s.input.get() + cost_at);
     VYRE_TRY_ASSIGN(const extraction_view view,
-                    run(packed_ref::from_words(s.input.get(), layout), device_cost, roots));
+                    run(image_columns::from_words(s.input.get(), layout), device_cost, roots));
     // Costs (2 words each) then choices.
     VYRE_TRY(s.staging.ensure(3 * std::size_t{G} + 1, "extract_plan: pinned staging"));
     if (G != 0) {
@@ -1161,7 +1138,7 @@ class extract_plan {
     VYRE_TRY(try_resize(result.cost, G, "extract_plan: result"));
     VYRE_TRY(try_resize(result.choice, G, "extract_plan: result"));
     if (G != 0) {
-      std::memcpy(result.eclass_ids.data(), host_image.group_eclass, G * sizeof(std::uint32_t));
+      std::memcpy(result.eclass_ids.data(), host_image.group_eclass_ids(), G * sizeof(std::uint32_t));
       std::memcpy(result.cost.data(), s.staging.get(), G * sizeof(double));
       std::memcpy(result.choice.data(), s.staging.get() + 2 * std::size_t{G}, G * sizeof(std::uint32_t));
     }

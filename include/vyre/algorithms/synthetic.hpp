@@ -23,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-#include "vyre/algorithms/reference.hpp"
+#include "vyre/algorithms/cpu.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 
@@ -136,15 +136,15 @@ inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options&
       return options.sparse_ids ? c * 0x9E3779B1u + 0x7F4A7C15u : c;
     };
     raw_rows& rows = out.rows;
-    rows.eclass.reserve(drafts.size());
-    rows.op.reserve(drafts.size());
-    rows.children_length.reserve(drafts.size());
+    rows.row_eclass_ids.reserve(drafts.size());
+    rows.row_language_op_ids.reserve(drafts.size());
+    rows.row_children_lens.reserve(drafts.size());
     rows.children.reserve(kids.size());
     out.cost.reserve(drafts.size());
     for (const row_draft& d : drafts) {
-      rows.eclass.push_back(id_of(d.eclass));
-      rows.op.push_back(d.op);
-      rows.children_length.push_back(d.length);
+      rows.row_eclass_ids.push_back(id_of(d.eclass));
+      rows.row_language_op_ids.push_back(d.op);
+      rows.row_children_lens.push_back(d.length);
       for (std::uint32_t k = 0; k < d.length; ++k) rows.children.push_back(id_of(kids[d.first + k]));
       out.cost.push_back(static_cast<double>(1 + rng.below(8)));
     }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! The packed image: `device_image` (owning u32 words plus layout), `image_ref` (non-owning,
+//! The packed image: `host_image` (owning u32 words plus layout), `image_ref` (non-owning,
 //! trivially copyable, host and device) and `validate_image` (every invariant of the format,
 //! for images that come from outside, such as files).
 #pragma once
@@ -39,6 +39,11 @@ struct image_ref {
     return words.subspan(static_cast<std::size_t>(span.offset),
                          static_cast<std::size_t>(span.length));
   }
+  //! The columns as the algorithms take them.
+  //! @pre the layout fits `words`.
+  VYRE_HOST_DEVICE constexpr image_columns columns() const noexcept {
+    return image_columns::from_words(words.data(), layout);
+  }
 };
 
 namespace detail {
@@ -61,7 +66,7 @@ inline expected<word_storage> allocate_words(std::uint64_t count, const char* wh
 inline expected<void> validate_image(const image_ref& image) noexcept {
   const image_layout& layout = image.layout;
   const image_layout expected_layout = image_layout::for_counts(
-      layout.row_count, layout.child_count, layout.eclass_group_count);
+      layout.row_count, layout.child_count, layout.group_count);
   for (std::size_t c = 0; c < image_column_count; ++c) {
     const auto which = static_cast<image_column>(c);
     if (layout.column(which) != expected_layout.column(which))
@@ -81,7 +86,7 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
                     .fix("pass the whole image, exactly layout.word_count() words"));
 
   const std::uint32_t rows = layout.row_count;
-  const std::uint32_t groups = layout.eclass_group_count;
+  const std::uint32_t groups = layout.group_count;
   const auto eclass_ids = image.column(image_column::row_eclass_ids);
   const auto op_ids = image.column(image_column::row_language_op_ids);
   const auto offsets = image.column(image_column::row_children_offsets);
@@ -156,16 +161,16 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
 
 //! The packed image: one u32 slab holding the nine columns, plus its layout. Move-only (it can
 //! be large); `clone` copies explicitly.
-class device_image {
+class host_image {
  public:
   // Special members are defaulted out of line: under nvcc, members defaulted in the class would
   // be inferred __host__ __device__ (through cuda::std::expected) and call host-only unique_ptr.
-  device_image() noexcept;
-  ~device_image();
-  device_image(device_image&&) noexcept;
-  device_image& operator=(device_image&&) noexcept;
-  device_image(const device_image&) = delete;
-  device_image& operator=(const device_image&) = delete;
+  host_image() noexcept;
+  ~host_image();
+  host_image(host_image&&) noexcept;
+  host_image& operator=(host_image&&) noexcept;
+  host_image(const host_image&) = delete;
+  host_image& operator=(const host_image&) = delete;
 
   //! The words, host byte order.
   cuda::std::span<const std::uint32_t> words() const noexcept {
@@ -181,37 +186,37 @@ class device_image {
 
   //! A deep copy.
   template <class OnError = on_error::throw_exception>
-  result_t<OnError, device_image> clone() const {
+  result_t<OnError, host_image> clone() const {
     return apply_error_policy<OnError>(clone_impl());
   }
 
   //! An image from words and layout that come from outside, after `validate_image`.
   template <class OnError = on_error::throw_exception>
-  static result_t<OnError, device_image> from_words(cuda::std::span<const std::uint32_t> words,
+  static result_t<OnError, host_image> from_words(cuda::std::span<const std::uint32_t> words,
                                                    const image_layout& layout) {
     return apply_error_policy<OnError>(from_words_impl(words, layout));
   }
 
   //! Internal: adopts words written by `pack` (no validation).
-  static device_image adopt(detail::word_storage words,
+  static host_image adopt(detail::word_storage words,
                             const image_layout& layout) noexcept {
-    device_image image;
+    host_image image;
     image.words_ = std::move(words);
     image.layout_ = layout;
     return image;
   }
 
-  static expected<device_image> from_words_impl(cuda::std::span<const std::uint32_t> words,
+  static expected<host_image> from_words_impl(cuda::std::span<const std::uint32_t> words,
                                                 const image_layout& layout) noexcept {
     VYRE_TRY(validate_image(image_ref{words, layout}));
-    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(words.size(), "device_image words"));
+    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(words.size(), "host_image words"));
     if (!words.empty()) std::memcpy(storage.get(), words.data(), words.size_bytes());
     return adopt(std::move(storage), layout);
   }
 
  private:
-  expected<device_image> clone_impl() const noexcept {
-    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(layout_.word_count(), "device_image clone"));
+  expected<host_image> clone_impl() const noexcept {
+    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(layout_.word_count(), "host_image clone"));
     if (layout_.word_count() != 0)
       std::memcpy(storage.get(), words_.get(), words().size_bytes());
     return adopt(std::move(storage), layout_);
@@ -223,9 +228,9 @@ class device_image {
   image_layout layout_;
 };
 
-inline device_image::device_image() noexcept = default;
-inline device_image::~device_image() = default;
-inline device_image::device_image(device_image&&) noexcept = default;
-inline device_image& device_image::operator=(device_image&&) noexcept = default;
+inline host_image::host_image() noexcept = default;
+inline host_image::~host_image() = default;
+inline host_image::host_image(host_image&&) noexcept = default;
+inline host_image& host_image::operator=(host_image&&) noexcept = default;
 
 }  // namespace vyre::egraph

@@ -40,7 +40,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
-#include "vyre/core/staging.hpp"
+#include "vyre/core/byte_order.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/layout.hpp"
 
@@ -67,7 +67,7 @@ inline std::array<std::uint32_t, image_file_header_words> image_file_header(
       image_file_header_words,
       layout.row_count,
       layout.child_count,
-      layout.eclass_group_count,
+      layout.group_count,
       0,
       static_cast<std::uint32_t>(layout.word_count()),
       static_cast<std::uint32_t>(layout.word_count() >> 32),
@@ -103,7 +103,7 @@ inline error file_error(errc code, const char* context, std::string_view source)
 }
 
 template <class Staging>
-expected<device_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source) {
+expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source) {
   const auto word_at = [&](std::size_t index) {
     std::uint32_t raw;
     std::memcpy(&raw, bytes.data() + index * 4, 4);
@@ -179,7 +179,7 @@ expected<device_image> parse_image(cuda::std::span<const std::byte> bytes, std::
   const image_ref ref{{storage.get(), static_cast<std::size_t>(word_count)}, layout};
   if (auto valid = validate_image(ref); !valid)
     return fail(valid.error().about(source));
-  return device_image::adopt(std::move(storage), layout);
+  return host_image::adopt(std::move(storage), layout);
 }
 
 inline expected<void> write_file(const std::filesystem::path& path,
@@ -245,7 +245,7 @@ result_t<OnError, std::vector<std::byte>> serialize_image(const image_ref& image
 //! An image from the bytes of an image file; `source` names them in errors.
 //! @throws vyre::error_exception see the file comment for the refused inputs.
 template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
-result_t<OnError, device_image> parse_image_file(cuda::std::span<const std::byte> bytes,
+result_t<OnError, host_image> parse_image_file(cuda::std::span<const std::byte> bytes,
                                                  std::string_view source = "image bytes") {
   return apply_error_policy<OnError>(detail::parse_image<Staging>(bytes, source));
 }
@@ -266,8 +266,8 @@ result_t<OnError, void> write_image_file(const std::filesystem::path& path, cons
 //! @throws vyre::error_exception `errc::io` naming the path, or the refusals of
 //!         `parse_image_file`, each naming the path.
 template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
-result_t<OnError, device_image> read_image_file(const std::filesystem::path& path) {
-  auto run = [&]() -> expected<device_image> {
+result_t<OnError, host_image> read_image_file(const std::filesystem::path& path) {
+  auto run = [&]() -> expected<host_image> {
     VYRE_TRY_ASSIGN(const auto bytes, detail::read_file(path));
     return detail::parse_image<Staging>({bytes.data(), bytes.size()}, path.string());
   };

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::egraph::kernel_view`: the packed image as user kernels see it. A trivially copyable
-//! set of device pointers and counts, validated once on the host (`backend.kernel_view`) and
-//! passed to kernels by value.
+//! `vyre::egraph::kernel_view`: the packed image as user kernels see it: the image's
+//! `image_columns` (device pointers and counts, validated once on the host by
+//! `backend.kernel_view`) plus a fault record, passed to kernels by value.
 //!
 //! Two kinds of accessors:
 //! - checked (`eclass(row)`, `children(row)`, `group(i)`, ...): never read out of bounds. On a
@@ -79,72 +79,92 @@ class kernel_view {
   //! An empty view (no rows, no groups); build real ones with `backend.kernel_view(image)`.
   kernel_view() = default;
 
-  VYRE_HOST_DEVICE constexpr std::uint32_t row_count() const noexcept { return row_count_; }
-  VYRE_HOST_DEVICE constexpr std::uint32_t child_count() const noexcept { return child_count_; }
-  VYRE_HOST_DEVICE constexpr std::uint32_t group_count() const noexcept { return group_count_; }
+  VYRE_HOST_DEVICE constexpr std::uint32_t row_count() const noexcept {
+    return columns_.row_count();
+  }
+  VYRE_HOST_DEVICE constexpr std::uint32_t child_count() const noexcept {
+    return columns_.child_count();
+  }
+  VYRE_HOST_DEVICE constexpr std::uint32_t group_count() const noexcept {
+    return columns_.group_count();
+  }
+
+  //! The unchecked columns, for the algorithms and for code that streams whole columns.
+  VYRE_HOST_DEVICE constexpr const image_columns& columns() const noexcept { return columns_; }
 
   // Checked accessors: see the file comment.
   VYRE_DEVICE std::uint32_t eclass(std::uint32_t row) const noexcept {
-    return row < row_count_ ? eclass_[row] : fault(view_accessor::eclass, row, row_count_);
+    return row < row_count() ? columns_.row_eclass_ids()[row]
+                             : fault(view_accessor::eclass, row, row_count());
   }
   VYRE_DEVICE std::uint32_t op(std::uint32_t row) const noexcept {
-    return row < row_count_ ? op_[row] : fault(view_accessor::op, row, row_count_);
+    return row < row_count() ? columns_.row_language_op_ids()[row]
+                             : fault(view_accessor::op, row, row_count());
   }
   VYRE_DEVICE std::uint32_t signature(std::uint32_t row) const noexcept {
-    return row < row_count_ ? signature_[row] : fault(view_accessor::signature, row, row_count_);
+    return row < row_count() ? columns_.row_signatures()[row]
+                             : fault(view_accessor::signature, row, row_count());
   }
   //! The row's children (child e-class ids); empty on a bad row or a range outside `children`.
   VYRE_DEVICE cuda::std::span<const std::uint32_t> children(std::uint32_t row) const noexcept {
-    if (row >= row_count_) {
-      fault(view_accessor::children, row, row_count_);
+    if (row >= row_count()) {
+      fault(view_accessor::children, row, row_count());
       return {};
     }
-    const std::uint64_t begin = child_offset_[row];
-    const std::uint64_t end = begin + child_len_[row];  // u64: cannot wrap
-    if (end > child_count_) {
-      fault(view_accessor::children, end, child_count_);
+    const std::uint64_t begin = columns_.row_children_offsets()[row];
+    const std::uint64_t end = begin + columns_.row_children_lens()[row];  // u64: cannot wrap
+    if (end > child_count()) {
+      fault(view_accessor::children, end, child_count());
       return {};
     }
-    return {children_ + begin, static_cast<std::size_t>(end - begin)};
+    return {columns_.children() + begin, static_cast<std::size_t>(end - begin)};
   }
   //! Group `i`: its e-class and its rows; `{invalid_id, {}}` on a bad index or range.
   VYRE_DEVICE group_entry group(std::uint32_t i) const noexcept {
-    if (i >= group_count_) {
-      fault(view_accessor::group, i, group_count_);
+    if (i >= group_count()) {
+      fault(view_accessor::group, i, group_count());
       return {};
     }
-    const std::uint32_t begin = group_offsets_[i];
-    const std::uint32_t end = group_offsets_[i + 1];
-    if (begin > end || end > row_count_) {
-      fault(view_accessor::group, end, row_count_);
+    const std::uint32_t begin = columns_.group_offsets()[i];
+    const std::uint32_t end = columns_.group_offsets()[i + 1];
+    if (begin > end || end > row_count()) {
+      fault(view_accessor::group, end, row_count());
       return {};
     }
-    return {group_eclass_[i], {group_rows_ + begin, static_cast<std::size_t>(end - begin)}};
+    return {columns_.group_eclass_ids()[i],
+            {columns_.group_rows() + begin, static_cast<std::size_t>(end - begin)}};
   }
 
   // Unchecked accessors: @pre the index is in range.
-  VYRE_DEVICE std::uint32_t eclass_nocheck(std::uint32_t row) const noexcept { return eclass_[row]; }
-  VYRE_DEVICE std::uint32_t op_nocheck(std::uint32_t row) const noexcept { return op_[row]; }
+  VYRE_DEVICE std::uint32_t eclass_nocheck(std::uint32_t row) const noexcept {
+    return columns_.row_eclass_ids()[row];
+  }
+  VYRE_DEVICE std::uint32_t op_nocheck(std::uint32_t row) const noexcept {
+    return columns_.row_language_op_ids()[row];
+  }
   VYRE_DEVICE std::uint32_t signature_nocheck(std::uint32_t row) const noexcept {
-    return signature_[row];
+    return columns_.row_signatures()[row];
   }
   VYRE_DEVICE cuda::std::span<const std::uint32_t> children_nocheck(
       std::uint32_t row) const noexcept {
-    return {children_ + child_offset_[row], child_len_[row]};
+    return {columns_.children() + columns_.row_children_offsets()[row],
+            columns_.row_children_lens()[row]};
   }
   VYRE_DEVICE group_entry group_nocheck(std::uint32_t i) const noexcept {
-    const std::uint32_t begin = group_offsets_[i];
-    return {group_eclass_[i], {group_rows_ + begin, group_offsets_[i + 1] - begin}};
+    const std::uint32_t begin = columns_.group_offsets()[i];
+    return {columns_.group_eclass_ids()[i],
+            {columns_.group_rows() + begin, columns_.group_offsets()[i + 1] - begin}};
   }
 
   //! The group index of e-class `eclass` by binary search over the ascending group ids, or
   //! `invalid_id` when no row has that e-class (a normal answer, not a fault).
   VYRE_DEVICE std::uint32_t find_group(std::uint32_t eclass) const noexcept {
+    const std::uint32_t* ids = columns_.group_eclass_ids();
     std::uint32_t low = 0;
-    std::uint32_t high = group_count_;
+    std::uint32_t high = group_count();
     while (low < high) {
       const std::uint32_t mid = low + (high - low) / 2;
-      const std::uint32_t id = group_eclass_[mid];
+      const std::uint32_t id = ids[mid];
       if (id == eclass) return mid;
       if (id < eclass) low = mid + 1;
       else high = mid;
@@ -155,19 +175,7 @@ class kernel_view {
   //! A whole column, for kernels that stream it (e.g. CUB over `row_signatures`).
   VYRE_HOST_DEVICE cuda::std::span<const std::uint32_t> column(
       image_column which) const noexcept {
-    switch (which) {
-      case image_column::row_eclass_ids: return {eclass_, row_count_};
-      case image_column::row_language_op_ids: return {op_, row_count_};
-      case image_column::row_children_offsets: return {child_offset_, row_count_};
-      case image_column::row_children_lens: return {child_len_, row_count_};
-      case image_column::row_signatures: return {signature_, row_count_};
-      case image_column::children: return {children_, child_count_};
-      case image_column::group_eclass_ids: return {group_eclass_, group_count_};
-      case image_column::group_offsets:
-        return {group_offsets_, group_offsets_ == nullptr ? 0u : group_count_ + std::size_t{1}};
-      case image_column::group_rows: return {group_rows_, row_count_};
-    }
-    return {};
+    return columns_.column(which);
   }
 
  private:
@@ -190,19 +198,8 @@ class kernel_view {
     return invalid_id;
   }
 
-  const std::uint32_t* eclass_ = nullptr;
-  const std::uint32_t* op_ = nullptr;
-  const std::uint32_t* child_offset_ = nullptr;
-  const std::uint32_t* child_len_ = nullptr;
-  const std::uint32_t* signature_ = nullptr;
-  const std::uint32_t* children_ = nullptr;
-  const std::uint32_t* group_eclass_ = nullptr;
-  const std::uint32_t* group_offsets_ = nullptr;
-  const std::uint32_t* group_rows_ = nullptr;
+  image_columns columns_;
   view_fault* fault_ = nullptr;
-  std::uint32_t row_count_ = 0;
-  std::uint32_t child_count_ = 0;
-  std::uint32_t group_count_ = 0;
 };
 
 static_assert(std::is_trivially_copyable_v<kernel_view>,

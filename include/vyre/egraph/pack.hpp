@@ -25,7 +25,7 @@ namespace vyre::egraph {
 //! scratch. Writing consumes it.
 class prepared_pack {
  public:
-  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  // Out-of-line special members: see host_image (nvcc would infer them host-device).
   prepared_pack() noexcept;
   ~prepared_pack();
   prepared_pack(prepared_pack&&) noexcept;
@@ -43,7 +43,7 @@ class prepared_pack {
 
   //! The image in newly allocated words.
   template <class OnError = on_error::throw_exception>
-  result_t<OnError, device_image> to_image() && {
+  result_t<OnError, host_image> to_image() && {
     return apply_error_policy<OnError>(std::move(*this).to_image_impl());
   }
 
@@ -76,11 +76,11 @@ class prepared_pack {
     return {};
   }
 
-  expected<device_image> to_image_impl() && noexcept {
+  expected<host_image> to_image_impl() && noexcept {
     VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(word_count(), "pack: image words"));
     VYRE_TRY(std::move(*this).write_into_impl(
         {storage.get(), static_cast<std::size_t>(word_count())}));
-    return device_image::adopt(std::move(storage), layout_);
+    return host_image::adopt(std::move(storage), layout_);
   }
 
  private:
@@ -129,12 +129,12 @@ result_t<OnError, image_layout> pack_into(const snapshot& source,
   return apply_error_policy<OnError>(run());
 }
 
-//! Packs `source` into a new `device_image`: the nine columns of DESIGN.md in one slab.
+//! Packs `source` into a new `host_image`: the nine columns of DESIGN.md in one slab.
 //! Deterministic: the same snapshot gives the same words.
 //! @throws vyre::error_exception the errors of `snapshot::validate`, or `errc::out_of_memory`.
 template <class OnError = on_error::throw_exception>
-result_t<OnError, device_image> pack(const snapshot& source) {
-  auto run = [&]() -> expected<device_image> {
+result_t<OnError, host_image> pack(const snapshot& source) {
+  auto run = [&]() -> expected<host_image> {
     VYRE_TRY_ASSIGN(prepared_pack prepared, prepared_pack::prepare_impl(source, {}));
     return std::move(prepared).to_image_impl();
   };

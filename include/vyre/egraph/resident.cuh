@@ -31,10 +31,10 @@
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
-#include "vyre/core/staging.hpp"
+#include "vyre/core/byte_order.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/kernel_view.cuh"
-#include "vyre/egraph/upload.hpp"
+#include "vyre/egraph/upload_plan.hpp"
 #include "vyre/runtime/backend.cuh"
 
 namespace vyre::egraph {
@@ -66,38 +66,17 @@ namespace detail {
 struct kernel_view_access {
   static kernel_view make(const std::byte* base, const upload_layout& layout,
                           view_fault* fault) noexcept {
-    const auto at = [base](const byte_span& span) {
-      return span.is_empty() ? nullptr
-                             : reinterpret_cast<const std::uint32_t*>(base + span.offset);
-    };
     kernel_view view;
-    view.eclass_ = at(layout.row_eclass_ids);
-    view.op_ = at(layout.row_language_op_ids);
-    view.child_offset_ = at(layout.row_children_offsets);
-    view.child_len_ = at(layout.row_children_lens);
-    view.signature_ = at(layout.row_signatures);
-    view.children_ = at(layout.children);
-    view.group_eclass_ = at(layout.group_eclass_ids);
-    view.group_offsets_ = at(layout.group_offsets);
-    view.group_rows_ = at(layout.group_rows);
+    for (std::size_t c = 0; c < image_column_count; ++c) {
+      const column_span span = layout.byte_spans[c];
+      view.columns_.pointers[c] =
+          span.is_empty() ? nullptr : reinterpret_cast<const std::uint32_t*>(base + span.offset);
+    }
+    view.columns_.counts = layout.words.counts();
     view.fault_ = fault;
-    view.row_count_ = layout.words.row_count;
-    view.child_count_ = layout.words.child_count;
-    view.group_count_ = layout.words.eclass_group_count;
     return view;
   }
 };
-
-//! Bytes the view's columns must have, from the layout's counts.
-inline std::uint64_t expected_column_bytes(const image_layout& words, image_column which) noexcept {
-  const std::uint64_t rows = words.row_count;
-  switch (which) {
-    case image_column::children: return std::uint64_t{words.child_count} * 4u;
-    case image_column::group_eclass_ids: return std::uint64_t{words.eclass_group_count} * 4u;
-    case image_column::group_offsets: return (std::uint64_t{words.eclass_group_count} + 1u) * 4u;
-    default: return rows * 4u;
-  }
-}
 
 //! Every check of a view over `buffer`: fault record inside the buffer, each column inside the
 //! image bytes, 4-byte aligned, as long as its count says, and no pointer arithmetic that wraps.
@@ -119,8 +98,8 @@ inline expected<kernel_view> make_checked_view(const resident_image& image,
                     .with("buffer_bytes", buffer.bytes));
   for (std::size_t c = 0; c < image_column_count; ++c) {
     const auto which = static_cast<image_column>(c);
-    const byte_span span = layout.column(which);
-    const std::uint64_t want = expected_column_bytes(layout.words, which);
+    const column_span span = layout.column(which);
+    const std::uint64_t want = column_length(which, layout.words.counts()) * 4u;
     if (span.length != want)
       return fail(error(errc::invalid_layout,
                         "kernel_view: column length does not match the layout's counts")
@@ -215,7 +194,7 @@ expected<resident_image> upload_image(backend<Policies>& gpu, const image_ref& i
 
 //! Downloads a resident image into a host image (host byte order), validated on the way in.
 template <class Policies>
-expected<device_image> download_image(backend<Policies>& gpu, const resident_image& image) noexcept {
+expected<host_image> download_image(backend<Policies>& gpu, const resident_image& image) noexcept {
   const std::uint64_t words = image.word_count();
   VYRE_TRY_ASSIGN(auto storage, allocate_words(words, "download: host image words"));
   const std::span<std::byte> destination(reinterpret_cast<std::byte*>(storage.get()),
@@ -230,7 +209,7 @@ expected<device_image> download_image(backend<Policies>& gpu, const resident_ima
   VYRE_TRY(validate_image(image_ref{
       cuda::std::span<const std::uint32_t>(storage.get(), static_cast<std::size_t>(words)),
       layout}));
-  return device_image::adopt(std::move(storage), layout);
+  return host_image::adopt(std::move(storage), layout);
 }
 
 //! Reads and clears the fault record of `image`'s views after the kernels that used them.
@@ -274,7 +253,7 @@ typename backend<Policies>::template result<resident_image> upload_to_backend(
 }
 template <class Policies>
 typename backend<Policies>::template result<resident_image> upload_to_backend(
-    backend<Policies>& gpu, const device_image& image) {
+    backend<Policies>& gpu, const host_image& image) {
   return upload_to_backend(gpu, image.ref());
 }
 template <class Policies>
@@ -303,7 +282,7 @@ typename backend<Policies>::template result<kernel_view> kernel_view_of(
 
 //! Downloads a resident image for verification: the round trip is byte-identical.
 template <class Policies>
-typename backend<Policies>::template result<device_image> download(backend<Policies>& gpu,
+typename backend<Policies>::template result<host_image> download(backend<Policies>& gpu,
                                                                    const resident_image& image) {
   return apply_error_policy<typename Policies::error_policy>(detail::download_image(gpu, image));
 }

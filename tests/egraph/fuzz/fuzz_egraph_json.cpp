@@ -23,6 +23,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (root >= loaded->eclass_ids.size()) std::abort();
   if (!snap.validate<expect>()) std::abort();
   const auto image = vyre::egraph::pack<expect>(snap);
-  if (!image || image->layout().eclass_group_count != loaded->eclass_ids.size()) std::abort();
+  if (!image || image->layout().group_count != loaded->eclass_ids.size()) std::abort();
   return 0;
 }

@@ -21,7 +21,7 @@
 #include <cuda/std/atomic>
 #include <cuda_runtime_api.h>
 
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
@@ -262,11 +262,11 @@ VYRE_KERNEL void iota_kernel(std::uint32_t* out, std::uint32_t count) {
 
 //! dense_child[i] = group index of child i (0 plus a status flag when it names no group).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void dense_children_kernel(packed_ref image, std::uint32_t* dense_child,
+VYRE_KERNEL void dense_children_kernel(image_columns image, std::uint32_t* dense_child,
                                        device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.child_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t g = find_sorted(image.group_eclass, image.group_count(), image.children[i]);
+    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;

@@ -37,7 +37,7 @@ struct snapshot_columns {
 
 //! Grouping of rows by e-class, computed once and consumed by `emit`.
 struct grouping {
-  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  // Out-of-line special members: see host_image (nvcc would infer them host-device).
   grouping() noexcept;
   ~grouping();
   grouping(grouping&&) noexcept;
@@ -318,11 +318,11 @@ inline expected<grouping> analyze(const snapshot_columns& in, const snapshot_lim
 //! array of a dense grouping (it becomes the scatter cursors).
 inline void emit(const snapshot_columns& in, grouping& groups, const image_layout& layout,
                  std::uint32_t* out) noexcept {
-  std::uint32_t* eclass_ids = out + layout.row_eclass_ids.offset;
-  std::uint32_t* op_ids = out + layout.row_language_op_ids.offset;
-  std::uint32_t* offsets = out + layout.row_children_offsets.offset;
-  std::uint32_t* lengths = out + layout.row_children_lens.offset;
-  std::uint32_t* signatures = out + layout.row_signatures.offset;
+  std::uint32_t* eclass_ids = out + layout.offset(image_column::row_eclass_ids);
+  std::uint32_t* op_ids = out + layout.offset(image_column::row_language_op_ids);
+  std::uint32_t* offsets = out + layout.offset(image_column::row_children_offsets);
+  std::uint32_t* lengths = out + layout.offset(image_column::row_children_lens);
+  std::uint32_t* signatures = out + layout.offset(image_column::row_signatures);
   const std::uint32_t* children = in.children.data();
   const std::size_t n = in.rows.size();
   for (std::size_t r = 0; r < n; ++r) {
@@ -335,11 +335,11 @@ inline void emit(const snapshot_columns& in, grouping& groups, const image_layou
         row_signature(current.op, children + current.children_offset, current.children_length);
   }
   if (!in.children.empty())
-    std::memcpy(out + layout.children.offset, children, in.children.size_bytes());
+    std::memcpy(out + layout.offset(image_column::children), children, in.children.size_bytes());
 
-  std::uint32_t* group_ids = out + layout.group_eclass_ids.offset;
-  std::uint32_t* group_offsets = out + layout.group_offsets.offset;
-  std::uint32_t* group_rows = out + layout.group_rows.offset;
+  std::uint32_t* group_ids = out + layout.offset(image_column::group_eclass_ids);
+  std::uint32_t* group_offsets = out + layout.offset(image_column::group_offsets);
+  std::uint32_t* group_rows = out + layout.offset(image_column::group_rows);
   if (groups.dense) {
     std::uint32_t g = 0;
     std::uint32_t running = 0;

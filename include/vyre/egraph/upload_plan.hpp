@@ -2,6 +2,7 @@
 //! @file
 //! Upload planning: the byte layout of an image on the device (each column's byte offset and
 //! length, checked), as an owning plan (holds the image) or a borrowed one (refers to words).
+//! `backend.upload` (egraph/resident.cuh) does the copy.
 #pragma once
 
 #include <cstddef>
@@ -18,61 +19,24 @@
 
 namespace vyre::egraph {
 
-//! A column on the device: `length` bytes at byte `offset` of the image allocation.
-struct byte_span {
-  std::uint64_t offset = 0;
-  std::uint64_t length = 0;
-  VYRE_HOST_DEVICE constexpr std::uint64_t end() const noexcept { return offset + length; }
-  VYRE_HOST_DEVICE constexpr bool is_empty() const noexcept { return length == 0; }
-  friend constexpr bool operator==(const byte_span&, const byte_span&) = default;
-};
-
-//! The device byte layout of an image: the word layout times 4, column by column.
+//! The device byte layout of an image: the word layout times 4, column by column (checked).
 struct upload_layout {
   image_layout words;  //!< the word layout it was computed from
-  byte_span row_eclass_ids;
-  byte_span row_language_op_ids;
-  byte_span row_children_offsets;
-  byte_span row_children_lens;
-  byte_span row_signatures;
-  byte_span children;
-  byte_span group_eclass_ids;
-  byte_span group_offsets;
-  byte_span group_rows;
+  //! Each column's bytes in the image allocation, indexed by `image_column`.
+  cuda::std::array<column_span, image_column_count> byte_spans{};
   std::uint64_t total_bytes = 0;
 
-  VYRE_HOST_DEVICE constexpr byte_span column(image_column which) const noexcept {
-    switch (which) {
-      case image_column::row_eclass_ids: return row_eclass_ids;
-      case image_column::row_language_op_ids: return row_language_op_ids;
-      case image_column::row_children_offsets: return row_children_offsets;
-      case image_column::row_children_lens: return row_children_lens;
-      case image_column::row_signatures: return row_signatures;
-      case image_column::children: return children;
-      case image_column::group_eclass_ids: return group_eclass_ids;
-      case image_column::group_offsets: return group_offsets;
-      case image_column::group_rows: return group_rows;
-    }
-    return {};
+  //! The bytes of `which`.
+  VYRE_HOST_DEVICE constexpr column_span column(image_column which) const noexcept {
+    return byte_spans[column_index(which)];
+  }
+  //! The first byte of `which`.
+  VYRE_HOST_DEVICE constexpr std::uint64_t offset(image_column which) const noexcept {
+    return byte_spans[column_index(which)].offset;
   }
 };
 
 namespace detail {
-inline byte_span& upload_column(upload_layout& layout, image_column which) noexcept {
-  switch (which) {
-    case image_column::row_eclass_ids: return layout.row_eclass_ids;
-    case image_column::row_language_op_ids: return layout.row_language_op_ids;
-    case image_column::row_children_offsets: return layout.row_children_offsets;
-    case image_column::row_children_lens: return layout.row_children_lens;
-    case image_column::row_signatures: return layout.row_signatures;
-    case image_column::children: return layout.children;
-    case image_column::group_eclass_ids: return layout.group_eclass_ids;
-    case image_column::group_offsets: return layout.group_offsets;
-    case image_column::group_rows: break;
-  }
-  return layout.group_rows;
-}
-
 //! Byte layout of `layout` over `word_count` words: every span must lie inside the words, and
 //! every word-to-byte conversion is checked (the error names the column).
 inline expected<upload_layout> compute_upload_layout(const image_layout& layout,
@@ -96,7 +60,7 @@ inline expected<upload_layout> compute_upload_layout(const image_layout& layout,
     auto length = words_to_bytes(span.length, "plan_upload: column byte length overflows u64");
     if (!offset) return fail(offset.error().about(image_column_name(which)));
     if (!length) return fail(length.error().about(image_column_name(which)));
-    upload_column(result, which) = byte_span{*offset, *length};
+    result.byte_spans[c] = column_span{*offset, *length};
   }
   auto total = words_to_bytes(word_count, "plan_upload: image byte length overflows u64");
   if (!total) return fail(total.error().about("image"));
@@ -126,14 +90,14 @@ class upload_plan_ref {
 //! An owning upload plan: holds the image it describes.
 class upload_plan {
  public:
-  upload_plan(device_image image, const upload_layout& layout) noexcept;
-  // Out-of-line special members: see device_image (nvcc would infer them host-device).
+  upload_plan(host_image image, const upload_layout& layout) noexcept;
+  // Out-of-line special members: see host_image (nvcc would infer them host-device).
   ~upload_plan();
   upload_plan(upload_plan&&) noexcept;
   upload_plan& operator=(upload_plan&&) noexcept;
   const upload_layout& layout() const noexcept { return layout_; }
   std::uint64_t total_bytes() const noexcept { return layout_.total_bytes; }
-  const device_image& image() const noexcept { return image_; }
+  const host_image& image() const noexcept { return image_; }
   cuda::std::span<const std::uint32_t> words() const noexcept { return image_.words(); }
   cuda::std::span<const std::byte> bytes() const noexcept {
     return {reinterpret_cast<const std::byte*>(image_.words().data()), image_.words().size_bytes()};
@@ -142,11 +106,11 @@ class upload_plan {
   upload_plan_ref ref() const noexcept { return {image_.words(), layout_}; }
 
  private:
-  device_image image_;
+  host_image image_;
   upload_layout layout_;
 };
 
-inline upload_plan::upload_plan(device_image image, const upload_layout& layout) noexcept
+inline upload_plan::upload_plan(host_image image, const upload_layout& layout) noexcept
     : image_(std::move(image)), layout_(layout) {}
 inline upload_plan::~upload_plan() = default;
 inline upload_plan::upload_plan(upload_plan&&) noexcept = default;
@@ -155,7 +119,7 @@ inline upload_plan& upload_plan::operator=(upload_plan&&) noexcept = default;
 //! Plans the upload of an image it takes over: the plan owns the words.
 //! @throws vyre::error_exception `errc::invalid_layout` or `errc::overflow` naming the column.
 template <class OnError = on_error::throw_exception>
-result_t<OnError, upload_plan> plan_upload(device_image&& image) {
+result_t<OnError, upload_plan> plan_upload(host_image&& image) {
   auto run = [&]() -> expected<upload_plan> {
     VYRE_TRY_ASSIGN(const upload_layout layout,
                     detail::compute_upload_layout(image.layout(), image.words().size()));
@@ -179,7 +143,7 @@ result_t<OnError, upload_plan_ref> plan_upload(const image_ref& image) {
 
 //! @overload Borrows the words of `image` (which must outlive the plan).
 template <class OnError = on_error::throw_exception>
-result_t<OnError, upload_plan_ref> plan_upload(const device_image& image) {
+result_t<OnError, upload_plan_ref> plan_upload(const host_image& image) {
   return plan_upload<OnError>(image.ref());
 }
 

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! CPU references of the GPU algorithms: packing (the device build's reference), congruence
-//! closure in egg's rebuild style, and bottom-up tree-cost extraction. Single-threaded, plain
-//! C++20 (compiles with g++ alone); tests compare the device against them, benchmarks use them
-//! as the baseline, and users without a GPU can use them directly.
+//! The CPU engine: packing (what the device build must equal), congruence closure in egg's
+//! rebuild style, and bottom-up tree-cost extraction, with the same results as the device
+//! algorithms. `dispatch::automatic` runs it for host e-graphs below the measured crossover and
+//! the tools run it without a GPU; tests compare the device against it. Single-threaded, plain
+//! C++20 (compiles with g++ alone). The `*_reference` names are historical.
 //!
 //! E-class ids may be any u32 (sparse is fine). Every entry point validates its input and
 //! returns `vyre::expected`; nothing throws.
@@ -29,7 +30,7 @@
 #include <cuda/std/span>
 
 #include "vyre/algorithms/detail/signature.hpp"
-#include "vyre/algorithms/rows.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
@@ -41,23 +42,25 @@ inline constexpr std::uint32_t no_row = 0xFFFFFFFFu;
 
 //! Owning host rows in producer form (see `raw_rows_ref`).
 struct raw_rows {
-  std::vector<std::uint32_t> eclass;
-  std::vector<std::uint32_t> op;
-  std::vector<std::uint32_t> children_length;
+  std::vector<std::uint32_t> row_eclass_ids;
+  std::vector<std::uint32_t> row_language_op_ids;
+  std::vector<std::uint32_t> row_children_lens;
   std::vector<std::uint32_t> children;
 
-  std::uint32_t row_count() const noexcept { return static_cast<std::uint32_t>(eclass.size()); }
+  std::uint32_t row_count() const noexcept {
+    return static_cast<std::uint32_t>(row_eclass_ids.size());
+  }
   raw_rows_ref ref() const noexcept {
-    return {eclass.data(), op.data(), children_length.data(), children.data(), row_count(),
-            static_cast<std::uint32_t>(children.size())};
+    return {row_eclass_ids.data(), row_language_op_ids.data(), row_children_lens.data(),
+            children.data(),       row_count(),                static_cast<std::uint32_t>(children.size())};
   }
 };
 
 //! An owning host packed image: the words plus where the columns are.
 struct host_packed_image {
   std::vector<std::uint32_t> words;
-  packed_layout layout;
-  packed_ref ref() const noexcept { return packed_ref::from_words(words.data(), layout); }
+  image_layout layout;
+  image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
 };
 
 //! What congruence closure found.
@@ -86,10 +89,10 @@ namespace detail {
 
 //! Rows with explicit children offsets, host pointers: what the references iterate over.
 struct host_rows {
-  const std::uint32_t* eclass;
-  const std::uint32_t* op;
-  const std::uint32_t* offset;
-  const std::uint32_t* length;
+  const std::uint32_t* row_eclass_ids;
+  const std::uint32_t* row_language_op_ids;
+  const std::uint32_t* row_children_offsets;
+  const std::uint32_t* row_children_lens;
   const std::uint32_t* children;
   std::uint32_t row_count;
   std::uint32_t child_count;
@@ -102,7 +105,7 @@ inline expected<std::vector<std::uint32_t>> prefix_offsets(const raw_rows_ref& r
   std::uint64_t running = 0;
   for (std::uint32_t r = 0; r < rows.row_count; ++r) {
     offsets[r] = static_cast<std::uint32_t>(running);
-    running += rows.children_length[r];
+    running += rows.row_children_lens[r];
     if (running > rows.child_count)
       return fail(error(errc::out_of_range,
                         "raw rows: children lengths run past the children column")
@@ -130,7 +133,7 @@ struct dense_classes {
 inline expected<dense_classes> densify(const host_rows& rows) {
   dense_classes dense;
   VYRE_TRY(try_resize(dense.ids, rows.row_count, "reference: e-class ids"));
-  std::copy(rows.eclass, rows.eclass + rows.row_count, dense.ids.begin());
+  std::copy(rows.row_eclass_ids, rows.row_eclass_ids + rows.row_count, dense.ids.begin());
   std::sort(dense.ids.begin(), dense.ids.end());
   dense.ids.erase(std::unique(dense.ids.begin(), dense.ids.end()), dense.ids.end());
   VYRE_TRY(try_resize(dense.of_row, rows.row_count, "reference: row e-class indices"));
@@ -140,13 +143,13 @@ inline expected<dense_classes> densify(const host_rows& rows) {
         std::lower_bound(dense.ids.begin(), dense.ids.end(), id) - dense.ids.begin());
   };
   for (std::uint32_t r = 0; r < rows.row_count; ++r) {
-    dense.of_row[r] = index_of(rows.eclass[r]);
-    for (std::uint32_t k = 0; k < rows.length[r]; ++k) {
-      const std::uint64_t entry = std::uint64_t{rows.offset[r]} + k;
+    dense.of_row[r] = index_of(rows.row_eclass_ids[r]);
+    for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k) {
+      const std::uint64_t entry = std::uint64_t{rows.row_children_offsets[r]} + k;
       if (entry >= rows.child_count)
         return fail(error(errc::out_of_range, "rows: a row's children run past the children column")
                         .with("row", r)
-                        .with("children_end", std::uint64_t{rows.offset[r]} + rows.length[r])
+                        .with("children_end", std::uint64_t{rows.row_children_offsets[r]} + rows.row_children_lens[r])
                         .with("child_count", rows.child_count)
                         .fix("fix the row's children offset and length"));
       const std::uint32_t child = rows.children[entry];
@@ -164,13 +167,13 @@ inline expected<dense_classes> densify(const host_rows& rows) {
 
 inline expected<host_rows> rows_of(const raw_rows_ref& rows, std::vector<std::uint32_t>& offsets) {
   VYRE_TRY_ASSIGN(offsets, prefix_offsets(rows));
-  return host_rows{rows.eclass,          rows.op,        offsets.data(), rows.children_length,
+  return host_rows{rows.row_eclass_ids,          rows.row_language_op_ids,        offsets.data(), rows.row_children_lens,
                    rows.children,        rows.row_count, rows.child_count};
 }
 
-inline host_rows rows_of(const packed_ref& image) noexcept {
-  return host_rows{image.eclass,          image.op,           image.children_offset,
-                   image.children_length, image.children,     image.row_count(),
+inline host_rows rows_of(const image_columns& image) noexcept {
+  return host_rows{image.row_eclass_ids(),    image.row_language_op_ids(), image.row_children_offsets(),
+                   image.row_children_lens(), image.children(),            image.row_count(),
                    image.child_count()};
 }
 
@@ -210,16 +213,16 @@ struct canonical_row_hash {
   const host_rows* rows;
   const std::uint32_t* canon;
   std::size_t operator()(std::uint32_t r) const noexcept {
-    return row_signature(rows->op[r], canon + rows->offset[r], rows->length[r]);
+    return row_signature(rows->row_language_op_ids[r], canon + rows->row_children_offsets[r], rows->row_children_lens[r]);
   }
 };
 struct canonical_row_equal {
   const host_rows* rows;
   const std::uint32_t* canon;
   bool operator()(std::uint32_t a, std::uint32_t b) const noexcept {
-    return rows->op[a] == rows->op[b] && rows->length[a] == rows->length[b] &&
-           std::equal(canon + rows->offset[a], canon + rows->offset[a] + rows->length[a],
-                      canon + rows->offset[b]);
+    return rows->row_language_op_ids[a] == rows->row_language_op_ids[b] && rows->row_children_lens[a] == rows->row_children_lens[b] &&
+           std::equal(canon + rows->row_children_offsets[a], canon + rows->row_children_offsets[a] + rows->row_children_lens[a],
+                      canon + rows->row_children_offsets[b]);
   }
 };
 
@@ -240,8 +243,8 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
   std::vector<std::vector<std::uint32_t>> parents;
   VYRE_TRY(try_resize(parents, class_count, "reference: parent lists"));
   for (std::uint32_t r = 0; r < row_count; ++r)
-    for (std::uint32_t k = 0; k < rows.length[r]; ++k) {
-      auto& list = parents[canon[rows.offset[r] + k]];
+    for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k) {
+      auto& list = parents[canon[rows.row_children_offsets[r] + k]];
       if (list.empty() || list.back() != r) list.push_back(r);
     }
 
@@ -274,8 +277,8 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
           memo.erase(r);
           in_memo[r] = 0;
         }
-        for (std::uint32_t k = 0; k < rows.length[r]; ++k) {
-          std::uint32_t& child = canon[rows.offset[r] + k];
+        for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k) {
+          std::uint32_t& child = canon[rows.row_children_offsets[r] + k];
           child = sets.find(child);
         }
         const auto [it, inserted] = memo.insert(r);
@@ -325,11 +328,11 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
     for (std::uint32_t r = 0; r < row_count; ++r) {
       if (!seen.insert(r).second) continue;
       result.kept_rows.push_back(r);
-      out.eclass.push_back(dense.ids[sets.find(dense.of_row[r])]);
-      out.op.push_back(rows.op[r]);
-      out.children_length.push_back(rows.length[r]);
-      for (std::uint32_t k = 0; k < rows.length[r]; ++k)
-        out.children.push_back(dense.ids[sets.find(canon[rows.offset[r] + k])]);
+      out.row_eclass_ids.push_back(dense.ids[sets.find(dense.of_row[r])]);
+      out.row_language_op_ids.push_back(rows.row_language_op_ids[r]);
+      out.row_children_lens.push_back(rows.row_children_lens[r]);
+      for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
+        out.children.push_back(dense.ids[sets.find(canon[rows.row_children_offsets[r] + k])]);
     }
   } catch (const std::bad_alloc&) {
     return fail(error(errc::out_of_memory, "congruence_reference: rebuilt rows")
@@ -351,30 +354,30 @@ inline expected<host_packed_image> pack_reference(const raw_rows_ref& rows) {
   VYRE_TRY_ASSIGN(const detail::host_rows view, detail::rows_of(rows, offsets));
   VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
   host_packed_image image;
-  image.layout = packed_layout{rows.row_count, rows.child_count,
-                               static_cast<std::uint32_t>(dense.ids.size())};
+  image.layout = image_layout::for_counts(rows.row_count, rows.child_count,
+                               static_cast<std::uint32_t>(dense.ids.size()));
   VYRE_TRY(try_resize(image.words, static_cast<std::size_t>(image.layout.word_count()),
                       "pack_reference: image words"));
   std::uint32_t* words = image.words.data();
-  const packed_layout& at = image.layout;
+  const image_layout& at = image.layout;
   for (std::uint32_t r = 0; r < rows.row_count; ++r) {
-    words[at.row_eclass_ids() + r] = rows.eclass[r];
-    words[at.row_language_op_ids() + r] = rows.op[r];
-    words[at.row_children_offsets() + r] = offsets[r];
-    words[at.row_children_lens() + r] = rows.children_length[r];
-    words[at.row_signatures() + r] =
-        detail::row_signature(rows.op[r], rows.children + offsets[r], rows.children_length[r]);
+    words[at.offset(image_column::row_eclass_ids) + r] = rows.row_eclass_ids[r];
+    words[at.offset(image_column::row_language_op_ids) + r] = rows.row_language_op_ids[r];
+    words[at.offset(image_column::row_children_offsets) + r] = offsets[r];
+    words[at.offset(image_column::row_children_lens) + r] = rows.row_children_lens[r];
+    words[at.offset(image_column::row_signatures) + r] =
+        detail::row_signature(rows.row_language_op_ids[r], rows.children + offsets[r], rows.row_children_lens[r]);
   }
-  std::copy(rows.children, rows.children + rows.child_count, words + at.children());
-  std::copy(dense.ids.begin(), dense.ids.end(), words + at.group_eclass_ids());
+  std::copy(rows.children, rows.children + rows.child_count, words + at.offset(image_column::children));
+  std::copy(dense.ids.begin(), dense.ids.end(), words + at.offset(image_column::group_eclass_ids));
   // Counting sort of row indices by dense class: stable, so rows ascend inside each group.
-  std::uint32_t* group_offsets = words + at.group_offsets();
+  std::uint32_t* group_offsets = words + at.offset(image_column::group_offsets);
   std::fill(group_offsets, group_offsets + at.group_count + 1, 0u);
   for (std::uint32_t r = 0; r < rows.row_count; ++r) ++group_offsets[dense.of_row[r] + 1];
   for (std::uint32_t g = 0; g < at.group_count; ++g) group_offsets[g + 1] += group_offsets[g];
   std::vector<std::uint32_t> cursor(group_offsets, group_offsets + at.group_count);
   for (std::uint32_t r = 0; r < rows.row_count; ++r)
-    words[at.group_rows() + cursor[dense.of_row[r]]++] = r;
+    words[at.offset(image_column::group_rows) + cursor[dense.of_row[r]]++] = r;
   return image;
 }
 
@@ -392,7 +395,7 @@ inline expected<congruence_result> congruence_reference(const raw_rows_ref& rows
 }
 
 //! @overload The rows of a packed host image (its explicit children offsets are used).
-inline expected<congruence_result> congruence_reference(const packed_ref& image) {
+inline expected<congruence_result> congruence_reference(const image_columns& image) {
   const detail::host_rows view = detail::rows_of(image);
   VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
   return detail::congruence(view, dense);
@@ -433,8 +436,8 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
   std::fill(result.cost.begin(), result.cost.end(), infinity);
   const auto row_cost = [&](std::uint32_t r) {
     double total = node_cost[r];  // children summed left to right, as the device does
-    for (std::uint32_t k = 0; k < rows.length[r]; ++k)
-      total += result.cost[dense.of_child[rows.offset[r] + k]];
+    for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
+      total += result.cost[dense.of_child[rows.row_children_offsets[r] + k]];
     return total;
   };
   // Parents: for each class, the rows that name it as a child (CSR).
@@ -443,14 +446,14 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
   VYRE_TRY(try_resize(parent_rows, rows.child_count, "extract: parent rows"));
   std::fill(parent_start.begin(), parent_start.end(), 0u);
   for (std::uint32_t r = 0; r < rows.row_count; ++r)
-    for (std::uint32_t k = 0; k < rows.length[r]; ++k)
-      ++parent_start[dense.of_child[rows.offset[r] + k] + 1];
+    for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
+      ++parent_start[dense.of_child[rows.row_children_offsets[r] + k] + 1];
   for (std::uint32_t g = 0; g < class_count; ++g) parent_start[g + 1] += parent_start[g];
   {
     std::vector<std::uint32_t> cursor(parent_start.begin(), parent_start.end() - 1);
     for (std::uint32_t r = 0; r < rows.row_count; ++r)
-      for (std::uint32_t k = 0; k < rows.length[r]; ++k)
-        parent_rows[cursor[dense.of_child[rows.offset[r] + k]]++] = r;
+      for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
+        parent_rows[cursor[dense.of_child[rows.row_children_offsets[r] + k]]++] = r;
   }
   // Passes over a worklist of rows (the first pass sees every row, in row order; later passes
   // the parents of classes whose cost dropped), updating in place. Chaotic iteration of this
@@ -529,7 +532,7 @@ inline expected<extraction_result> extract_reference(const raw_rows_ref& rows,
 }
 
 //! @overload The rows of a packed host image.
-inline expected<extraction_result> extract_reference(const packed_ref& image,
+inline expected<extraction_result> extract_reference(const image_columns& image,
                                                      cuda::std::span<const double> node_cost,
                                                      cuda::std::span<const std::uint32_t> roots) {
   const detail::host_rows view = detail::rows_of(image);

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Staging: copy host words into a buffer bound for the device, in the image's little-endian
-//! byte order, as the staging policy says (byte-swap on big-endian hosts or when forced).
+//! Byte order of device-bound words: copy host words into a buffer bound for the device in the
+//! image's little-endian byte order, as the staging policy says (byte-swap on big-endian hosts
+//! or when forced), and `copy_for_dma`, the cache-friendly fill of pinned staging. How uploads
+//! are cut into chunks is runtime/staging_plan.hpp.
 #pragma once
 
 #include <cstddef>
