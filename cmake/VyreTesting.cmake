@@ -32,7 +32,10 @@ function(vyre_add_host_test)
   target_link_libraries(${ARG_NAME} PRIVATE vyre::vyre vyre_catch_main ${ARG_LIBRARIES})
   target_include_directories(${ARG_NAME} PRIVATE "${PROJECT_SOURCE_DIR}/tests/support")
   vyre_test_warnings(${ARG_NAME})
-  catch_discover_tests(${ARG_NAME} TEST_PREFIX "${ARG_NAME}." DISCOVERY_MODE PRE_TEST)
+  # --warn NoTests: an entry whose name matches no test case (a ';' in a test name splits it
+  # into two such entries) fails instead of passing without running anything.
+  catch_discover_tests(${ARG_NAME} TEST_PREFIX "${ARG_NAME}." DISCOVERY_MODE PRE_TEST
+                       EXTRA_ARGS --warn NoTests)
 endfunction()
 
 function(vyre_add_gpu_test)

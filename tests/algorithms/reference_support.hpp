@@ -1,11 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// Test support shared by the host and GPU tests: small e-graph builders, a naive congruence
-// oracle, and a search for two rows whose signatures collide.
+// Test support shared by the host and GPU tests: small e-graph builders, naive congruence and
+// extraction oracles (written independently of vyre/algorithms/reference.hpp) with checks of a
+// reference result against them, and a search for two rows whose signatures collide.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -62,6 +70,219 @@ inline std::map<std::uint32_t, std::uint32_t> naive_congruence(const raw_rows& r
   std::map<std::uint32_t, std::uint32_t> out;
   for (const auto& [id, parent] : rep) out[id] = find(id);
   return out;
+}
+
+// What a correct congruence result must be, derived from the naive oracle's partition: the
+// class map, and the rebuilt rows (each original row with its e-class and children mapped to
+// their representatives; the first row of each distinct (op, children) kept, in row order).
+// Besides equality, checks directly that the rebuilt rows are canonical (every e-class and
+// child is a representative) and free of duplicate rows. Returns "" when all hold, else what
+// differs first.
+inline std::string congruence_mismatch(const raw_rows& rows,
+                                       const vyre::algorithms::congruence_result& result) {
+  std::ostringstream out;
+  const std::map<std::uint32_t, std::uint32_t> oracle = naive_congruence(rows);
+  if (result.eclass_ids.size() != oracle.size() ||
+      result.representative.size() != result.eclass_ids.size()) {
+    out << "class count: result " << result.eclass_ids.size() << " ("
+        << result.representative.size() << " representatives), oracle " << oracle.size();
+    return out.str();
+  }
+  std::size_t i = 0;
+  for (const auto& [id, rep] : oracle) {
+    if (result.eclass_ids[i] != id || result.representative[i] != rep) {
+      out << "class " << i << ": result id " << result.eclass_ids[i] << " -> "
+          << result.representative[i] << ", oracle id " << id << " -> " << rep;
+      return out.str();
+    }
+    ++i;
+  }
+  // The expected rebuilt rows.
+  raw_rows expected;
+  std::vector<std::uint32_t> expected_kept;
+  std::set<std::vector<std::uint32_t>> seen;
+  std::size_t at = 0;
+  for (std::uint32_t r = 0; r < rows.row_count(); ++r) {
+    std::vector<std::uint32_t> key{rows.op[r], rows.children_length[r]};
+    for (std::uint32_t k = 0; k < rows.children_length[r]; ++k)
+      key.push_back(oracle.at(rows.children[at + k]));
+    at += rows.children_length[r];
+    if (!seen.insert(key).second) continue;
+    expected_kept.push_back(r);
+    add_row(expected, oracle.at(rows.eclass[r]), rows.op[r],
+            std::vector<std::uint32_t>(key.begin() + 2, key.end()));
+  }
+  const raw_rows& got = result.rebuilt;
+  if (result.kept_rows != expected_kept || got.eclass != expected.eclass || got.op != expected.op ||
+      got.children_length != expected.children_length || got.children != expected.children) {
+    out << "rebuilt rows differ from the oracle's: result " << got.row_count() << " rows ("
+        << result.kept_rows.size() << " kept), oracle " << expected.row_count() << " rows";
+    return out.str();
+  }
+  // Canonical and duplicate-free, checked on the result itself.
+  const auto is_representative = [&](std::uint32_t id) {
+    const auto it = oracle.find(id);
+    return it != oracle.end() && it->second == id;
+  };
+  std::set<std::vector<std::uint32_t>> distinct;
+  at = 0;
+  for (std::uint32_t r = 0; r < got.row_count(); ++r) {
+    if (!is_representative(got.eclass[r])) {
+      out << "rebuilt row " << r << ": e-class " << got.eclass[r] << " is not a representative";
+      return out.str();
+    }
+    std::vector<std::uint32_t> key{got.op[r], got.children_length[r]};
+    for (std::uint32_t k = 0; k < got.children_length[r]; ++k) {
+      const std::uint32_t child = got.children[at + k];
+      if (!is_representative(child)) {
+        out << "rebuilt row " << r << ": child " << k << " (e-class " << child
+            << ") is not a representative";
+        return out.str();
+      }
+      key.push_back(child);
+    }
+    at += got.children_length[r];
+    if (!distinct.insert(key).second) {
+      out << "rebuilt row " << r << " repeats the op and children of an earlier row";
+      return out.str();
+    }
+  }
+  return {};
+}
+
+// Naive extraction oracle: Bellman-Ford style rounds over every row, each round computing
+// every class's cost from the previous round's costs (cost(row) = node cost + the cost of each
+// child, counted as often as listed; cost(class) = min over its rows), from +infinity until a
+// round changes nothing. Returns e-class id -> cost (+infinity if it has no finite tree), or
+// nothing when costs still fall after #classes + 1 rounds (a negative cycle).
+inline std::optional<std::map<std::uint32_t, double>> naive_extraction(
+    const raw_rows& rows, const std::vector<double>& node_cost) {
+  constexpr double infinity = std::numeric_limits<double>::infinity();
+  std::map<std::uint32_t, double> cost;
+  for (const std::uint32_t id : rows.eclass) cost[id] = infinity;
+  for (std::size_t round = 0; round <= cost.size() + 1; ++round) {
+    std::map<std::uint32_t, double> next = cost;
+    std::size_t at = 0;
+    for (std::uint32_t r = 0; r < rows.row_count(); ++r) {
+      double total = node_cost[r];
+      for (std::uint32_t k = 0; k < rows.children_length[r]; ++k)
+        total += cost.at(rows.children[at + k]);
+      at += rows.children_length[r];
+      double& best = next.at(rows.eclass[r]);
+      if (total < best) best = total;
+    }
+    if (next == cost) return cost;
+    cost.swap(next);
+  }
+  return std::nullopt;
+}
+
+// Whether `a` and `b` agree to a relative 1e-9 (or are both +infinity).
+inline bool close_costs(double a, double b) {
+  if (std::isinf(a) || std::isinf(b)) return a == b;
+  return std::abs(a - b) <= 1e-9 * (std::max)(1.0, std::abs(b));
+}
+
+// Checks an extraction result against the naive oracle, class by class: the class ids, each
+// cost (relative 1e-9), and each choice: a row of that class whose cost from the oracle's child
+// costs is the class's cost, with every child resolvable (a finite cost and a chosen row);
+// classes without a finite tree have no row chosen. Also the root cost. Returns "" when all
+// hold, else what differs first.
+inline std::string extraction_mismatch(const raw_rows& rows, const std::vector<double>& node_cost,
+                                       const std::vector<std::uint32_t>& roots,
+                                       const vyre::algorithms::extraction_result& result) {
+  std::ostringstream out;
+  const auto oracle = naive_extraction(rows, node_cost);
+  if (!oracle) return "the oracle found a negative cycle";
+  if (result.eclass_ids.size() != oracle->size() || result.cost.size() != oracle->size() ||
+      result.choice.size() != oracle->size()) {
+    out << "class count: result " << result.eclass_ids.size() << " ids, " << result.cost.size()
+        << " costs, " << result.choice.size() << " choices; oracle " << oracle->size();
+    return out.str();
+  }
+  std::vector<std::size_t> offset(rows.row_count() + std::size_t{1}, 0);
+  for (std::uint32_t r = 0; r < rows.row_count(); ++r)
+    offset[r + 1] = offset[r] + rows.children_length[r];
+  std::map<std::uint32_t, std::uint32_t> chosen;
+  for (std::size_t g = 0; g < result.eclass_ids.size(); ++g)
+    chosen[result.eclass_ids[g]] = result.choice[g];
+  std::size_t g = 0;
+  for (const auto& [id, cost] : *oracle) {
+    out << "class " << g << " (e-class " << id << "): ";
+    if (result.eclass_ids[g] != id) {
+      out << "result id " << result.eclass_ids[g];
+      return out.str();
+    }
+    if (!close_costs(result.cost[g], cost)) {
+      out << "cost " << result.cost[g] << ", oracle " << cost;
+      return out.str();
+    }
+    const std::uint32_t row = result.choice[g];
+    if (std::isinf(cost)) {
+      if (row != vyre::algorithms::no_row) {
+        out << "no finite tree, yet row " << row << " is chosen";
+        return out.str();
+      }
+      out.str("");
+      ++g;
+      continue;
+    }
+    if (row >= rows.row_count() || rows.eclass[row] != id) {
+      out << "chosen row " << row << " is not a row of this class";
+      return out.str();
+    }
+    double total = node_cost[row];
+    for (std::size_t k = offset[row]; k < offset[row + 1]; ++k) {
+      const std::uint32_t child = rows.children[k];
+      const double child_cost = oracle->at(child);
+      if (std::isinf(child_cost) || chosen.at(child) == vyre::algorithms::no_row) {
+        out << "chosen row " << row << " has child e-class " << child << " with no tree";
+        return out.str();
+      }
+      total += child_cost;
+    }
+    if (!close_costs(total, cost)) {
+      out << "chosen row " << row << " costs " << total << ", the class " << cost;
+      return out.str();
+    }
+    out.str("");
+    ++g;
+  }
+  // With every node cost positive, a child's cost is below its parent's: following the choices
+  // from the roots must reach leaves (a tree), never come back to a class on the path.
+  if (std::all_of(node_cost.begin(), node_cost.end(), [](double c) { return c > 0; })) {
+    std::map<std::uint32_t, int> state;  // absent: unseen, 1: on the path, 2: done
+    std::vector<std::pair<std::uint32_t, std::size_t>> path;  // class, next child entry
+    for (const std::uint32_t root : roots) {
+      if (state[root] != 0 || chosen.at(root) == vyre::algorithms::no_row) continue;
+      state[root] = 1;
+      path.emplace_back(root, offset[chosen.at(root)]);
+      while (!path.empty()) {
+        auto& [id, next] = path.back();
+        const std::uint32_t row = chosen.at(id);
+        if (next == offset[row + 1]) {
+          state[id] = 2;
+          path.pop_back();
+          continue;
+        }
+        const std::uint32_t child = rows.children[next++];
+        if (state[child] == 1) {
+          out << "the choices from root e-class " << root << " cycle through e-class " << child;
+          return out.str();
+        }
+        if (state[child] == 2) continue;
+        state[child] = 1;
+        path.emplace_back(child, offset[chosen.at(child)]);
+      }
+    }
+  }
+  double root_cost = 0;
+  for (const std::uint32_t root : roots) root_cost += oracle->at(root);
+  if (!close_costs(result.root_cost, root_cost)) {
+    out << "root cost " << result.root_cost << ", oracle " << root_cost;
+    return out.str();
+  }
+  return {};
 }
 
 // Two child pairs whose two-child rows with `op` have equal signatures. Children are spread

@@ -31,10 +31,13 @@ congruence_result congruence_of(const raw_rows& rows) {
   auto result = congruence_reference(rows.ref());
   REQUIRE(result.has_value());
   CHECK(class_map(*result) == vyre_test::naive_congruence(rows));
+  CHECK(vyre_test::congruence_mismatch(rows, *result) == "");
   return std::move(*result);
 }
 
-cuda::std::span<const double> span_of(const std::vector<double>& v) { return {v.data(), v.size()}; }
+cuda::std::span<const double> span_of(const std::vector<double>& v) {
+  return {v.data(), v.size()};
+}
 cuda::std::span<const std::uint32_t> span_of(const std::vector<std::uint32_t>& v) {
   return {v.data(), v.size()};
 }
@@ -193,13 +196,13 @@ TEST_CASE("congruence: a chain where each merge enables the next", "[congruence]
 TEST_CASE("congruence: diamonds, self-loops and rows with many children", "[congruence]") {
   SECTION("diamond") {
     raw_rows rows;
-    add_row(rows, 1, 0, {});       // x
-    add_row(rows, 2, 0, {});       // y == x
-    add_row(rows, 3, 1, {1});      // u = f(x)
-    add_row(rows, 4, 2, {2});      // v = g(y)
-    add_row(rows, 5, 3, {3, 4});   // h(u, v)
-    add_row(rows, 6, 3, {3, 4});   // h(u, v) again: 5 == 6
-    add_row(rows, 7, 1, {2});      // f(y) == u
+    add_row(rows, 1, 0, {});      // x
+    add_row(rows, 2, 0, {});      // y == x
+    add_row(rows, 3, 1, {1});     // u = f(x)
+    add_row(rows, 4, 2, {2});     // v = g(y)
+    add_row(rows, 5, 3, {3, 4});  // h(u, v)
+    add_row(rows, 6, 3, {3, 4});  // h(u, v) again: 5 == 6
+    add_row(rows, 7, 1, {2});     // f(y) == u
     const congruence_result result = congruence_of(rows);
     const auto map = class_map(result);
     CHECK(map.at(2) == 1);
@@ -330,7 +333,7 @@ TEST_CASE("extraction: tree costs, ties, repeated children", "[extract]") {
 
 TEST_CASE("extraction: classes reachable only through cycles stay infinite", "[extract]") {
   raw_rows rows;
-  add_row(rows, 1, 0, {2});     // 1 -> 2 -> 1: no leaf
+  add_row(rows, 1, 0, {2});  // 1 -> 2 -> 1: no leaf
   add_row(rows, 2, 0, {1});
   add_row(rows, 3, 1, {});      // leaf
   add_row(rows, 4, 2, {3, 4});  // self-loop, plus a way out
@@ -357,6 +360,108 @@ TEST_CASE("extraction: a deep chain converges and matches the closed form", "[ex
   REQUIRE(result.has_value());
   CHECK(result->root_cost == depth + 1.0);
   CHECK(result->rounds == depth + 1);  // one level per pass; the last pass queues nothing
+}
+
+TEST_CASE("extraction: every class's cost and choice agree with the naive oracle", "[extract]") {
+  const auto check = [](const raw_rows& rows, const std::vector<double>& cost,
+                        const std::vector<std::uint32_t>& roots) {
+    auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+    REQUIRE(result.has_value());
+    CHECK(vyre_test::extraction_mismatch(rows, cost, roots, *result) == "");
+  };
+  SECTION("ties, repeated children, cycles, classes without a tree") {
+    raw_rows rows;
+    add_row(rows, 0, 0, {1, 1});
+    add_row(rows, 0, 1, {});
+    add_row(rows, 1, 2, {});
+    add_row(rows, 2, 3, {});
+    add_row(rows, 2, 4, {});
+    add_row(rows, 5, 5, {6});
+    add_row(rows, 6, 5, {5});
+    add_row(rows, 7, 6, {2, 7});
+    add_row(rows, 7, 7, {2});
+    check(rows, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5});
+  }
+  SECTION("zero and negative node costs without a negative cycle") {
+    raw_rows rows;
+    add_row(rows, 1, 0, {2});
+    add_row(rows, 2, 0, {1});
+    add_row(rows, 2, 1, {});
+    add_row(rows, 3, 2, {1, 2, 1});
+    add_row(rows, 3, 3, {});
+    check(rows, {-3, 4, 0, 0, 1}, {1, 3});
+  }
+  SECTION("a deep chain in reverse row order, sparse ids") {
+    raw_rows rows;
+    for (std::uint32_t i = 500; i > 0; --i)
+      add_row(rows, 0x10000000u * (i % 16) + i, 1, {0x10000000u * ((i - 1) % 16) + i - 1});
+    add_row(rows, 0, 0, {});
+    check(rows, std::vector<double>(rows.row_count(), 1.5), {0x10000000u * 4 + 500});
+  }
+  SECTION("synthetic e-graphs") {
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+      auto graph = make_synthetic_egraph(
+          {.rows = 3000, .seed = seed, .window = 8, .sparse_ids = seed % 2 == 0});
+      REQUIRE(graph.has_value());
+      check(graph->rows, graph->cost, graph->roots);
+    }
+  }
+}
+
+TEST_CASE("extraction oracle check: a wrong cost, choice or root cost is reported", "[extract]") {
+  raw_rows rows;
+  add_row(rows, 0, 0, {1, 1});  // 20
+  add_row(rows, 0, 1, {});      // 5
+  add_row(rows, 1, 2, {});      // 10
+  add_row(rows, 2, 3, {2});     // no tree
+  const std::vector<double> cost{0, 5, 10, 1};
+  const std::vector<std::uint32_t> roots{0, 1};
+  auto result = extract_reference(rows.ref(), span_of(cost), span_of(roots));
+  REQUIRE(result.has_value());
+  REQUIRE(vyre_test::extraction_mismatch(rows, cost, roots, *result) == "");
+  auto wrong_cost = *result;
+  wrong_cost.cost[1] = 11;
+  CHECK(vyre_test::extraction_mismatch(rows, cost, roots, wrong_cost).find("cost 11") !=
+        std::string::npos);
+  auto wrong_choice = *result;
+  wrong_choice.choice[0] = 0;  // a row of class 0, but it costs 20, not 5
+  CHECK(vyre_test::extraction_mismatch(rows, cost, roots, wrong_choice).find("costs 20") !=
+        std::string::npos);
+  auto foreign_choice = *result;
+  foreign_choice.choice[0] = 2;  // a row of class 1
+  CHECK(vyre_test::extraction_mismatch(rows, cost, roots, foreign_choice).find("not a row") !=
+        std::string::npos);
+  auto treeless_choice = *result;
+  treeless_choice.choice[2] = 3;
+  CHECK(vyre_test::extraction_mismatch(rows, cost, roots, treeless_choice).find("no finite tree") !=
+        std::string::npos);
+  auto wrong_root = *result;
+  wrong_root.root_cost = 16;
+  CHECK(vyre_test::extraction_mismatch(rows, cost, roots, wrong_root).find("root cost") !=
+        std::string::npos);
+}
+
+TEST_CASE("congruence oracle check: a wrong partition or rebuild is reported", "[congruence]") {
+  raw_rows rows;
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 0, {});
+  add_row(rows, 3, 1, {1});
+  add_row(rows, 4, 1, {2});
+  auto result = congruence_reference(rows.ref());
+  REQUIRE(result.has_value());
+  REQUIRE(vyre_test::congruence_mismatch(rows, *result) == "");
+  auto split = *result;
+  split.representative[1] = 2;  // 2 kept apart from 1
+  CHECK(vyre_test::congruence_mismatch(rows, split).find("class 1") != std::string::npos);
+  auto stale_child = *result;
+  stale_child.rebuilt.children[0] = 2;  // not a representative
+  CHECK(vyre_test::congruence_mismatch(rows, stale_child).find("rebuilt rows differ") !=
+        std::string::npos);
+  auto duplicate = *result;
+  vyre_test::add_row(duplicate.rebuilt, 1, 0, {});
+  duplicate.kept_rows.push_back(1);
+  CHECK(vyre_test::congruence_mismatch(rows, duplicate).find("rebuilt rows differ") !=
+        std::string::npos);
 }
 
 TEST_CASE("extraction: errors name the value", "[extract][errors]") {
@@ -412,7 +517,8 @@ TEST_CASE("synthetic generator: deterministic, valid, every class finite", "[syn
   CHECK(first->rows.children == second->rows.children);
   CHECK(first->planted_twins > 0);
   CHECK(pack_reference(first->rows.ref()).has_value());
-  auto extraction = extract_reference(first->rows.ref(), span_of(first->cost), span_of(first->roots));
+  auto extraction =
+      extract_reference(first->rows.ref(), span_of(first->cost), span_of(first->roots));
   REQUIRE(extraction.has_value());
   for (const double c : extraction->cost) CHECK(std::isfinite(c));
   CHECK_FALSE(make_synthetic_egraph({.rows = 0}).has_value());

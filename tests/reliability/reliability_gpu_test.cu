@@ -308,6 +308,8 @@ void sweep(const char* name, Op&& op) {
               label.c_str(), static_cast<unsigned long long>(injected[0]),
               static_cast<unsigned long long>(injected[1]),
               static_cast<unsigned long long>(injected[2]));
+  // A sweep that injected nothing tested no failure path: the operation must allocate.
+  CHECK(injected[0] + injected[1] + injected[2] >= 1u);
   if (skip_meminfo()) return;
   const std::size_t free_after = settled_free_bytes();
   INFO("device free bytes before " << free_before << ", after " << free_after);

@@ -6,76 +6,142 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
+#include <iterator>
 #include <mutex>
 #include <random>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include <vyre/runtime/memory.hpp>
 
 namespace {
+// Every CUDA entry point this file fakes, each counted on every call.
+enum class entry : std::size_t {
+  malloc,
+  free,
+  get_last_error,
+  get_device,
+  set_device,
+  mem_get_info,
+  stream_is_capturing,
+  event_create,
+  event_record,
+  event_query,
+  event_destroy,
+  stream_query,
+  count
+};
+constexpr const char* entry_names[] = {
+    "cudaMalloc",      "cudaFree",       "cudaGetLastError",      "cudaGetDevice",
+    "cudaSetDevice",   "cudaMemGetInfo", "cudaStreamIsCapturing", "cudaEventCreateWithFlags",
+    "cudaEventRecord", "cudaEventQuery", "cudaEventDestroy",      "cudaStreamQuery"};
+static_assert(std::size(entry_names) == static_cast<std::size_t>(entry::count));
+using call_counts = std::array<int, static_cast<std::size_t>(entry::count)>;
+
 struct fake_runtime {
   std::atomic<int> mallocs{0}, frees{0}, event_records{0};
   std::atomic<bool> events_complete{true};
   std::atomic<cudaStream_t> capturing{nullptr};
+  std::array<std::atomic<int>, static_cast<std::size_t>(entry::count)> calls{};
   void reset() {
     mallocs = 0;
     frees = 0;
     event_records = 0;
     events_complete = true;
     capturing = nullptr;
+    for (auto& c : calls) c = 0;
+  }
+  void called(entry e) { calls[static_cast<std::size_t>(e)].fetch_add(1); }
+  call_counts counts() const {
+    call_counts out{};
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = calls[i].load();
+    return out;
   }
 };
 fake_runtime fake;
 
-cudaStream_t stream(std::uintptr_t n) { return reinterpret_cast<cudaStream_t>(0x1000 + 64 * n); }
+// The calls of each kind made since `before`, named, for example "cudaEventQuery x2"; empty
+// when none were made.
+std::string calls_since(const call_counts& before) {
+  const call_counts now = fake.counts();
+  std::string out;
+  for (std::size_t i = 0; i < now.size(); ++i)
+    if (now[i] != before[i])
+      out += std::string(out.empty() ? "" : ", ") + entry_names[i] + " x" +
+             std::to_string(now[i] - before[i]);
+  return out;
+}
+
+cudaStream_t stream(std::uintptr_t n) {
+  return reinterpret_cast<cudaStream_t>(0x1000 + 64 * n);
+}
 }  // namespace
 
 extern "C" {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
+  fake.called(entry::malloc);
   *ptr = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (*ptr == nullptr) return cudaErrorMemoryAllocation;
   fake.mallocs.fetch_add(1);
   return cudaSuccess;
 }
 cudaError_t cudaFree(void* ptr) {
+  fake.called(entry::free);
   std::free(ptr);
   fake.frees.fetch_add(1);
   return cudaSuccess;
 }
-cudaError_t cudaGetLastError(void) { return cudaSuccess; }
+cudaError_t cudaGetLastError(void) {
+  fake.called(entry::get_last_error);
+  return cudaSuccess;
+}
 cudaError_t cudaGetDevice(int* device) {
+  fake.called(entry::get_device);
   *device = 0;
   return cudaSuccess;
 }
-cudaError_t cudaSetDevice(int) { return cudaSuccess; }
+cudaError_t cudaSetDevice(int) {
+  fake.called(entry::set_device);
+  return cudaSuccess;
+}
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
+  fake.called(entry::mem_get_info);
   *free_bytes = *total = 0;
   return cudaSuccess;
 }
 cudaError_t cudaStreamIsCapturing(cudaStream_t s, cudaStreamCaptureStatus* status) {
-  *status = s == fake.capturing.load() ? cudaStreamCaptureStatusActive
-                                       : cudaStreamCaptureStatusNone;
+  fake.called(entry::stream_is_capturing);
+  *status =
+      s == fake.capturing.load() ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
   return cudaSuccess;
 }
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned int) {
+  fake.called(entry::event_create);
   *event = reinterpret_cast<cudaEvent_t>(0x40);
   return cudaSuccess;
 }
 cudaError_t cudaEventRecord(cudaEvent_t, cudaStream_t s) {
+  fake.called(entry::event_record);
   REQUIRE(s != fake.capturing.load());  // a record on a capturing stream joins the capture
   fake.event_records.fetch_add(1);
   return cudaSuccess;
 }
 cudaError_t cudaEventQuery(cudaEvent_t) {
+  fake.called(entry::event_query);
   return fake.events_complete.load() ? cudaSuccess : cudaErrorNotReady;
 }
-cudaError_t cudaEventDestroy(cudaEvent_t) { return cudaSuccess; }
+cudaError_t cudaEventDestroy(cudaEvent_t) {
+  fake.called(entry::event_destroy);
+  return cudaSuccess;
+}
 cudaError_t cudaStreamQuery(cudaStream_t) {
+  fake.called(entry::stream_query);
   FAIL("the pool must never query a stream (it would invalidate another thread's capture)");
   return cudaSuccess;
 }
@@ -101,11 +167,18 @@ TEST_CASE("caching pool (fake runtime): a hit reuses the block with no CUDA call
     vyre::caching_pool_resource pool(0, &telemetry);
     void* first = ok(pool.try_allocate(MiB, stream(1)));
     ok(pool.try_deallocate(first, MiB, stream(1)));
+    const call_counts before_hits = fake.counts();
     for (int i = 0; i < 100; ++i) {
+      INFO("hit " << i);
+      const call_counts before = fake.counts();
       void* again = ok(pool.try_allocate(MiB - 5, stream(1)));
+      CHECK(calls_since(before) == "");  // no call of any faked kind on the hit
       CHECK(again == first);
+      const call_counts before_free = fake.counts();
       ok(pool.try_deallocate(again, MiB, stream(1)));
+      CHECK(calls_since(before_free) == "");  // nor on the free back into the cache
     }
+    CHECK(calls_since(before_hits) == "");
     CHECK(fake.mallocs == 1);
     CHECK(fake.event_records == 0);
     const auto s = telemetry.snapshot();
@@ -209,9 +282,10 @@ TEST_CASE("caching pool (fake runtime): the retained cap holds over streams and 
   CHECK(fake.frees == fake.mallocs);
 }
 
-TEST_CASE("caching pool (fake runtime): release_cached drains a live thread's cache; an ended "
-          "thread's cache goes back to the pool",
-          "[runtime][memory][caching_pool]") {
+TEST_CASE(
+    "caching pool (fake runtime): release_cached drains a live thread's cache, and an "
+    "ended thread's cache goes back to the pool",
+    "[runtime][memory][caching_pool]") {
   fake.reset();
   vyre::caching_pool_resource pool(0, nullptr);
   std::atomic<int> phase{0};

@@ -125,9 +125,19 @@ TEST_CASE("the cuda::mr interface rejects a bad alignment with an exception", "[
     CHECK(e.error().value_or("alignment", 0) == 3);
   }
   CHECK_THROWS_AS(caching.allocate(256, 512), vyre::error_exception);
-  CHECK(caching == caching);
+  // Resources are stateful, so equality is identity: two cuda::mr references to one resource
+  // compare equal, references to two resources of the same type do not, and vyre's own
+  // type-erased reference agrees.
   vyre::caching_pool_resource other(0, nullptr);
+  using device_ref = cuda::mr::async_resource_ref<cuda::mr::device_accessible>;
+  const device_ref first{caching}, second{caching}, elsewhere{other};
+  CHECK(first == second);
+  CHECK(first != elsewhere);
+  CHECK_FALSE(first == elsewhere);
   CHECK(caching != other);
+  CHECK_FALSE(caching == other);
+  CHECK(vyre::device_resource_ref(caching) == vyre::device_resource_ref(caching));
+  CHECK_FALSE(vyre::device_resource_ref(caching) == vyre::device_resource_ref(other));
 }
 
 TEST_CASE("caching pool size classes: powers of two from 256 up to the retained cap",

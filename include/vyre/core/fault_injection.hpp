@@ -12,7 +12,8 @@
 //!   (`try_allocate`, cache hits included) and the algorithms' stream-ordered buffers;
 //! - `pinned`: `pinned_pool::acquire` (cache hits included);
 //! - `host`: `vyre::try_reserve` / `vyre::try_resize` when they would grow the container, image
-//!   word storage, graph node inventories and graph cache entries.
+//!   word storage, graph node inventories, graph cache entries and the backend's state
+//!   (`backend::acquire`).
 //!
 //! An injected failure is reported exactly as the real one would be (`errc::out_of_memory`
 //! naming the bytes; device and pinned failures carry `cudaErrorMemoryAllocation`), and counts

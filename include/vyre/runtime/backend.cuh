@@ -19,12 +19,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
 #include <utility>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/runtime/device.hpp"
 #include "vyre/runtime/launch.cuh"
@@ -256,6 +258,8 @@ class backend {
     VYRE_TRY_ASSIGN(device_caps caps, query_device(ordinal));
     std::unique_ptr<state_type> state;
     try {
+      if (testing::inject_allocation_failure(testing::allocation_kind::host))
+        throw std::bad_alloc();
       state = std::make_unique<state_type>(std::move(caps), options);
     } catch (...) {
       return fail(error(errc::out_of_memory, "backend::acquire: host allocation failed")
