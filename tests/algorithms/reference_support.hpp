@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test support shared by the host and GPU tests: small e-graph builders, naive congruence and
-// extraction oracles (written independently of vyre/algorithms/reference.hpp) with checks of a
+// extraction oracles (written independently of vyre/algorithms/cpu.hpp) with checks of a
 // reference result against them, and a search for two rows whose signatures collide.
 #pragma once
 
@@ -103,18 +103,18 @@ inline std::string congruence_mismatch(const raw_rows& rows,
   std::set<std::vector<std::uint32_t>> seen;
   std::size_t at = 0;
   for (std::uint32_t r = 0; r < rows.row_count(); ++r) {
-    std::vector<std::uint32_t> key{rows.op[r], rows.children_length[r]};
-    for (std::uint32_t k = 0; k < rows.children_length[r]; ++k)
+    std::vector<std::uint32_t> key{rows.row_language_op_ids[r], rows.row_children_lens[r]};
+    for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
       key.push_back(oracle.at(rows.children[at + k]));
-    at += rows.children_length[r];
+    at += rows.row_children_lens[r];
     if (!seen.insert(key).second) continue;
     expected_kept.push_back(r);
-    add_row(expected, oracle.at(rows.eclass[r]), rows.op[r],
+    add_row(expected, oracle.at(rows.row_eclass_ids[r]), rows.row_language_op_ids[r],
             std::vector<std::uint32_t>(key.begin() + 2, key.end()));
   }
   const raw_rows& got = result.rebuilt;
-  if (result.kept_rows != expected_kept || got.eclass != expected.eclass || got.op != expected.op ||
-      got.children_length != expected.children_length || got.children != expected.children) {
+  if (result.kept_rows != expected_kept || got.row_eclass_ids != expected.row_eclass_ids || got.row_language_op_ids != expected.row_language_op_ids ||
+      got.row_children_lens != expected.row_children_lens || got.children != expected.children) {
     out << "rebuilt rows differ from the oracle's: result " << got.row_count() << " rows ("
         << result.kept_rows.size() << " kept), oracle " << expected.row_count() << " rows";
     return out.str();
@@ -127,12 +127,12 @@ inline std::string congruence_mismatch(const raw_rows& rows,
   std::set<std::vector<std::uint32_t>> distinct;
   at = 0;
   for (std::uint32_t r = 0; r < got.row_count(); ++r) {
-    if (!is_representative(got.eclass[r])) {
-      out << "rebuilt row " << r << ": e-class " << got.eclass[r] << " is not a representative";
+    if (!is_representative(got.row_eclass_ids[r])) {
+      out << "rebuilt row " << r << ": e-class " << got.row_eclass_ids[r] << " is not a representative";
       return out.str();
     }
-    std::vector<std::uint32_t> key{got.op[r], got.children_length[r]};
-    for (std::uint32_t k = 0; k < got.children_length[r]; ++k) {
+    std::vector<std::uint32_t> key{got.row_language_op_ids[r], got.row_children_lens[r]};
+    for (std::uint32_t k = 0; k < got.row_children_lens[r]; ++k) {
       const std::uint32_t child = got.children[at + k];
       if (!is_representative(child)) {
         out << "rebuilt row " << r << ": child " << k << " (e-class " << child
@@ -141,7 +141,7 @@ inline std::string congruence_mismatch(const raw_rows& rows,
       }
       key.push_back(child);
     }
-    at += got.children_length[r];
+    at += got.row_children_lens[r];
     if (!distinct.insert(key).second) {
       out << "rebuilt row " << r << " repeats the op and children of an earlier row";
       return out.str();
@@ -159,16 +159,16 @@ inline std::optional<std::map<std::uint32_t, double>> naive_extraction(
     const raw_rows& rows, const std::vector<double>& node_cost) {
   constexpr double infinity = std::numeric_limits<double>::infinity();
   std::map<std::uint32_t, double> cost;
-  for (const std::uint32_t id : rows.eclass) cost[id] = infinity;
+  for (const std::uint32_t id : rows.row_eclass_ids) cost[id] = infinity;
   for (std::size_t round = 0; round <= cost.size() + 1; ++round) {
     std::map<std::uint32_t, double> next = cost;
     std::size_t at = 0;
     for (std::uint32_t r = 0; r < rows.row_count(); ++r) {
       double total = node_cost[r];
-      for (std::uint32_t k = 0; k < rows.children_length[r]; ++k)
+      for (std::uint32_t k = 0; k < rows.row_children_lens[r]; ++k)
         total += cost.at(rows.children[at + k]);
-      at += rows.children_length[r];
-      double& best = next.at(rows.eclass[r]);
+      at += rows.row_children_lens[r];
+      double& best = next.at(rows.row_eclass_ids[r]);
       if (total < best) best = total;
     }
     if (next == cost) return cost;
@@ -202,7 +202,7 @@ inline std::string extraction_mismatch(const raw_rows& rows, const std::vector<d
   }
   std::vector<std::size_t> offset(rows.row_count() + std::size_t{1}, 0);
   for (std::uint32_t r = 0; r < rows.row_count(); ++r)
-    offset[r + 1] = offset[r] + rows.children_length[r];
+    offset[r + 1] = offset[r] + rows.row_children_lens[r];
   std::map<std::uint32_t, std::uint32_t> chosen;
   for (std::size_t g = 0; g < result.eclass_ids.size(); ++g)
     chosen[result.eclass_ids[g]] = result.choice[g];
@@ -227,7 +227,7 @@ inline std::string extraction_mismatch(const raw_rows& rows, const std::vector<d
       ++g;
       continue;
     }
-    if (row >= rows.row_count() || rows.eclass[row] != id) {
+    if (row >= rows.row_count() || rows.row_eclass_ids[row] != id) {
       out << "chosen row " << row << " is not a row of this class";
       return out.str();
     }
