@@ -17,7 +17,8 @@
 // e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents around
 // the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
 // around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
-// --parts build stops after the build lines of each input.
+// --parts build stops after the build lines of each input; --parts gpu skips the CPU baselines
+// (for same-run comparisons of two builds of vyre).
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -43,6 +44,7 @@ using namespace vyre::algorithms;
 namespace {
 
 bool build_only = false;  // --parts build: the build lines only
+bool skip_cpu = false;    // --parts gpu: no CPU baselines (their lines report 0 ns)
 
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
@@ -89,6 +91,7 @@ double gpu_median_ns(cudaStream_t stream, int repeats, Work&& work) {
 
 template <class Work>
 double cpu_median_ns(int repeats, Work&& work) {
+  if (skip_cpu) return 0.0;
   std::vector<double> times;
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -403,11 +406,12 @@ int main(int argc, char** argv) {
       data_dir = value;
     } else if (flag == "--repeats") {
       repeats = std::max(1, std::stoi(value));
-    } else if (flag == "--parts" && (value == "all" || value == "build")) {
+    } else if (flag == "--parts" && (value == "all" || value == "build" || value == "gpu")) {
       build_only = value == "build";
+      skip_cpu = value == "gpu";
     } else {
       std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
-                           "[--parts all|build]\n");
+                           "[--parts all|build|gpu]\n");
       return 2;
     }
   }
