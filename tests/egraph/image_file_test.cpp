@@ -53,6 +53,22 @@ TEST_CASE("image file: bytes round-trip and the header is as documented", "[egra
   CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
 }
 
+// docs/image_format.md, "Image files": the worked example's file, every word as documented.
+TEST_CASE("image file: the worked example's file, word for word", "[egraph][file]") {
+  const auto image =
+      eg::pack(eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}}));
+  const auto bytes = eg::serialize_image(image.ref());
+  const std::vector<std::uint32_t> header{0x45525956u, 0x4D494745u, 1, 12, 3, 2, 2, 0, 25, 0};
+  const std::uint64_t checksum = 0x8155124C2A2356B3ull;  // FNV-1a, computed independently (Python)
+  REQUIRE(bytes.size() == 148);
+  for (std::size_t i = 0; i < header.size(); ++i) CHECK(word_of(bytes, i) == header[i]);
+  CHECK(word_of(bytes, 10) == static_cast<std::uint32_t>(checksum));
+  CHECK(word_of(bytes, 11) == static_cast<std::uint32_t>(checksum >> 32));
+  // The image words themselves are pinned in pack_test.cpp.
+  for (std::size_t i = 0; i < image.words().size(); ++i)
+    CHECK(word_of(bytes, 12 + i) == image.words()[i]);
+}
+
 TEST_CASE("image file: write and read a file", "[egraph][file]") {
   const auto image = sample_image();
   const auto path = std::filesystem::temp_directory_path() / "vyre_egraph_image_file_test.vyreimg";

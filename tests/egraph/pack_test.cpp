@@ -18,7 +18,7 @@ namespace {
 std::vector<std::uint32_t> to_vector(cuda::std::span<const std::uint32_t> words) {
   return {words.begin(), words.end()};
 }
-eg::snapshot design_example() {
+eg::snapshot worked_example() {
   return eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}});
 }
 }  // namespace
@@ -31,8 +31,9 @@ static_assert(std::is_trivially_copyable_v<eg::image_layout>);
 static_assert(std::is_trivially_copyable_v<eg::image_ref>);
 static_assert(std::is_trivially_copyable_v<eg::row>);
 
-TEST_CASE("pack: DESIGN.md worked example, exact words and byte offset 76", "[egraph][pack]") {
-  const auto image = eg::pack(design_example());
+// docs/image_format.md, "Worked example".
+TEST_CASE("pack: the format's worked example, exact words and byte offset 76", "[egraph][pack]") {
+  const auto image = eg::pack(worked_example());
   const auto& layout = image.layout();
   CHECK(layout.row_count == 3);
   CHECK(layout.child_count == 2);
@@ -70,7 +71,7 @@ TEST_CASE("pack: empty snapshot packs to the single group-offset word", "[egraph
 }
 
 TEST_CASE("pack_into: caller memory, exact size, too small is an error", "[egraph][pack]") {
-  const auto snap = design_example();
+  const auto snap = worked_example();
   REQUIRE(eg::packed_word_count(snap) == 25u);
   std::vector<std::uint32_t> buffer(30, 0xDEADBEEFu);
   const auto layout = eg::pack_into(snap, cuda::std::span<std::uint32_t>(buffer.data(), buffer.size()));
@@ -91,7 +92,7 @@ TEST_CASE("pack_into: caller memory, exact size, too small is an error", "[egrap
 }
 
 TEST_CASE("prepare_pack: size first, write once", "[egraph][pack]") {
-  const auto snap = design_example();
+  const auto snap = worked_example();
   auto prepared = eg::prepare_pack(snap);
   CHECK(prepared.word_count() == 25);
   std::vector<std::uint32_t> buffer(prepared.word_count());
@@ -115,7 +116,7 @@ TEST_CASE("pack: invalid snapshots are refused with the validate error", "[egrap
 
 TEST_CASE("plan_upload: owning plan holds the image, bad layouts name the column",
           "[egraph][upload]") {
-  auto image = eg::pack(design_example());
+  auto image = eg::pack(worked_example());
   const auto* words = image.words().data();
   const auto owning = eg::plan_upload(std::move(image));
   CHECK(owning.words().data() == words);  // moved in, not copied
@@ -255,7 +256,7 @@ TEST_CASE("pack: property, random valid snapshots satisfy every layout invariant
 
 TEST_CASE("validate_image: corrupted images are refused, each with its own message",
           "[egraph][image]") {
-  const auto image = eg::pack(design_example());
+  const auto image = eg::pack(worked_example());
   const auto base = to_vector(image.words());
   const auto layout = image.layout();
   const auto refuse = [&](std::vector<std::uint32_t> words, const char* needle) {

@@ -161,7 +161,8 @@ TEST_CASE("upload then download is byte-identical on many random images", "[resi
   CHECK(after.h2d_operations - before.h2d_operations == uploads);
 }
 
-TEST_CASE("the DESIGN.md example lands at the documented byte offsets", "[resident][gpu]") {
+// docs/image_format.md, "Worked example" and "Device allocation".
+TEST_CASE("the worked example lands at the documented byte offsets", "[resident][gpu]") {
   auto gpu = vyre::backend<default_policies>::acquire(0);
   auto snap = eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}});
   const eg::device_image image = eg::pack(snap);
