@@ -34,7 +34,9 @@ congruence_result congruence_of(const raw_rows& rows) {
   return std::move(*result);
 }
 
-cuda::std::span<const double> span_of(const std::vector<double>& v) { return {v.data(), v.size()}; }
+cuda::std::span<const double> span_of(const std::vector<double>& v) {
+  return {v.data(), v.size()};
+}
 cuda::std::span<const std::uint32_t> span_of(const std::vector<std::uint32_t>& v) {
   return {v.data(), v.size()};
 }
@@ -194,13 +196,13 @@ TEST_CASE("congruence: a chain where each merge enables the next", "[congruence]
 TEST_CASE("congruence: diamonds, self-loops and rows with many children", "[congruence]") {
   SECTION("diamond") {
     raw_rows rows;
-    add_row(rows, 1, 0, {});       // x
-    add_row(rows, 2, 0, {});       // y == x
-    add_row(rows, 3, 1, {1});      // u = f(x)
-    add_row(rows, 4, 2, {2});      // v = g(y)
-    add_row(rows, 5, 3, {3, 4});   // h(u, v)
-    add_row(rows, 6, 3, {3, 4});   // h(u, v) again: 5 == 6
-    add_row(rows, 7, 1, {2});      // f(y) == u
+    add_row(rows, 1, 0, {});      // x
+    add_row(rows, 2, 0, {});      // y == x
+    add_row(rows, 3, 1, {1});     // u = f(x)
+    add_row(rows, 4, 2, {2});     // v = g(y)
+    add_row(rows, 5, 3, {3, 4});  // h(u, v)
+    add_row(rows, 6, 3, {3, 4});  // h(u, v) again: 5 == 6
+    add_row(rows, 7, 1, {2});     // f(y) == u
     const congruence_result result = congruence_of(rows);
     const auto map = class_map(result);
     CHECK(map.at(2) == 1);
@@ -331,7 +333,7 @@ TEST_CASE("extraction: tree costs, ties, repeated children", "[extract]") {
 
 TEST_CASE("extraction: classes reachable only through cycles stay infinite", "[extract]") {
   raw_rows rows;
-  add_row(rows, 1, 0, {2});     // 1 -> 2 -> 1: no leaf
+  add_row(rows, 1, 0, {2});  // 1 -> 2 -> 1: no leaf
   add_row(rows, 2, 0, {1});
   add_row(rows, 3, 1, {});      // leaf
   add_row(rows, 4, 2, {3, 4});  // self-loop, plus a way out
@@ -413,7 +415,8 @@ TEST_CASE("synthetic generator: deterministic, valid, every class finite", "[syn
   CHECK(first->rows.children == second->rows.children);
   CHECK(first->planted_twins > 0);
   CHECK(pack_reference(first->rows.ref()).has_value());
-  auto extraction = extract_reference(first->rows.ref(), span_of(first->cost), span_of(first->roots));
+  auto extraction =
+      extract_reference(first->rows.ref(), span_of(first->cost), span_of(first->roots));
   REQUIRE(extraction.has_value());
   for (const double c : extraction->cost) CHECK(std::isfinite(c));
   CHECK_FALSE(make_synthetic_egraph({.rows = 0}).has_value());

@@ -81,7 +81,8 @@ TEST_CASE("image file: write and read a file", "[egraph][file]") {
   const auto missing = eg::read_image_file<expect>(path);
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().code() == vyre::errc::io);
-  CHECK_THAT(std::string(missing.error().subject()), Catch::Contains("vyre_egraph_image_file_test"));
+  CHECK_THAT(std::string(missing.error().subject()),
+             Catch::Contains("vyre_egraph_image_file_test"));
   const auto unwritable = eg::write_image_file<expect>("/nonexistent-dir/x.vyreimg", image.ref());
   REQUIRE_FALSE(unwritable.has_value());
   CHECK(unwritable.error().code() == vyre::errc::io);
@@ -93,8 +94,9 @@ TEST_CASE("image file: staging policy decides the byte order", "[egraph][file]")
   const auto swapped =
       eg::serialize_image<vyre::on_error::throw_exception, vyre::staging::forced_swap>(image.ref());
   CHECK(std::memcmp(swapped.data(), "ERYVMIGE", 8) == 0);
-  const auto back = eg::parse_image_file<vyre::on_error::throw_exception, vyre::staging::forced_swap>(
-      {swapped.data(), swapped.size()});
+  const auto back =
+      eg::parse_image_file<vyre::on_error::throw_exception, vyre::staging::forced_swap>(
+          {swapped.data(), swapped.size()});
   CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
   const auto err = refused(swapped);
   CHECK(err.code() == vyre::errc::corrupt_data);
@@ -114,7 +116,8 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
             vyre::errc::corrupt_data);
   }
   SECTION("truncated words and trailing bytes") {
-    CHECK_THAT(refused({good.begin(), good.end() - 4}).message(), Catch::Contains("truncated image"));
+    CHECK_THAT(refused({good.begin(), good.end() - 4}).message(),
+               Catch::Contains("truncated image"));
     auto longer = good;
     longer.push_back(std::byte{0});
     CHECK_THAT(refused(longer).message(), Catch::Contains("trailing bytes"));
@@ -149,7 +152,8 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
   SECTION("consistent counts but too large for the file") {
     auto bytes = good;
     set_word(bytes, 4, 0xFFFFFFFFu);
-    const std::uint64_t words = 6ull * 0xFFFFFFFFull + word_of(good, 5) + 2ull * word_of(good, 6) + 1;
+    const std::uint64_t words =
+        6ull * 0xFFFFFFFFull + word_of(good, 5) + 2ull * word_of(good, 6) + 1;
     set_word(bytes, 8, static_cast<std::uint32_t>(words));
     set_word(bytes, 9, static_cast<std::uint32_t>(words >> 32));
     CHECK_THAT(refused(bytes).message(), Catch::Contains("truncated image"));
