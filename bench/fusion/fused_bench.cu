@@ -18,24 +18,9 @@
 
 #include <vyre/fusion.cuh>
 
-namespace fusion_bench {
+#include "fusion_chain.cuh"
 
-struct scale {
-  float factor;
-  __host__ __device__ float operator()(float v) const { return v * factor; }
-};
-struct shift {
-  float offset;
-  __host__ __device__ float operator()(float v) const { return v + offset; }
-};
-struct square {
-  __host__ __device__ float operator()(float v) const { return v * v; }
-};
-struct clamp_unit {
-  __host__ __device__ float operator()(float v) const {
-    return v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v);
-  }
-};
+namespace fusion_bench {
 
 using vyre::fusion::stage;
 constexpr std::uint64_t buffer_bytes = std::uint64_t{256} << 22;  // 256 M floats
@@ -48,9 +33,6 @@ constexpr std::array<stage, 4> chain{
 constexpr auto fused_plan = vyre::fusion::static_plan(chain, 5 * buffer_bytes);
 constexpr auto unfused_plan = vyre::fusion::static_plan(chain, 2 * buffer_bytes);
 static_assert(fused_plan.launch_count() == 1 && unfused_plan.launch_count() == 4);
-
-template <auto Plan>
-using chain_pipeline = vyre::fusion::fused_pipeline<Plan, float, scale, shift, square, clamp_unit>;
 
 }  // namespace fusion_bench
 
@@ -109,7 +91,7 @@ int verify(const float* device_out, const std::vector<float>& input, std::size_t
   for (std::size_t k = 0; k < samples; ++k) {
     const std::size_t i = k * step;
     BENCH_CHECK(cudaMemcpy(&got[k], device_out + i, sizeof(float), cudaMemcpyDeviceToHost));
-    const float want = clamp_unit{}(square{}(shift{-0.375f}(scale{1.75f}(input[i]))));
+    const float want = fusion_chain::apply(input[i]);
     if (!(std::fabs(got[k] - want) <= 1e-5f * (1.0f + std::fabs(want)))) {
       std::fprintf(stderr, "bench_fusion: wrong result at %zu: %g, want %g\n", i,
                    static_cast<double>(got[k]), static_cast<double>(want));
@@ -157,8 +139,9 @@ int main(int argc, char** argv) {
   int rc = 0;
   double fused_ns = 0;
   double unfused_ns = 0;
-  const chain_pipeline<fused_plan> fused{scale{1.75f}, shift{-0.375f}, square{}, clamp_unit{}};
-  const chain_pipeline<unfused_plan> unfused{scale{1.75f}, shift{-0.375f}, square{}, clamp_unit{}};
+  using fusion_chain::stage1, fusion_chain::stage2, fusion_chain::stage3, fusion_chain::stage4;
+  const fusion_chain::pipeline<fused_plan> fused{stage1, stage2, stage3, stage4};
+  const fusion_chain::pipeline<unfused_plan> unfused{stage1, stage2, stage3, stage4};
   if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess ||
       cudaMemcpy(in, input.data(), count * sizeof(float), cudaMemcpyHostToDevice) != cudaSuccess)
     rc = 1;

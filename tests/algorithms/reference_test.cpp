@@ -54,7 +54,8 @@ raw_rows design_example_rows() {
 }
 }  // namespace
 
-TEST_CASE("pack_reference reproduces DESIGN.md's worked example", "[pack]") {
+// docs/image_format.md, "Worked example".
+TEST_CASE("pack_reference reproduces the format's worked example", "[pack]") {
   raw_rows rows;
   add_row(rows, 2, 0, {});
   add_row(rows, 1, 0, {});
@@ -120,7 +121,8 @@ TEST_CASE("an egraph::pack image is a image_columns the algorithms run on", "[pa
 }
 
 TEST_CASE("row signature: known value, order matters, e-class ignored", "[pack]") {
-  // h = 0xA24BAED4 mixed with op 0 and length 0, computed by hand from DESIGN.md's formula.
+  // h = 0xA24BAED4 mixed with op 0 and length 0, computed by hand from the formula in
+  // docs/image_format.md.
   std::uint32_t h = 0xA24BAED4u;
   for (std::uint32_t v : {0u, 0u}) {
     const std::uint32_t m = h ^ (v + 0x9E3779B9u + (h << 6) + (h >> 2));

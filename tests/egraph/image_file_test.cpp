@@ -53,6 +53,22 @@ TEST_CASE("image file: bytes round-trip and the header is as documented", "[egra
   CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
 }
 
+// docs/image_format.md, "Image files": the worked example's file, every word as documented.
+TEST_CASE("image file: the worked example's file, word for word", "[egraph][file]") {
+  const auto image =
+      eg::pack(eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}}));
+  const auto bytes = eg::serialize_image(image.ref());
+  const std::vector<std::uint32_t> header{0x45525956u, 0x4D494745u, 1, 12, 3, 2, 2, 0, 25, 0};
+  const std::uint64_t checksum = 0x8155124C2A2356B3ull;  // FNV-1a, computed independently (Python)
+  REQUIRE(bytes.size() == 148);
+  for (std::size_t i = 0; i < header.size(); ++i) CHECK(word_of(bytes, i) == header[i]);
+  CHECK(word_of(bytes, 10) == static_cast<std::uint32_t>(checksum));
+  CHECK(word_of(bytes, 11) == static_cast<std::uint32_t>(checksum >> 32));
+  // The image words themselves are pinned in pack_test.cpp.
+  for (std::size_t i = 0; i < image.words().size(); ++i)
+    CHECK(word_of(bytes, 12 + i) == image.words()[i]);
+}
+
 TEST_CASE("image file: write and read a file", "[egraph][file]") {
   const auto image = sample_image();
   const auto path = std::filesystem::temp_directory_path() / "vyre_egraph_image_file_test.vyreimg";
@@ -65,7 +81,8 @@ TEST_CASE("image file: write and read a file", "[egraph][file]") {
   const auto missing = eg::read_image_file<expect>(path);
   REQUIRE_FALSE(missing.has_value());
   CHECK(missing.error().code() == vyre::errc::io);
-  CHECK_THAT(std::string(missing.error().subject()), Catch::Contains("vyre_egraph_image_file_test"));
+  CHECK_THAT(std::string(missing.error().subject()),
+             Catch::Contains("vyre_egraph_image_file_test"));
   const auto unwritable = eg::write_image_file<expect>("/nonexistent-dir/x.vyreimg", image.ref());
   REQUIRE_FALSE(unwritable.has_value());
   CHECK(unwritable.error().code() == vyre::errc::io);
@@ -77,8 +94,9 @@ TEST_CASE("image file: staging policy decides the byte order", "[egraph][file]")
   const auto swapped =
       eg::serialize_image<vyre::on_error::throw_exception, vyre::staging::forced_swap>(image.ref());
   CHECK(std::memcmp(swapped.data(), "ERYVMIGE", 8) == 0);
-  const auto back = eg::parse_image_file<vyre::on_error::throw_exception, vyre::staging::forced_swap>(
-      {swapped.data(), swapped.size()});
+  const auto back =
+      eg::parse_image_file<vyre::on_error::throw_exception, vyre::staging::forced_swap>(
+          {swapped.data(), swapped.size()});
   CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin()));
   const auto err = refused(swapped);
   CHECK(err.code() == vyre::errc::corrupt_data);
@@ -98,7 +116,8 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
             vyre::errc::corrupt_data);
   }
   SECTION("truncated words and trailing bytes") {
-    CHECK_THAT(refused({good.begin(), good.end() - 4}).message(), Catch::Contains("truncated image"));
+    CHECK_THAT(refused({good.begin(), good.end() - 4}).message(),
+               Catch::Contains("truncated image"));
     auto longer = good;
     longer.push_back(std::byte{0});
     CHECK_THAT(refused(longer).message(), Catch::Contains("trailing bytes"));
@@ -133,7 +152,8 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
   SECTION("consistent counts but too large for the file") {
     auto bytes = good;
     set_word(bytes, 4, 0xFFFFFFFFu);
-    const std::uint64_t words = 6ull * 0xFFFFFFFFull + word_of(good, 5) + 2ull * word_of(good, 6) + 1;
+    const std::uint64_t words =
+        6ull * 0xFFFFFFFFull + word_of(good, 5) + 2ull * word_of(good, 6) + 1;
     set_word(bytes, 8, static_cast<std::uint32_t>(words));
     set_word(bytes, 9, static_cast<std::uint32_t>(words >> 32));
     CHECK_THAT(refused(bytes).message(), Catch::Contains("truncated image"));

@@ -31,7 +31,7 @@ static_assert(std::is_trivially_copyable_v<eg::image_layout>);
 static_assert(std::is_trivially_copyable_v<eg::image_ref>);
 static_assert(std::is_trivially_copyable_v<eg::row>);
 
-TEST_CASE("pack: DESIGN.md worked example, exact words and byte offset 76", "[egraph][pack]") {
+TEST_CASE("pack: the format worked example, exact words and byte offset 76", "[egraph][pack]") {
   const auto image = eg::pack(design_example());
   const auto& layout = image.layout();
   CHECK(layout.row_count == 3);

@@ -15,8 +15,8 @@ constexpr std::array<std::uint32_t, 1> all_ones{0xFFFFFFFFu};
 constexpr std::array<std::uint32_t, 3> zeros{0, 0, 0};
 }  // namespace
 
-// Values pinned against an independent implementation of DESIGN.md's function (Python, u32
-// wrapping); they keep images bit-compatible with the Rust packer.
+// Values pinned against an independent implementation of the function in docs/image_format.md
+// (Python, u32 wrapping); they keep images bit-compatible with the Rust packer.
 static_assert(eg::row_signature(0, nullptr, 0) == 1959786413u);
 static_assert(eg::row_signature(1, one_two.data(), 2) == 2225812561u);
 static_assert(eg::row_signature(1, two_one.data(), 2) == 2156159711u);

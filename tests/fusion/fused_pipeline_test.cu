@@ -12,25 +12,9 @@
 
 #include <vyre/fusion.cuh>
 
-namespace fused_test {
+#include "fusion_chain.cuh"
 
-// Four elementwise stages, host and device, so the host reference runs the same functors.
-struct scale {
-  float factor;
-  __host__ __device__ float operator()(float v) const { return v * factor; }
-};
-struct shift {
-  float offset;
-  __host__ __device__ float operator()(float v) const { return v + offset; }
-};
-struct square {
-  __host__ __device__ float operator()(float v) const { return v * v; }
-};
-struct clamp_unit {
-  __host__ __device__ float operator()(float v) const {
-    return v < -1.0f ? -1.0f : (v > 1.0f ? 1.0f : v);
-  }
-};
+namespace fused_test {
 
 using vyre::fusion::materialization;
 using vyre::fusion::stage;
@@ -65,18 +49,11 @@ static_assert(fuse_none.launch_count() == 4);
 static_assert(fuse_tail.launch_count() == 2 && fuse_tail.groups()[1].stage_count == 3);
 static_assert(fuse_pairs.launch_count() == 2 && fuse_pairs.groups()[0].stage_count == 2);
 
-template <auto Plan>
-using pipeline = vyre::fusion::fused_pipeline<Plan, float, scale, shift, square, clamp_unit>;
-
-constexpr scale stage1{1.75f};
-constexpr shift stage2{-0.375f};
-constexpr square stage3{};
-constexpr clamp_unit stage4{};
-
 }  // namespace fused_test
 
 namespace {
 using namespace fused_test;
+using namespace fusion_chain;
 
 struct device_floats {
   float* ptr = nullptr;
@@ -128,12 +105,7 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
 // the whole chain; fewer gives a materialized boundary's expected content.
 std::vector<float> reference(const std::vector<float>& input, int stages_applied) {
   std::vector<float> out(input);
-  for (float& v : out) {
-    if (stages_applied > 0) v = stage1(v);
-    if (stages_applied > 1) v = stage2(v);
-    if (stages_applied > 2) v = stage3(v);
-    if (stages_applied > 3) v = stage4(v);
-  }
+  for (float& v : out) v = fusion_chain::apply(v, stages_applied);
   return out;
 }
 

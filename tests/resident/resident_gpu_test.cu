@@ -106,8 +106,8 @@ struct device_array {
   std::size_t count = 0;
   explicit device_array(std::size_t n) : count(n) {
     REQUIRE(vyre::cuda_check(cudaMalloc(&ptr, std::max<std::size_t>(n, 1) * sizeof(T)), "alloc"));
-    REQUIRE(vyre::cuda_check(cudaMemset(ptr, 0xCD, std::max<std::size_t>(n, 1) * sizeof(T)),
-                             "poison"));
+    REQUIRE(
+        vyre::cuda_check(cudaMemset(ptr, 0xCD, std::max<std::size_t>(n, 1) * sizeof(T)), "poison"));
     // cudaMemset is not ordered before the tests' non-blocking streams: wait for it.
     REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "poison"));
   }
@@ -161,7 +161,8 @@ TEST_CASE("upload then download is byte-identical on many random images", "[resi
   CHECK(after.h2d_operations - before.h2d_operations == uploads);
 }
 
-TEST_CASE("the DESIGN.md example lands at the documented byte offsets", "[resident][gpu]") {
+// docs/image_format.md, "Worked example" and "Device allocation".
+TEST_CASE("the worked example lands at the documented byte offsets", "[resident][gpu]") {
   auto gpu = vyre::backend<default_policies>::acquire(0);
   auto snap = eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}});
   const eg::host_image image = eg::pack(snap);
@@ -215,9 +216,8 @@ TEST_CASE("forced_swap staging puts byte-swapped words on the device and reads t
   // Raw device bytes are the swapped words (what a big-endian host would have produced).
   const vyre::resident_span buffer = gpu.resident_buffer(resident.handle());
   std::vector<std::uint32_t> raw(image.words().size());
-  REQUIRE(vyre::cuda_check(cudaMemcpy(raw.data(), buffer.data, raw.size() * 4,
-                                      cudaMemcpyDeviceToHost),
-                           "raw download"));
+  REQUIRE(vyre::cuda_check(
+      cudaMemcpy(raw.data(), buffer.data, raw.size() * 4, cudaMemcpyDeviceToHost), "raw download"));
   for (std::size_t i = 0; i < raw.size(); ++i)
     REQUIRE(raw[i] == cuda::std::byteswap(image.words()[i]));
   // The download swaps back.
@@ -394,16 +394,16 @@ std::vector<std::uint32_t> raw_words(vyre::resident_span buffer, std::size_t wor
 }
 }  // namespace
 
-TEST_CASE("large pageable uploads are split over host lanes and land exactly",
-          "[resident][gpu]") {
+TEST_CASE("large pageable uploads are split over host lanes and land exactly", "[resident][gpu]") {
   constexpr std::size_t words = (std::size_t{40} << 20) / 4;  // 40 MiB: several lanes
   REQUIRE(vyre::auto_host_lanes(words * 4) > 1);
   std::vector<std::uint32_t> source(words);
   std::mt19937 rng(77);
   for (auto& word : source) word = static_cast<std::uint32_t>(rng());
   // Upload moves bytes whatever they say: a layout whose children column holds all but one word.
-  const eg::image_ref image{cuda::std::span<const std::uint32_t>(source.data(), words),
-                            eg::image_layout::for_counts(0, static_cast<std::uint32_t>(words - 1), 0)};
+  const eg::image_ref image{
+      cuda::std::span<const std::uint32_t>(source.data(), words),
+      eg::image_layout::for_counts(0, static_cast<std::uint32_t>(words - 1), 0)};
 
   auto plain = vyre::backend<default_policies>::acquire(0);
   const auto before = plain.telemetry().snapshot();
@@ -432,15 +432,20 @@ TEST_CASE("staged uploads land exactly for every plan shape, with one upload ope
   auto gpu = vyre::backend<default_policies>::acquire(0);
   auto stream = gpu.acquire_stream();
   // Sizes around the plan's boundaries: one chunk, 64 KiB chunks, the 4 MiB staging ring.
-  const std::size_t sizes[] = {1, 4095, (std::size_t{64} << 10) + 3, std::size_t{1} << 20,
-                               (std::size_t{2} << 20) + 5, std::size_t{4} << 20,
-                               (std::size_t{4} << 20) + 4, (std::size_t{9} << 20) + 1};
+  const std::size_t sizes[] = {1,
+                               4095,
+                               (std::size_t{64} << 10) + 3,
+                               std::size_t{1} << 20,
+                               (std::size_t{2} << 20) + 5,
+                               std::size_t{4} << 20,
+                               (std::size_t{4} << 20) + 4,
+                               (std::size_t{9} << 20) + 1};
   struct setting {
     std::size_t chunk_bytes, host_lanes;
   };
-  const setting settings[] = {{0, 0},          {0, 1},           {0, 3},      {4096, 5},
-                              {1000, 2},       {65536, 1},       {65536, 16}, {1 << 20, 4},
-                              {128 << 10, 2},  {256 << 10, 8}};
+  const setting settings[] = {{0, 0},         {0, 1},        {0, 3},      {4096, 5},
+                              {1000, 2},      {65536, 1},    {65536, 16}, {1 << 20, 4},
+                              {128 << 10, 2}, {256 << 10, 8}};
   std::uint32_t seed = 1;
   for (const std::size_t bytes : sizes) {
     const auto source = random_bytes(bytes, seed++);
@@ -510,8 +515,7 @@ TEST_CASE("a fill failing on any lane stops the upload and releases everything",
     for (const std::size_t failing_chunk : {std::size_t{0}, std::size_t{5}, std::size_t{23}}) {
       INFO("lanes " << lanes << " failing chunk " << failing_chunk);
       std::atomic<int> calls{0};
-      auto fill = [&](std::size_t at, std::span<std::byte> chunk) noexcept
-          -> vyre::expected<void> {
+      auto fill = [&](std::size_t at, std::span<std::byte> chunk) noexcept -> vyre::expected<void> {
         calls.fetch_add(1);
         std::memset(chunk.data(), 0x11, chunk.size());
         if (at / (std::size_t{256} << 10) == failing_chunk)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Device build: raw rows already on the device (any row order) -> DESIGN.md's packed image,
+//! Device build: raw rows already on the device (any row order) -> the packed image (docs/image_format.md),
 //! byte-identical to the host pack of the same rows. CUB does the heavy lifting: a radix sort of
 //! (e-class, row) pairs restricted to the bits the ids use, a run-length encode for the groups,
 //! exclusive scans for the children and group offsets; one kernel writes the row columns,

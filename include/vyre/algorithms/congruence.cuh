@@ -46,7 +46,7 @@ struct device_congruence_result {
   device_buffer<std::uint32_t> kept_rows;       //!< original row of each rebuilt row
 };
 
-//! The signature used to bucket rows: DESIGN.md's row signature (over dense class indices).
+//! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense class indices).
 struct design_signature {
   VYRE_HOST_DEVICE std::uint32_t operator()(std::uint32_t op, const std::uint32_t* children,
                                             std::uint32_t length) const noexcept {

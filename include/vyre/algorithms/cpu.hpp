@@ -344,7 +344,7 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
 
 }  // namespace detail
 
-//! Packs raw rows into DESIGN.md's nine-column image: the reference of the device `build`
+//! Packs raw rows into the nine-column image (docs/image_format.md): the reference of the device `build`
 //! (children offsets are the prefix sums of the lengths; groups list rows ascending).
 //! @throws nothing; errors: lengths that do not add up to `child_count`
 //!         (`errc::invalid_argument` / `errc::out_of_range`), a child naming an e-class without

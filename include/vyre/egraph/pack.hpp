@@ -129,7 +129,8 @@ result_t<OnError, image_layout> pack_into(const snapshot& source,
   return apply_error_policy<OnError>(run());
 }
 
-//! Packs `source` into a new `host_image`: the nine columns of DESIGN.md in one slab.
+//! Packs `source` into a new `host_image`: the nine columns of docs/image_format.md in one
+//! slab.
 //! Deterministic: the same snapshot gives the same words.
 //! @throws vyre::error_exception the errors of `snapshot::validate`, or `errc::out_of_memory`.
 template <class OnError = on_error::throw_exception>

@@ -32,8 +32,8 @@ inline constexpr std::size_t max_staging_slots_per_lane = 8;
 //! earlier copy to finish; larger ones double-buffer each lane.
 inline constexpr std::size_t staging_ring_bytes = std::size_t{4} << 20;
 //! Bounds of the automatic chunk size. Below 256 KiB the per-copy API cost outweighs the
-//! overlap it buys; the upload sweep (bench/resident/upload_sweep.cu, results under docs/bench)
-//! chose these bounds and the lane rule below.
+//! overlap it buys. The sweep behind them (bench/resident/upload_sweep.cu) and its results:
+//! docs/bench/upload-chunking.md.
 inline constexpr std::size_t min_auto_chunk_bytes = std::size_t{256} << 10;
 inline constexpr std::size_t max_auto_chunk_bytes = std::size_t{4} << 20;
 //! Automatic lanes: one per this many bytes, at most `max_auto_host_lanes`. Lanes take chunks

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! The row signature the algorithms use: DESIGN.md's, exactly `vyre::egraph::row_signature`,
+//! The row signature the algorithms use: the image's (docs/image_format.md), exactly `vyre::egraph::row_signature`,
 //! plus the same hash folded one child at a time (the build folds it into its copy of the
 //! children instead of reading them twice).
 #pragma once
