@@ -603,9 +603,10 @@ class cpu_engine {
     const table& t = tables_[c];
     const std::uint32_t* cells = &t.cells[std::size_t{r} * t.width];
     std::string out = "(" + prog_->constructors[c].name;
-    for (std::uint32_t i = 0; i < t.arity; ++i)
-      out += " " +
-             (t.datatype_column[i] ? term_of(cells[i], depth + 1) : prog_->literal_text(cells[i]));
+    for (std::uint32_t i = 0; i < t.arity; ++i) {
+      out += ' ';
+      out += t.datatype_column[i] ? term_of(cells[i], depth + 1) : prog_->literal_text(cells[i]);
+    }
     return out + ")";
   }
 

@@ -109,19 +109,29 @@ struct query_plan {
         if (c == a.key_column) out += "*";
         if (col.op == column_op::literal)
           out += prog.literal_text(col.value);
-        else
-          out += (col.op == column_op::bind ? "r" : "=r") + std::to_string(col.value);
+        else {
+          out += col.op == column_op::bind ? "r" : "=r";
+          out += std::to_string(col.value);
+        }
       }
       out += "\n";
     }
     auto text = [&](const operand& o) {
       if (o.kind == operand_kind::literal) return prog.literal_text(o.value);
-      return (o.kind == operand_kind::saved ? "s" : "t") + std::to_string(o.value);
+      std::string name(1, o.kind == operand_kind::saved ? 's' : 't');
+      name += std::to_string(o.value);
+      return name;
     };
     for (std::size_t i = 0; i < actions.size(); ++i) {
-      out += "t" + std::to_string(i) + " = " + prog.constructors[actions[i].ctor].name + "(";
-      for (std::size_t c = 0; c < actions[i].args.size(); ++c)
-        out += (c != 0 ? ", " : "") + text(actions[i].args[c]);
+      out += 't';
+      out += std::to_string(i);
+      out += " = ";
+      out += prog.constructors[actions[i].ctor].name;
+      out += '(';
+      for (std::size_t c = 0; c < actions[i].args.size(); ++c) {
+        if (c != 0) out += ", ";
+        out += text(actions[i].args[c]);
+      }
       out += ")\n";
     }
     out += "union s0 " + text(result) + "\n";

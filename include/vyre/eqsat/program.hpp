@@ -152,7 +152,10 @@ struct program {
         break;
     }
     std::string out = "(" + constructors[t.id].name;
-    for (const term& arg : t.args) out += " " + term_text(arg, owner);
+    for (const term& arg : t.args) {
+      out += ' ';
+      out += term_text(arg, owner);
+    }
     return out + ")";
   }
 };
@@ -162,7 +165,12 @@ inline std::string diagnostic(std::string_view file, const error& err) {
   std::string out(file);
   const std::uint64_t line = err.value_or("line", 0);
   const std::uint64_t col = err.value_or("col", 0);
-  if (line != 0) out += ":" + std::to_string(line) + ":" + std::to_string(col);
+  if (line != 0) {
+    out += ':';
+    out += std::to_string(line);
+    out += ':';
+    out += std::to_string(col);
+  }
   out += ": ";
   out += err.context() != nullptr ? err.context() : errc_name(err.code());
   if (!err.subject().empty()) {
@@ -175,11 +183,20 @@ inline std::string diagnostic(std::string_view file, const error& err) {
     const error_value v = err.value_at(i);
     if (std::string_view(v.name) == "line" || std::string_view(v.name) == "col") continue;
     if (!values.empty()) values += ", ";
-    values += std::string(v.name) + "=" + std::to_string(v.value);
+    values += v.name;
+    values += '=';
+    values += std::to_string(v.value);
   }
-  if (!values.empty()) out += " [" + values + "]";
+  if (!values.empty()) {
+    out += " [";
+    out += values;
+    out += ']';
+  }
   out += '.';
-  if (err.fix_hint() != nullptr) out += std::string(" Fix: ") + err.fix_hint();
+  if (err.fix_hint() != nullptr) {
+    out += " Fix: ";
+    out += err.fix_hint();
+  }
   for (char& c : out)
     if (c == '\n' || c == '\r') c = ' ';
   return out;
