@@ -12,3 +12,4 @@
 #include "vyre/runtime/telemetry.hpp"
 #include "vyre/egraph.hpp"
 #include "vyre/algorithms.hpp"
+#include "vyre/eqsat.hpp"

@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// vyre-eqsat: equality saturation on an egglog program, from the command line.
+//
+//   vyre-eqsat PROGRAM.egg [--device auto|gpu|cpu] [--json] [--node-limit N] [--time-limit S]
+//              [--emit OUT.json] [--threads N] [--run N] [--extract-roots]
+//
+// The program's commands run in order (see vyre/eqsat/program.hpp for the supported subset).
+// Per iteration the tool prints e-nodes, e-classes, matches, unions and the seconds of search,
+// apply and rebuild; then the (extract ...) results and why the run stopped. `--json` prints
+// one object instead:
+//   {"iterations": [{"iteration", "enodes", "eclasses", "functions": {ctor: n}, "matches",
+//     "unions", "seconds": {"search", "apply", "rebuild"}}, ...],
+//    "initial": {"enodes", "eclasses", "functions"},
+//    "extract": [{"term", "cost", "best"}, ...], "stopped": "saturated|iterations|node_limit|
+//    time_limit"}
+// `--run N` runs N more iterations after the program (as a final `(run N)`), `--extract-roots`
+// extracts every top-level term and let at the end, `--emit` writes the final e-graph as
+// egraph-serialize JSON with the top-level terms as roots.
+//
+// Exit status: 0 success; 1 the machine failed; 2 a bad program or bad usage (one line on
+// stderr, `file:line:col: ...` for program errors); 3 `--device gpu` (not built yet).
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <new>
+#include <sstream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <vyre/eqsat.hpp>
+
+namespace {
+
+constexpr int exit_ok = 0;
+constexpr int exit_failure = 1;
+constexpr int exit_bad_input = 2;
+constexpr int exit_no_device = 3;
+
+struct options {
+  std::string file;
+  std::string device = "auto";
+  bool json = false;
+  std::uint64_t node_limit = 0;
+  double time_limit = 0;
+  std::string emit;
+  unsigned threads = 0;
+  std::uint64_t run = 0;
+  bool extract_roots = false;
+};
+
+std::string json_text(const std::string& text) {
+  std::string out;
+  vyre::eqsat::detail::json_string(out, text);
+  return out;
+}
+
+std::string functions_json(const vyre::eqsat::program& prog,
+                           const vyre::eqsat::iteration_stats& s) {
+  std::string out = "{";
+  for (std::size_t c = 0; c < s.per_constructor.size(); ++c)
+    out += (c != 0 ? ", " : "") + json_text(prog.constructors[c].name) + ": " +
+           std::to_string(s.per_constructor[c]);
+  return out + "}";
+}
+
+int run(int argc, char** argv) {
+  options opts;
+  CLI::App app{"vyre-eqsat: equality saturation on an egglog program", "vyre-eqsat"};
+  app.add_option("program", opts.file, "egglog program (.egg)")->required();
+  app.add_option("--device", opts.device, "where the engine runs (auto = cpu for now)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
+  app.add_flag("--json", opts.json, "print one JSON object with stable keys");
+  app.add_option("--node-limit", opts.node_limit,
+                 "never commit more e-nodes than this (the crossing iteration is rolled back)");
+  app.add_option("--time-limit", opts.time_limit, "seconds for all runs; 0 = none")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--emit", opts.emit, "write the final e-graph as egraph-serialize JSON");
+  app.add_option("--threads", opts.threads, "CPU threads (0 = all cores)");
+  app.add_option("--run", opts.run, "run N more iterations after the program");
+  app.add_flag("--extract-roots", opts.extract_roots,
+               "extract every top-level term and let at the end");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string line = e.what();
+    for (char& c : line)
+      if (c == '\n') c = ' ';
+    std::fprintf(stderr, "vyre-eqsat: %s (run with --help for usage)\n", line.c_str());
+    return exit_bad_input;
+  }
+  if (opts.device == "gpu") {
+    std::fprintf(stderr, "vyre-eqsat: the GPU engine is not built yet; use --device cpu\n");
+    return exit_no_device;
+  }
+  std::ifstream in(opts.file, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "vyre-eqsat: %s: cannot open the program file. Fix: check the path\n",
+                 opts.file.c_str());
+    return exit_bad_input;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  auto prog = vyre::eqsat::read_program(text.str(), opts.file);
+  if (!prog) {
+    std::fprintf(stderr, "%s\n", vyre::eqsat::diagnostic(opts.file, prog.error()).c_str());
+    return exit_bad_input;
+  }
+  vyre::eqsat::cpu_engine engine(*prog, opts.threads);
+  vyre::eqsat::execute_options xo;
+  xo.limits.node_limit = opts.node_limit;
+  xo.limits.time_limit = opts.time_limit;
+  xo.extra_iterations = opts.run;
+  xo.extract_roots = opts.extract_roots;
+  const vyre::eqsat::execution ex = vyre::eqsat::execute(*prog, engine, xo);
+
+  if (opts.json) {
+    std::string out = "{\"iterations\": [";
+    for (std::size_t i = 0; i < ex.iterations.size(); ++i) {
+      const auto& s = ex.iterations[i];
+      char seconds[160];
+      std::snprintf(seconds, sizeof seconds,
+                    "{\"search\": %.6f, \"apply\": %.6f, \"rebuild\": %.6f}", s.search_seconds,
+                    s.apply_seconds, s.rebuild_seconds);
+      out += (i != 0 ? ",\n  " : "\n  ") + std::string("{\"iteration\": ") +
+             std::to_string(s.iteration) + ", \"enodes\": " + std::to_string(s.enodes) +
+             ", \"eclasses\": " + std::to_string(s.eclasses) +
+             ", \"functions\": " + functions_json(*prog, s) +
+             ", \"matches\": " + std::to_string(s.matches) +
+             ", \"unions\": " + std::to_string(s.unions) + ", \"seconds\": " + seconds + "}";
+    }
+    out += "],\n \"initial\": {\"enodes\": " + std::to_string(ex.initial.enodes) +
+           ", \"eclasses\": " + std::to_string(ex.initial.eclasses) +
+           ", \"functions\": " + functions_json(*prog, ex.initial) + "},\n \"extract\": [";
+    for (std::size_t i = 0; i < ex.extracts.size(); ++i)
+      out += (i != 0 ? ", " : "") + std::string("{\"term\": ") + json_text(ex.extracts[i].source) +
+             ", \"cost\": " + std::to_string(ex.extracts[i].best.cost) +
+             ", \"best\": " + json_text(ex.extracts[i].best.term) + "}";
+    out += "],\n \"stopped\": \"" + std::string(vyre::eqsat::stop_reason_name(ex.stopped)) +
+           "\", \"threads\": " + std::to_string(engine.threads()) + ", \"device\": \"cpu\"}\n";
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  } else {
+    std::printf("%s: %zu constructors, %zu rules, %u threads (cpu)\n", opts.file.c_str(),
+                prog->constructors.size(), prog->rules.size(), engine.threads());
+    std::printf("iteration 0: %llu e-nodes, %llu e-classes\n",
+                static_cast<unsigned long long>(ex.initial.enodes),
+                static_cast<unsigned long long>(ex.initial.eclasses));
+    for (const auto& s : ex.iterations)
+      std::printf(
+          "iteration %llu: %llu e-nodes, %llu e-classes, %llu matches, %llu unions; "
+          "search %.4f s, apply %.4f s, rebuild %.4f s\n",
+          static_cast<unsigned long long>(s.iteration), static_cast<unsigned long long>(s.enodes),
+          static_cast<unsigned long long>(s.eclasses), static_cast<unsigned long long>(s.matches),
+          static_cast<unsigned long long>(s.unions), s.search_seconds, s.apply_seconds,
+          s.rebuild_seconds);
+    for (const auto& e : ex.extracts)
+      std::printf("extract %s: cost %llu: %s\n", e.source.c_str(),
+                  static_cast<unsigned long long>(e.best.cost), e.best.term.c_str());
+    std::printf("stopped: %s\n", vyre::eqsat::stop_reason_name(ex.stopped));
+  }
+  if (!opts.emit.empty()) {
+    auto written = vyre::eqsat::write_egraph_json(engine, ex.roots, opts.emit);
+    if (!written) {
+      std::fprintf(stderr, "vyre-eqsat: %s\n", written.error().message().c_str());
+      return exit_failure;
+    }
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vyre-eqsat: out of host memory. Fix: lower --node-limit\n");
+    return exit_failure;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vyre-eqsat: %s\n", e.what());
+    return exit_failure;
+  }
+}
