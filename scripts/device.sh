@@ -33,7 +33,8 @@ stage_build() {
     -DVYRE_EGRAPH_DATA_DIR="$PWD/.deps/egraphs" >"$out/configure.log" 2>&1 \
     || { tail -n 40 "$out/configure.log"; return 1; }
   # shellcheck disable=SC2086 # BUILD_TARGETS is a list
-  cmake --build "$build" -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$out/build.log" 2>&1 \
+  # -k 0: every failing target in one pass (a device call is too dear to find them one by one).
+  cmake --build "$build" -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 >"$out/build.log" 2>&1 \
     || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
   echo "build ok"
 }

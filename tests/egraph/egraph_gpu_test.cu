@@ -34,7 +34,7 @@ VYRE_KERNEL void recompute_signatures(vyre::egraph::image_ref image, std::uint32
 
 VYRE_KERNEL void layout_on_device(std::uint64_t* out) {
   constexpr auto layout = vyre::egraph::image_layout::for_counts(3, 2, 2);
-  out[0] = layout.offset(eg::image_column::group_offsets);
+  out[0] = layout.offset(vyre::egraph::image_column::group_offsets);
   out[1] = layout.word_count();
   out[2] = layout.column(vyre::egraph::image_column::children).length;
 }

@@ -307,14 +307,14 @@ TEST_CASE("a malformed layout is rejected when the view is built, naming the col
   REQUIRE(resident.has_value());
 
   eg::upload_layout longer = resident->layout();
-  longer.children.length += 4;
+  longer.byte_spans[eg::column_index(eg::image_column::children)].length += 4;
   auto too_long = gpu->kernel_view(eg::resident_image(resident->handle(), longer));
   REQUIRE_FALSE(too_long.has_value());
   CHECK(too_long.error().code() == vyre::errc::invalid_layout);
   CHECK(too_long.error().subject() == "children");
 
   eg::upload_layout shifted = resident->layout();
-  shifted.group_rows.offset = shifted.total_bytes;  // past the image
+  shifted.byte_spans[eg::column_index(eg::image_column::group_rows)].offset = shifted.total_bytes;  // past the image
   auto outside = gpu->kernel_view(eg::resident_image(resident->handle(), shifted));
   REQUIRE_FALSE(outside.has_value());
   CHECK(outside.error().code() == vyre::errc::invalid_layout);
@@ -322,7 +322,7 @@ TEST_CASE("a malformed layout is rejected when the view is built, naming the col
   CHECK(outside.error().value_or("offset", 0) == shifted.total_bytes);
 
   eg::upload_layout unaligned = resident->layout();
-  unaligned.row_signatures.offset += 2;
+  unaligned.byte_spans[eg::column_index(eg::image_column::row_signatures)].offset += 2;
   auto misaligned = gpu->kernel_view(eg::resident_image(resident->handle(), unaligned));
   REQUIRE_FALSE(misaligned.has_value());
   CHECK(misaligned.error().subject() == "row_signatures");
@@ -377,7 +377,7 @@ TEST_CASE("a failed upload releases what it took", "[resident][gpu]") {
 
   // A layout that does not fit its words is refused before anything is allocated.
   eg::image_layout wrong = image.layout();
-  wrong.children.length += 1000000;
+  wrong.spans[eg::column_index(eg::image_column::children)].length += 1000000;
   auto bad = gpu->upload(eg::image_ref{image.words(), wrong});
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().code() == vyre::errc::invalid_layout);
