@@ -32,10 +32,10 @@ stage_build() {
     -Dsimdjson_DIR="$deps/lib/x86_64-linux-gnu/cmake/simdjson" \
     -DVYRE_EGRAPH_DATA_DIR="$PWD/.deps/egraphs" >"$out/configure.log" 2>&1 \
     || { tail -n 40 "$out/configure.log"; return 1; }
-  # shellcheck disable=SC2086 # BUILD_TARGETS is a list
   # -k 0: every failing target in one pass (a device call is too dear to find them one by one).
+  # shellcheck disable=SC2086 # BUILD_TARGETS is a list
   cmake --build "$build" -j16 ${BUILD_TARGETS:+--target $BUILD_TARGETS} -- -k 0 >"$out/build.log" 2>&1 \
-    || { grep -B2 -A12 -m5 "error" "$out/build.log"; return 1; }
+    || { grep -E "error|FAILED" "$out/build.log" | grep -v "^/usr" | head -n 60; return 1; }
   echo "build ok"
 }
 stage_test() {
