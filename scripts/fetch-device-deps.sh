@@ -10,4 +10,5 @@ for deb in .deps/debs/*.deb; do dpkg -x "$deb" .deps/root; done
 rm -rf .deps/debs
 # ../shared does not travel to the GPU machine: carry the real e-graphs the tests walk.
 if [ -d ../shared/data/egraphs ]; then cp -r ../shared/data/egraphs .deps/egraphs; fi
+if [ -d ../shared/data/egglog ]; then cp -r ../shared/data/egglog .deps/egglog; fi
 echo "prepared .deps/root ($(du -sh .deps/root | cut -f1))"
