@@ -135,7 +135,7 @@ struct on_device {
 on_device upload_graph(const raw_rows& rows, const std::vector<double>& cost, cudaStream_t stream) {
   on_device d{upload(rows.row_eclass_ids, stream), upload(rows.row_language_op_ids, stream), upload(rows.row_children_lens, stream),
               upload(rows.children, stream), upload(cost, stream), {}};
-  d.rows = {d.row_eclass_ids.get(), d.row_language_op_ids.get(), d.lens.get(), d.children.get(), rows.row_count(),
+  d.rows = {d.eclass.get(), d.op.get(), d.lens.get(), d.children.get(), rows.row_count(),
             static_cast<std::uint32_t>(rows.children.size())};
   return d;
 }

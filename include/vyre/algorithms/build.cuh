@@ -46,9 +46,15 @@ namespace vyre::algorithms {
 //!       count, so it may hold up to 2 * (rows - groups) words past `word_count()`.
 class device_packed_image {
  public:
-  device_packed_image() noexcept = default;
+  device_packed_image() noexcept;
   device_packed_image(device_buffer<std::uint32_t> words, const image_layout& layout) noexcept
       : words_(std::move(words)), layout_(layout) {}
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  ~device_packed_image();
+  device_packed_image(device_packed_image&&) noexcept;
+  device_packed_image& operator=(device_packed_image&&) noexcept;
 
   const image_layout& layout() const noexcept { return layout_; }
   //! The image words (device memory), `layout().word_count()` of them.
@@ -62,6 +68,11 @@ class device_packed_image {
   device_buffer<std::uint32_t> words_;
   image_layout layout_;
 };
+
+inline device_packed_image::device_packed_image() noexcept = default;
+inline device_packed_image::~device_packed_image() = default;
+inline device_packed_image::device_packed_image(device_packed_image&&) noexcept = default;
+inline device_packed_image& device_packed_image::operator=(device_packed_image&&) noexcept = default;
 
 //! Whether `build` checks that every child names an e-class that has rows (one bitmap load per
 //! child, or a binary search for very sparse ids; the host pack always checks).

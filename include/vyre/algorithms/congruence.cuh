@@ -44,7 +44,20 @@ struct device_congruence_result {
   std::uint32_t rounds = 0;                     //!< rounds run, the final (merge-free) one included
   device_packed_image rebuilt;                  //!< canonical, duplicate-free, regrouped, re-signed
   device_buffer<std::uint32_t> kept_rows;       //!< original row of each rebuilt row
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  device_congruence_result();
+  ~device_congruence_result();
+  device_congruence_result(device_congruence_result&&) noexcept;
+  device_congruence_result& operator=(device_congruence_result&&) noexcept;
 };
+inline device_congruence_result::device_congruence_result() = default;
+inline device_congruence_result::~device_congruence_result() = default;
+inline device_congruence_result::device_congruence_result(device_congruence_result&&) noexcept = default;
+inline device_congruence_result& device_congruence_result::operator=(device_congruence_result&&) noexcept = default;
+
 
 //! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense class indices).
 struct design_signature {

@@ -54,14 +54,48 @@ struct raw_rows {
     return {row_eclass_ids.data(), row_language_op_ids.data(), row_children_lens.data(),
             children.data(),       row_count(),                static_cast<std::uint32_t>(children.size())};
   }
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  raw_rows();
+  ~raw_rows();
+  raw_rows(const raw_rows&);
+  raw_rows(raw_rows&&) noexcept;
+  raw_rows& operator=(const raw_rows&);
+  raw_rows& operator=(raw_rows&&) noexcept;
 };
+inline raw_rows::raw_rows() = default;
+inline raw_rows::~raw_rows() = default;
+inline raw_rows::raw_rows(const raw_rows&) = default;
+inline raw_rows::raw_rows(raw_rows&&) noexcept = default;
+inline raw_rows& raw_rows::operator=(const raw_rows&) = default;
+inline raw_rows& raw_rows::operator=(raw_rows&&) noexcept = default;
+
 
 //! An owning host packed image: the words plus where the columns are.
 struct host_packed_image {
   std::vector<std::uint32_t> words;
   image_layout layout;
   image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  host_packed_image();
+  ~host_packed_image();
+  host_packed_image(const host_packed_image&);
+  host_packed_image(host_packed_image&&) noexcept;
+  host_packed_image& operator=(const host_packed_image&);
+  host_packed_image& operator=(host_packed_image&&) noexcept;
 };
+inline host_packed_image::host_packed_image() = default;
+inline host_packed_image::~host_packed_image() = default;
+inline host_packed_image::host_packed_image(const host_packed_image&) = default;
+inline host_packed_image::host_packed_image(host_packed_image&&) noexcept = default;
+inline host_packed_image& host_packed_image::operator=(const host_packed_image&) = default;
+inline host_packed_image& host_packed_image::operator=(host_packed_image&&) noexcept = default;
+
 
 //! What congruence closure found.
 struct congruence_result {
@@ -74,7 +108,24 @@ struct congruence_result {
   //! kept rows stay in their original order.
   raw_rows rebuilt;
   std::vector<std::uint32_t> kept_rows;  //!< original index of each rebuilt row
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  congruence_result();
+  ~congruence_result();
+  congruence_result(const congruence_result&);
+  congruence_result(congruence_result&&) noexcept;
+  congruence_result& operator=(const congruence_result&);
+  congruence_result& operator=(congruence_result&&) noexcept;
 };
+inline congruence_result::congruence_result() = default;
+inline congruence_result::~congruence_result() = default;
+inline congruence_result::congruence_result(const congruence_result&) = default;
+inline congruence_result::congruence_result(congruence_result&&) noexcept = default;
+inline congruence_result& congruence_result::operator=(const congruence_result&) = default;
+inline congruence_result& congruence_result::operator=(congruence_result&&) noexcept = default;
+
 
 //! What extraction found.
 struct extraction_result {
@@ -83,7 +134,24 @@ struct extraction_result {
   std::vector<std::uint32_t> choice;      //!< parallel: chosen row index, or `no_row`
   double root_cost = 0;                   //!< sum of the roots' costs (each root once)
   std::uint32_t rounds = 0;  //!< passes (CPU: worklist passes; GPU: rounds, the last unchanged)
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  extraction_result();
+  ~extraction_result();
+  extraction_result(const extraction_result&);
+  extraction_result(extraction_result&&) noexcept;
+  extraction_result& operator=(const extraction_result&);
+  extraction_result& operator=(extraction_result&&) noexcept;
 };
+inline extraction_result::extraction_result() = default;
+inline extraction_result::~extraction_result() = default;
+inline extraction_result::extraction_result(const extraction_result&) = default;
+inline extraction_result::extraction_result(extraction_result&&) noexcept = default;
+inline extraction_result& extraction_result::operator=(const extraction_result&) = default;
+inline extraction_result& extraction_result::operator=(extraction_result&&) noexcept = default;
+
 
 namespace detail {
 
@@ -128,7 +196,24 @@ struct dense_classes {
   std::vector<std::uint32_t> ids;
   std::vector<std::uint32_t> of_row;
   std::vector<std::uint32_t> of_child;  //!< indexed like the children column
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  dense_classes();
+  ~dense_classes();
+  dense_classes(const dense_classes&);
+  dense_classes(dense_classes&&) noexcept;
+  dense_classes& operator=(const dense_classes&);
+  dense_classes& operator=(dense_classes&&) noexcept;
 };
+inline dense_classes::dense_classes() = default;
+inline dense_classes::~dense_classes() = default;
+inline dense_classes::dense_classes(const dense_classes&) = default;
+inline dense_classes::dense_classes(dense_classes&&) noexcept = default;
+inline dense_classes& dense_classes::operator=(const dense_classes&) = default;
+inline dense_classes& dense_classes::operator=(dense_classes&&) noexcept = default;
+
 
 inline expected<dense_classes> densify(const host_rows& rows) {
   dense_classes dense;

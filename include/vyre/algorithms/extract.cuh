@@ -44,7 +44,20 @@ struct device_extraction_result {
   device_buffer<std::uint32_t> choice; //!< per group: chosen row, or `no_row`
   double root_cost = 0;                //!< sum of the roots' costs, in the order given
   std::uint32_t rounds = 0;            //!< rounds until no cost changed (that round included)
+
+  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
+  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
+  // host-only members.
+  device_extraction_result();
+  ~device_extraction_result();
+  device_extraction_result(device_extraction_result&&) noexcept;
+  device_extraction_result& operator=(device_extraction_result&&) noexcept;
 };
+inline device_extraction_result::device_extraction_result() = default;
+inline device_extraction_result::~device_extraction_result() = default;
+inline device_extraction_result::device_extraction_result(device_extraction_result&&) noexcept = default;
+inline device_extraction_result& device_extraction_result::operator=(device_extraction_result&&) noexcept = default;
+
 
 //! Extraction knobs.
 struct extract_options {

@@ -85,7 +85,7 @@ class cpu_engine {
 
   //! `threads`: 0 = every hardware thread.
   explicit cpu_engine(const program& prog, unsigned threads = 0) : prog_(&prog) {
-    threads_ = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+    threads_ = threads != 0 ? threads : (std::max)(1u, std::thread::hardware_concurrency());
     tables_.resize(prog.constructors.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) {
       tables_[c].arity = prog.constructors[c].arity();

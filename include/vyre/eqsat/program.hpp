@@ -327,7 +327,7 @@ class sexpr_reader {
       const bool negative = out.text[0] == '-';
       // Accumulate negatively so that INT64_MIN is representable.
       std::int64_t value = 0;
-      constexpr std::int64_t lowest = std::numeric_limits<std::int64_t>::min();
+      constexpr std::int64_t lowest = (std::numeric_limits<std::int64_t>::min)();
       for (std::size_t i = digits; i < out.text.size(); ++i) {
         const int digit = out.text[i] - '0';
         if (value < (lowest + digit) / 10)
