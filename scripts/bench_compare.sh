@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Same-run before/after benchmark of two vyre trees on one GPU (run on the GPU machine):
-#   scripts/bench_compare.sh BASELINE_TREE [ROUNDS]
+#   [PARTS="algorithms upload"] scripts/bench_compare.sh BASELINE_TREE [ROUNDS]
 # BASELINE_TREE is an exported older tree (e.g. `git archive <rev> | tar -x -C .baseline`),
 # built here with only its benchmarks; this tree's build/default must already hold them
 # (scripts/device.sh build). Each round runs bench_algorithms (--parts gpu: device paths only)
@@ -12,6 +12,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 base=${1:?usage: scripts/bench_compare.sh BASELINE_TREE [ROUNDS]}
 rounds=${2:-2}
+parts=${PARTS:-algorithms upload}
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
 export PATH=/usr/local/cuda/bin:$PATH
@@ -26,9 +27,13 @@ cmake --build "$base/build" -j16 --target bench_algorithms bench_resident_upload
 run() {  # run TREE_NAME BUILD_DIR ROUND
   local name=$1 dir=$2 round=$3
   local tag="\"tree\":\"$name\",\"round\":$round,"
-  "$dir/bench/algorithms/bench_algorithms" --rows 1,4,16 --parts gpu --repeats 10 --data-dir /nonexistent \
-    | sed "s/^{/{$tag/" >>"$out/compare-$name.jsonl"
-  "$dir/bench/resident/bench_resident_upload" | sed "s/^{/{$tag/" >>"$out/compare-$name.jsonl"
+  if [[ " $parts " == *" algorithms "* ]]; then
+    "$dir/bench/algorithms/bench_algorithms" --rows 1,4,16 --parts gpu --repeats 10 \
+      --data-dir /nonexistent | sed "s/^{/{$tag/" >>"$out/compare-$name.jsonl"
+  fi
+  if [[ " $parts " == *" upload "* ]]; then
+    "$dir/bench/resident/bench_resident_upload" | sed "s/^{/{$tag/" >>"$out/compare-$name.jsonl"
+  fi
 }
 for round in $(seq 1 "$rounds"); do
   run base "$base/build" "$round"
