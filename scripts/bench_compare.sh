@@ -5,8 +5,8 @@
 # BASELINE_TREE is an exported older tree (e.g. `git archive <rev> | tar -x -C .baseline`),
 # built here with only its benchmarks; this tree's build/default must already hold them
 # (scripts/device.sh build). Each round runs bench_algorithms (--parts gpu: device paths only)
-# and bench_resident_upload from the baseline, then from this tree, alternating, so drift of
-# the GPU's clocks over the run hits both alike. JSON lines go to $OUT/compare-{base,head}.jsonl
+# and bench_resident_upload from both trees, the baseline first in odd rounds and last in even
+# ones, so drift and order effects (host caches, clocks) hit both alike. JSON lines go to $OUT/compare-{base,head}.jsonl
 # with "round" and "tree" added; scripts/bench_diff.py reduces them.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,7 +36,12 @@ run() {  # run TREE_NAME BUILD_DIR ROUND
   fi
 }
 for round in $(seq 1 "$rounds"); do
-  run base "$base/build" "$round"
-  run head build/default "$round"
+  if ((round % 2)); then  # odd rounds run the baseline first, even rounds this tree
+    run base "$base/build" "$round"
+    run head build/default "$round"
+  else
+    run head build/default "$round"
+    run base "$base/build" "$round"
+  fi
 done
 echo "compare: $(wc -l <"$out/compare-base.jsonl") base lines, $(wc -l <"$out/compare-head.jsonl") head lines"
