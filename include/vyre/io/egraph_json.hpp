@@ -33,7 +33,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <deque>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -268,7 +267,17 @@ struct slice_records {
   std::vector<double> costs;
   std::vector<std::uint32_t> child_counts;
   std::vector<std::string_view> roots;
-  std::deque<std::array<char, 24>> numbers;  //!< decimal text of integer ids
+  //! Decimal text of integer ids, in blocks that never move (views point into them).
+  std::vector<std::unique_ptr<std::array<char, 24>[]>> number_blocks;
+  std::size_t numbers_in_last_block = 0;
+  static constexpr std::size_t numbers_per_block = 4096;
+  std::array<char, 24>* next_number() {
+    if (number_blocks.empty() || numbers_in_last_block == numbers_per_block) {
+      number_blocks.emplace_back(new std::array<char, 24>[numbers_per_block]);
+      numbers_in_last_block = 0;
+    }
+    return &number_blocks.back()[numbers_in_last_block++];
+  }
   void clear() noexcept {
     keys.clear();
     key_hashes.clear();
@@ -280,7 +289,8 @@ struct slice_records {
     costs.clear();
     child_counts.clear();
     roots.clear();
-    numbers.clear();
+    number_blocks.clear();
+    numbers_in_last_block = 0;
   }
 };
 
@@ -357,7 +367,7 @@ class slice_parser {
     if (value.get_string().get(out) == simdjson::SUCCESS) return true;
     std::uint64_t number = 0;
     if (value.get_uint64().get(number) != simdjson::SUCCESS) return false;
-    std::array<char, 24>& text = slice_.records.numbers.emplace_back();
+    std::array<char, 24>& text = *slice_.records.next_number();
     const auto written = std::to_chars(text.data(), text.data() + text.size(), number);
     out = std::string_view(text.data(), static_cast<std::size_t>(written.ptr - text.data()));
     return true;
@@ -485,13 +495,13 @@ class slice_reader {
   slice_reader(const json_source& input, std::string_view source, const json_load_options& options)
       : input_(input),
         source_(source),
-        slice_bytes_(std::max<std::size_t>(options.slice_bytes, 64)) {}
+        slice_bytes_((std::max<std::size_t>)(options.slice_bytes, 64)) {}
 
   //! Finds where "nodes" starts; without the usual `{"nodes":{` head the whole file is one slice.
   expected<void> start() {
     char head[64];
     const std::size_t n =
-        static_cast<std::size_t>(std::min<std::uint64_t>(sizeof head, input_.size()));
+        static_cast<std::size_t>((std::min<std::uint64_t>)(sizeof head, input_.size()));
     if (!input_.read(0, head, n)) return read_failure(0);
     std::size_t at = 0;
     const auto skip = [&] {
