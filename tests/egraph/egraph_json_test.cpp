@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -42,8 +43,8 @@ TEST_CASE("egraph JSON: a small file loads into snapshot, costs, names and roots
   const auto loaded = vyre::io::parse_egraph_json(multi_root, "multi_root.json");
   const auto& snap = loaded.graph;
   REQUIRE(snap.row_count() == 3);
-  CHECK(loaded.node_ids == std::vector<std::string>{"0__0", "0__1", "1__0"});
-  CHECK(loaded.eclass_ids == std::vector<std::string>{"0", "1"});
+  CHECK(loaded.node_ids.to_strings() == std::vector<std::string>{"0__0", "0__1", "1__0"});
+  CHECK(loaded.eclass_ids.to_strings() == std::vector<std::string>{"0", "1"});
   CHECK(loaded.node_costs == std::vector<double>{0.0, 5.0, 10.0});
   CHECK(loaded.root_eclasses == std::vector<std::uint32_t>{0, 1});
   CHECK(snap.rows()[0] == eg::row{0, 0, 0, 2});
@@ -59,9 +60,102 @@ TEST_CASE("egraph JSON: defaults and integer ids as egraph-serialize reads them"
   const auto loaded = vyre::io::parse_egraph_json(
       R"({"nodes": {"a": {"op": "x", "eclass": 7}, "b": {"op": "f", "eclass": "c", "children": ["a"]}}})");
   CHECK(loaded.node_costs == std::vector<double>{1.0, 1.0});
-  CHECK(loaded.eclass_ids == std::vector<std::string>{"7", "c"});
+  CHECK(loaded.eclass_ids.to_strings() == std::vector<std::string>{"7", "c"});
   CHECK(loaded.root_eclasses.empty());
   CHECK(loaded.graph.child_count() == 1);
+}
+
+// What egglog >= 13 writes (egglog 13.2.0's serializer, trimmed): `subsumed` on every node,
+// primitive values as nodes whose op is the value's text (a String's op keeps its quotes),
+// `class_data` after the roots, and `root_eclasses: []` when it was given no roots.
+constexpr const char* egglog13 =
+    R"({"nodes":{"function-0-Var":{"op":"Var","children":["primitive-String-0"],"eclass":"Math-0","cost":1.0,"subsumed":false},"function-0-Add":{"op":"Add","children":["function-0-Var","function-0-Const"],"eclass":"Math-2","cost":1.0,"subsumed":false},"function-1-Add":{"op":"Add","children":["function-0-Const","function-0-Var"],"eclass":"Math-2","cost":1.0,"subsumed":true},"function-0-Const":{"op":"Const","children":["primitive-i64-7"],"eclass":"Math-1","cost":1.0,"subsumed":false},"primitive-i64-7":{"op":"7","children":[],"eclass":"i64-7","cost":1.0,"subsumed":false},"primitive-i64-2147483648":{"op":"-1","children":[],"eclass":"i64-2147483648","cost":1.0,"subsumed":false},"primitive-String-0":{"op":"\"x\"","children":[],"eclass":"String-0","cost":1.0,"subsumed":false}},"root_eclasses":ROOTS,"class_data":{"Math-2":{"type":"Math","let":"$t0"},"Math-0":{"type":"Math"},"Math-1":{"type":"Math"},"i64-7":{"type":"i64"},"i64-2147483648":{"type":"i64"},"String-0":{"type":"String"}}})";
+
+std::string egglog13_with_roots(const std::string& roots) {
+  std::string text = egglog13;
+  text.replace(text.find("ROOTS"), 5, roots);
+  return text;
+}
+
+TEST_CASE("egraph JSON: egglog 13 output (subsumed, class_data, primitives, empty roots)",
+          "[egraph][json]") {
+  for (const bool sliced : {false, true}) {
+    INFO("sliced " << sliced);
+    // 64-byte slices: the loader cuts between nodes and checks each cut by parsing.
+    vyre::io::json_load_options options;
+    if (sliced) options.slice_bytes = 64;
+    const auto loaded =
+        vyre::io::parse_egraph_json(egglog13_with_roots("[\"Math-2\"]"), "egglog13.json", options);
+    const auto& snap = loaded.graph;
+    REQUIRE(snap.row_count() == 7);
+    CHECK(loaded.node_ids.to_strings() ==
+          std::vector<std::string>{"function-0-Var", "function-0-Add", "function-1-Add",
+                                   "function-0-Const", "primitive-i64-7",
+                                   "primitive-i64-2147483648", "primitive-String-0"});
+    CHECK(loaded.eclass_ids.to_strings() == std::vector<std::string>{"Math-0", "Math-2", "Math-1",
+                                                                     "i64-7", "i64-2147483648",
+                                                                     "String-0"});
+    CHECK(loaded.root_eclasses == std::vector<std::uint32_t>{1});
+    // A subsumed node is still a node of its e-class (extraction may pick it).
+    CHECK(snap.rows()[2].eclass == 1);
+    CHECK(snap.op_name(snap.rows()[6].op) == "\"x\"");  // the String value, quotes kept
+    CHECK(snap.op_name(snap.rows()[5].op) == "-1");
+    // Var's child is the primitive's e-class; Const's child the i64's.
+    CHECK(snap.children_of(snap.rows()[0])[0] == 5u);
+    CHECK(snap.children_of(snap.rows()[3])[0] == 3u);
+    CHECK(snap.validate<expect>().has_value());
+  }
+  const auto no_roots = vyre::io::parse_egraph_json(egglog13_with_roots("[]"), "egglog13.json");
+  CHECK(no_roots.root_eclasses.empty());
+  CHECK(no_roots.graph.row_count() == 7);
+}
+
+TEST_CASE("egraph JSON: slices and the parsing thread give the file-order result",
+          "[egraph][json]") {
+  // 300 nodes in a chain, ids with escapes and `},"` inside strings, so that cuts are tried at
+  // places the parse must reject; every slice size gives the same graph.
+  std::string text = "{\n  \"nodes\": {";
+  for (int i = 0; i < 300; ++i) {
+    if (i != 0) text += ",\n    ";
+    text += "\"n" + std::to_string(i) + "\": {\"op\": \"f},\\\"x" + std::to_string(i % 7) +
+            "},\", \"eclass\": " + std::to_string(i / 2) + ", \"cost\": " + std::to_string(i % 5) +
+            ", \"children\": [" + (i == 0 ? std::string() : "\"n" + std::to_string(i - 1) + "\"") +
+            "], \"subsumed\": false}";
+  }
+  text += "},\n  \"root_eclasses\": [149, \"0\"], \"class_data\": {\"0\": {\"type\": \"T\"}}\n}";
+  const auto whole = vyre::io::parse_egraph_json(text, "chain.json");
+  REQUIRE(whole.graph.row_count() == 300);
+  CHECK(whole.eclass_ids.size() == 150);
+  CHECK(whole.graph.op_count() == 7);
+  CHECK(whole.root_eclasses == std::vector<std::uint32_t>{149, 0});
+  for (const std::size_t slice : {64, 100, 257, 1000, 4096}) {
+    for (const bool threads : {false, true}) {
+      INFO("slice " << slice << " threads " << threads);
+      const auto loaded = vyre::io::parse_egraph_json(text, "chain.json", {slice, threads});
+      CHECK(loaded.graph.row_count() == 300);
+      CHECK(loaded.node_ids.to_strings() == whole.node_ids.to_strings());
+      CHECK(loaded.eclass_ids.to_strings() == whole.eclass_ids.to_strings());
+      CHECK(loaded.node_costs == whole.node_costs);
+      CHECK(loaded.root_eclasses == whole.root_eclasses);
+      CHECK(std::equal(loaded.graph.rows().begin(), loaded.graph.rows().end(),
+                       whole.graph.rows().begin()));
+      CHECK(std::equal(loaded.graph.children().begin(), loaded.graph.children().end(),
+                       whole.graph.children().begin()));
+    }
+  }
+  // An error in a late slice is still found and named.
+  std::string broken = text;
+  broken.replace(broken.rfind("\"n299\""), 6, "\"n7\"");
+  const auto err = vyre::io::parse_egraph_json<expect>(broken, "chain.json", {64, true});
+  REQUIRE_FALSE(err.has_value());
+  CHECK(err.error().code() == vyre::errc::duplicate);
+  CHECK_THAT(std::string(err.error().subject()), Catch::Contains("node \"n7\""));
+  std::string malformed = text;
+  malformed.insert(malformed.rfind("\"n250\""), "]");
+  const auto bad = vyre::io::parse_egraph_json<expect>(malformed, "chain.json", {64, true});
+  REQUIRE_FALSE(bad.has_value());
+  CHECK(bad.error().code() == vyre::errc::parse);
+  CHECK_THAT(bad.error().message(), Catch::Contains("malformed JSON"));
 }
 
 TEST_CASE("egraph JSON: every error names the source and the offending id", "[egraph][json]") {
@@ -72,7 +166,8 @@ TEST_CASE("egraph JSON: every error names the source and the offending id", "[eg
   }
   SECTION("not an object, no nodes, nodes not an object") {
     CHECK(refused("[1, 2]").code() == vyre::errc::parse);
-    CHECK_THAT(std::string(refused(R"({"root_eclasses": []})").subject()), Catch::Contains("nodes"));
+    CHECK_THAT(std::string(refused(R"({"root_eclasses": []})").subject()),
+               Catch::Contains("nodes"));
     CHECK(refused(R"({"nodes": []})").code() == vyre::errc::parse);
   }
   SECTION("missing op and eclass") {
@@ -89,13 +184,17 @@ TEST_CASE("egraph JSON: every error names the source and the offending id", "[eg
                Catch::Contains("not a string"));
     CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": -1}}})").message(),
                Catch::Contains("eclass"));
-    CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": "0", "children": "m"}}})").message(),
-               Catch::Contains("not an array"));
-    CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": "0", "children": [1.5]}}})").message(),
-               Catch::Contains("not a node id"));
-    CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": "0"}}, "root_eclasses": "0"})").message(),
-               Catch::Contains("not an array"));
-    CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": "0"}}, "root_eclasses": [null]})").message(),
+    CHECK_THAT(
+        refused(R"({"nodes": {"n": {"op": "x", "eclass": "0", "children": "m"}}})").message(),
+        Catch::Contains("not an array"));
+    CHECK_THAT(
+        refused(R"({"nodes": {"n": {"op": "x", "eclass": "0", "children": [1.5]}}})").message(),
+        Catch::Contains("not a node id"));
+    CHECK_THAT(
+        refused(R"({"nodes": {"n": {"op": "x", "eclass": "0"}}, "root_eclasses": "0"})").message(),
+        Catch::Contains("not an array"));
+    CHECK_THAT(refused(R"({"nodes": {"n": {"op": "x", "eclass": "0"}}, "root_eclasses": [null]})")
+                   .message(),
                Catch::Contains("root"));
   }
   SECTION("child naming an unknown node") {
@@ -106,13 +205,14 @@ TEST_CASE("egraph JSON: every error names the source and the offending id", "[eg
     CHECK(err.value_or("row", 99) == 1);
   }
   SECTION("root naming an e-class with no node") {
-    const auto err = refused(R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "root_eclasses": ["0", "9"]})");
+    const auto err =
+        refused(R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "root_eclasses": ["0", "9"]})");
     CHECK(err.code() == vyre::errc::not_found);
     CHECK_THAT(std::string(err.subject()), Catch::Contains("root \"9\""));
   }
   SECTION("duplicate node id") {
-    const auto err = refused(
-        R"({"nodes": {"a": {"op": "x", "eclass": "0"}, "a": {"op": "y", "eclass": "1"}}})");
+    const auto err =
+        refused(R"({"nodes": {"a": {"op": "x", "eclass": "0"}, "a": {"op": "y", "eclass": "1"}}})");
     CHECK(err.code() == vyre::errc::duplicate);
     CHECK_THAT(std::string(err.subject()), Catch::Contains("node \"a\""));
   }

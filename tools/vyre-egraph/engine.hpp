@@ -13,6 +13,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/egraph.hpp"
+#include "vyre/io/name_table.hpp"
 
 namespace vyre_tool {
 
@@ -28,7 +29,7 @@ struct graph_input {
   std::vector<std::string> op_names;  //!< by op id; empty for image files
   std::vector<double> node_cost;      //!< one per row; empty for image files
   std::vector<std::uint32_t> roots;   //!< root e-class ids; empty for image files
-  std::vector<std::string> eclass_names;  //!< JSON e-class id of dense id k; empty for images
+  vyre::io::name_table eclass_names;  //!< JSON e-class id of dense id k; empty for images
   double load_seconds = 0;
 };
 

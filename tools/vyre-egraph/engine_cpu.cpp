@@ -57,6 +57,7 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
   graph_input input;
   input.file = std::move(name);
   input.format = input_format::json;
+  loaded.node_ids = {};  // the tool never shows node ids: free them before packing
   VYRE_TRY_ASSIGN(input.image, vyre::egraph::pack<return_expected>(loaded.graph));
   try {
     input.op_names.reserve(loaded.graph.op_count());

@@ -4,13 +4,15 @@
 //   vyre-egraph [FILE]                     summary: inspect + extract + congruence
 //   vyre-egraph inspect [FILE]             rows, e-classes, ops, children, image bytes, columns
 //   vyre-egraph pack [FILE] -o OUT         write a vyre image file
-//   vyre-egraph extract [FILE]             bottom-up tree-cost extraction (JSON input)
+//   vyre-egraph extract [FILE] [--root C]  bottom-up tree-cost extraction (JSON input)
 //   vyre-egraph congruence [FILE] [-o OUT] congruence closure; -o writes the rebuilt image
 //
 // FILE is egraph-serialize JSON (egg, egglog, extraction-gym) or a vyre image file (recognised
 // by its magic); without FILE the tool runs on a built-in e-graph. `--device gpu|cpu` picks
 // where extract and congruence run (default: the GPU when one is present); `--json` prints one
-// JSON object with stable keys instead of text.
+// JSON object with stable keys instead of text. `--root CLASS` (repeatable) names the e-classes
+// extract computes (a JSON e-class id); without it the file's `root_eclasses` are used, and a
+// file with none (egglog writes `[]` when given no roots) has every e-class extracted.
 //
 // Exit status: 0 success; 1 the machine failed (a CUDA error, out of memory); 2 bad input or
 // bad usage (one line on stderr naming the file and the problem); 3 `--device gpu` without a
@@ -192,6 +194,7 @@ struct options {
   std::string file;    //!< empty: the built-in e-graph
   std::string output;  //!< -o
   std::string device;  //!< "gpu", "cpu" or empty (automatic)
+  std::vector<std::string> roots;  //!< --root: JSON e-class ids to extract
   bool json = false;
 };
 
@@ -313,6 +316,34 @@ void print_columns_text(const graph_input& input) {
   }
 }
 
+//! The roots extract computes: --root's e-classes, else the file's roots, else (a JSON file
+//! without roots) every e-class, said in one line on stderr.
+void choose_roots(graph_input& input, const options& opts) {
+  if (input.format != input_format::json) return;
+  if (!opts.roots.empty()) {
+    std::vector<std::uint32_t> picked;
+    for (const std::string& name : opts.roots) {
+      const auto found = input.eclass_names.find(name);
+      if (!found)
+        throw tool_failure{exit_bad_input,
+                           one_line("vyre-egraph: " + input.file + ": --root \"" + name +
+                                    "\": no node has that e-class. Fix: pass an \"eclass\" "
+                                    "value of the file's nodes.")};
+      picked.push_back(*found);
+    }
+    input.roots = std::move(picked);
+    return;
+  }
+  if (!input.roots.empty()) return;
+  input.roots.resize(input.eclass_names.size());
+  for (std::size_t k = 0; k < input.roots.size(); ++k)
+    input.roots[k] = static_cast<std::uint32_t>(k);
+  std::fprintf(stderr,
+               "vyre-egraph: note: %s has no root_eclasses; extracting all %zu e-classes "
+               "(--root CLASS picks roots).\n",
+               input.file.c_str(), input.roots.size());
+}
+
 extraction_summary run_extract(const graph_input& input, device_kind device) {
   progress_note note("extracting on the " + std::string(name_of(device)));
   return take(device == device_kind::gpu ? extract_gpu(input) : extract_cpu(input), input.file);
@@ -394,7 +425,8 @@ void write_image(const std::string& path, const vyre::egraph::host_image& image)
 }
 
 int command_summary(const options& opts) {
-  const graph_input input = load(opts);
+  graph_input input = load(opts);
+  choose_roots(input, opts);
   const device_kind device = choose_device(opts);
   const bool extractable = static_cast<bool>(check_extractable(input));
   std::optional<extraction_summary> extracted;
@@ -458,7 +490,8 @@ int command_pack(const options& opts) {
 }
 
 int command_extract(const options& opts) {
-  const graph_input input = load(opts);
+  graph_input input = load(opts);
+  choose_roots(input, opts);
   take(check_extractable(input), input.file);
   const device_kind device = choose_device(opts);
   const extraction_summary found = run_extract(input, device);
@@ -505,6 +538,10 @@ int run(int argc, char** argv) {
                                           "a CUDA device is present, else cpu)")
       ->check(CLI::IsMember({"gpu", "cpu"}));
   app.add_flag("--json", opts.json, "print one JSON object with stable keys");
+  app.add_option("--root", opts.roots,
+                 "extract this e-class (a JSON e-class id; repeatable); default: the file's "
+                 "root_eclasses, or every e-class when it has none")
+      ->allow_extra_args(false);
   app.add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
   app.require_subcommand(0, 1);
 

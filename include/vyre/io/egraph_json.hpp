@@ -6,21 +6,40 @@
 //!
 //! Format: `nodes` maps a node id to `{op, cost, eclass, children}`, each child a node id whose
 //! `eclass` is the child e-class; `root_eclasses` lists the roots. As in egraph-serialize,
-//! `children` defaults to `[]`, `cost` to 1 and `root_eclasses` to `[]`; other fields
-//! (`subsumed`, `class_data`, `comment`, ...) are accepted and ignored. Ids may be strings or
-//! non-negative integers (an integer id is its decimal spelling).
+//! `children` defaults to `[]`, `cost` to 1 and `root_eclasses` to `[]` (egglog writes `[]`
+//! when it was given no roots); other fields are accepted and ignored: egglog >= 13's
+//! `subsumed` and `class_data`, `comment`, ... Primitive values (egglog's `i64`, `String`, ...)
+//! are ordinary nodes whose op is the value's text. Ids may be strings or non-negative
+//! integers (an integer id is its decimal spelling).
 //!
 //! Row `i` of the snapshot is the `i`-th node of `nodes` in file order; e-class and op ids are
 //! dense u32 in first-seen order.
+//!
+//! How it reads: simdjson (DOM API, runtime-dispatched SIMD) over slices of a few MiB (the file is
+//! read slice by slice, never whole), each slice parsed as its own small document `{"nodes":{`
+//! slice `}}`; a slice ends at a `},"` between two nodes, and the parse itself proves the cut was
+//! not inside a string (else the slice is parsed again together with the rest of the file). One
+//! thread parses the next slice while the caller's thread interns the previous one (ids through
+//! flat open-addressing tables over names stored in blocks, no `std::string` per node). Peak memory
+//! is the result plus about 4 slices, not the file.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cmath>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -30,27 +49,26 @@
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/egraph.hpp"
+#include "vyre/io/name_table.hpp"
 
 namespace vyre::io {
 
 //! An e-graph loaded from egraph-serialize JSON.
 struct loaded_egraph {
-  egraph::snapshot graph;                   //!< row i = node i (file order); always valid
-  std::vector<double> node_costs;           //!< cost of node (row) i, finite
-  std::vector<std::string> node_ids;        //!< JSON node id of row i
-  std::vector<std::string> eclass_ids;      //!< JSON e-class id of dense e-class id k
-  std::vector<std::uint32_t> root_eclasses; //!< dense e-class ids of `root_eclasses`, in order
+  egraph::snapshot graph;                    //!< row i = node i (file order); always valid
+  std::vector<double> node_costs;            //!< cost of node (row) i, finite
+  name_table node_ids;                       //!< JSON node id of row i
+  name_table eclass_ids;                     //!< JSON e-class id of dense e-class id k
+  std::vector<std::uint32_t> root_eclasses;  //!< dense e-class ids of `root_eclasses`, in order
+};
+
+//! How `load_egraph_json` reads (tests and benchmarks change it; the defaults suit real files).
+struct json_load_options {
+  std::size_t slice_bytes = std::size_t{4} << 20;  //!< bytes of one slice (at least 64)
+  bool threads = true;  //!< parse the next slice on a second thread (when there is more than one)
 };
 
 namespace detail {
-
-struct string_hash {
-  using is_transparent = void;
-  std::size_t operator()(std::string_view text) const noexcept {
-    return std::hash<std::string_view>{}(text);
-  }
-};
-using id_map = std::unordered_map<std::string, std::uint32_t, string_hash, std::equal_to<>>;
 
 //! "file: what 'id'" as the error subject (the tail is kept when it is long, so the id shows).
 inline error json_error(errc code, const char* context, std::string_view source,
@@ -66,36 +84,6 @@ inline error json_error(errc code, const char* context, std::string_view source,
   return error(code, context).about(subject);
 }
 
-//! An id that is a string or a non-negative integer, as text.
-inline bool id_text(simdjson::dom::element value, std::string& out) {
-  std::string_view text;
-  if (value.get_string().get(text) == simdjson::SUCCESS) {
-    out.assign(text);
-    return true;
-  }
-  std::uint64_t number = 0;
-  if (value.get_uint64().get(number) == simdjson::SUCCESS) {
-    out = std::to_string(number);
-    return true;
-  }
-  return false;
-}
-
-inline expected<std::uint32_t> intern_id(id_map& ids, std::vector<std::string>& names,
-                                         const std::string& text, const char* what) {
-  if (const auto found = ids.find(text); found != ids.end()) return found->second;
-  if (names.size() >= egraph::snapshot_limits::u32_max)
-    return fail(error(errc::abi_limit, what).with("ids", names.size()).fix(egraph::detail::shard_hint));
-  try {
-    const auto id = static_cast<std::uint32_t>(names.size());
-    names.push_back(text);
-    ids.emplace(text, id);
-    return id;
-  } catch (const std::bad_alloc&) {
-    return fail(error(errc::out_of_memory, what).with("ids", names.size()).fix("free host memory"));
-  }
-}
-
 //! Static text for a simdjson parse failure.
 inline const char* malformed_context(simdjson::error_code code) noexcept {
   switch (code) {
@@ -107,174 +95,752 @@ inline const char* malformed_context(simdjson::error_code code) noexcept {
     case simdjson::UNCLOSED_STRING:
     case simdjson::UNESCAPED_CHARS:
       return "egraph JSON: malformed JSON (a string is badly escaped or unterminated)";
-    case simdjson::UTF8_ERROR: return "egraph JSON: malformed JSON (invalid UTF-8)";
-    case simdjson::EMPTY: return "egraph JSON: malformed JSON (empty document)";
-    case simdjson::DEPTH_ERROR: return "egraph JSON: malformed JSON (nested too deeply)";
+    case simdjson::UTF8_ERROR:
+      return "egraph JSON: malformed JSON (invalid UTF-8)";
+    case simdjson::EMPTY:
+      return "egraph JSON: malformed JSON (empty document)";
+    case simdjson::DEPTH_ERROR:
+      return "egraph JSON: malformed JSON (nested too deeply)";
     case simdjson::T_ATOM_ERROR:
     case simdjson::F_ATOM_ERROR:
     case simdjson::N_ATOM_ERROR:
       return "egraph JSON: malformed JSON (a bad true/false/null literal)";
-    case simdjson::CAPACITY: return "egraph JSON: malformed JSON (document too large)";
-    default: return "egraph JSON: malformed JSON";
+    case simdjson::CAPACITY:
+      return "egraph JSON: malformed JSON (document too large)";
+    default:
+      return "egraph JSON: malformed JSON";
   }
 }
 
-inline expected<loaded_egraph> parse_egraph_json(const simdjson::padded_string& json,
-                                                 std::string_view source) {
-  simdjson::dom::parser parser;
-  simdjson::dom::element document;
-  if (const auto code = parser.parse(json).get(document); code != simdjson::SUCCESS)
-    return fail(json_error(errc::parse, malformed_context(code), source)
-                    .with("simdjson_error", static_cast<std::uint64_t>(code))
-                    .fix("pass a well-formed egraph-serialize JSON file"));
-  simdjson::dom::object top;
-  if (document.get_object().get(top) != simdjson::SUCCESS)
-    return fail(json_error(errc::parse, "egraph JSON: the document is not an object", source)
-                    .fix("the top level must be {\"nodes\": {...}, \"root_eclasses\": [...]}"));
-  simdjson::dom::object nodes;
-  {
-    simdjson::dom::element field;
-    if (top["nodes"].get(field) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: missing field", source, "field", "nodes")
-                      .fix("the top level must have a \"nodes\" object"));
-    if (field.get_object().get(nodes) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: \"nodes\" is not an object", source)
-                      .fix("\"nodes\" maps node ids to {op, cost, eclass, children}"));
+//! A fast 64-bit hash of short ids (multiply-xorshift over 8-byte words).
+inline std::uint64_t hash_text(std::string_view text) noexcept {
+  const char* p = text.data();
+  std::size_t n = text.size();
+  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
+  while (n >= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    h = (h ^ word) * 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 31;
+    p += 8;
+    n -= 8;
+  }
+  if (n != 0) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, p, n);
+    h = (h ^ word) * 0x94d049bb133111ebull;
+    h ^= h >> 29;
+  }
+  h *= 0xd6e8feb86659fd93ull;
+  return h ^ (h >> 32);
+}
+
+//! Names to dense u32 ids in first-seen order: a flat open-addressing table over a
+//! `name_table`. A slot holds a tag (hash bits, and the length when it is below 255), the id and
+//! a pointer to the name's characters (which never move), so a probe touches the slot and, on a
+//! tag match, the characters: no per-name allocation, no indirection through the table.
+class interner {
+ public:
+  name_table names;
+
+  //! The tag of a name with hash `hash` (lookups take it precomputed, see `prefetch`).
+  static std::uint32_t tag_of(std::uint64_t hash, std::size_t length) noexcept {
+    return (static_cast<std::uint32_t>(hash >> 32) & ~0xffu) |
+           static_cast<std::uint32_t>(length < 255 ? length : 255);
   }
 
-  loaded_egraph result;
-  id_map node_index;
-  id_map eclass_index;
-  std::vector<std::uint32_t> node_eclass;
-  std::vector<std::uint32_t> node_op;
-  // A node without "children" has none; a default dom::array must not be iterated.
-  std::vector<simdjson::dom::array> node_children;
-  std::vector<bool> node_has_children;
-  const std::size_t node_count = nodes.size();
-  VYRE_TRY(try_reserve(result.node_costs, node_count, "egraph JSON: node costs"));
-  VYRE_TRY(try_reserve(result.node_ids, node_count, "egraph JSON: node ids"));
-  VYRE_TRY(try_reserve(node_eclass, node_count, "egraph JSON: node e-classes"));
-  VYRE_TRY(try_reserve(node_op, node_count, "egraph JSON: node ops"));
-  VYRE_TRY(try_reserve(node_children, node_count, "egraph JSON: node children"));
-  VYRE_TRY(try_reserve(node_has_children, node_count, "egraph JSON: node children"));
-
-  // Pass 1: node ids, e-classes, ops, costs (children may name nodes that come later).
-  std::string text;
-  for (const auto field : nodes) {
-    const std::string_view node_id = field.key;
-    if (node_index.find(node_id) != node_index.end())
-      return fail(json_error(errc::duplicate, "egraph JSON: duplicate node id", source, "node",
-                             node_id)
-                      .fix("give every node a unique id"));
-    VYRE_TRY(intern_id(node_index, result.node_ids, std::string(node_id),
-                       "egraph JSON: too many nodes for u32 row ids"));
-    simdjson::dom::object node;
-    if (field.value.get_object().get(node) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: node is not an object", source, "node",
-                             node_id)
-                      .fix("each node is {op, cost, eclass, children}"));
-    simdjson::dom::element value;
-    std::string_view op;
-    if (node["op"].get(value) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: node has no \"op\" (missing field)",
-                             source, "node", node_id)
-                      .fix("give every node an \"op\" string"));
-    if (value.get_string().get(op) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: node \"op\" is not a string", source,
-                             "node", node_id)
-                      .fix("give every node an \"op\" string"));
-    if (node["eclass"].get(value) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: node has no \"eclass\" (missing field)",
-                             source, "node", node_id)
-                      .fix("give every node the id of its e-class"));
-    if (!id_text(value, text))
-      return fail(json_error(errc::parse,
-                             "egraph JSON: node \"eclass\" is not a string or unsigned integer",
-                             source, "node", node_id)
-                      .fix("give every node the id of its e-class"));
-    VYRE_TRY_ASSIGN(const std::uint32_t eclass,
-                    intern_id(eclass_index, result.eclass_ids, text,
-                              "egraph JSON: too many e-classes for u32 ids"));
-    double cost = 1.0;  // egraph-serialize's default
-    if (node["cost"].get(value) == simdjson::SUCCESS) {
-      if (!value.is_number() || value.get_double().get(cost) != simdjson::SUCCESS ||
-          !std::isfinite(cost))
-        return fail(json_error(errc::parse, "egraph JSON: node cost is not a finite number",
-                               source, "node", node_id)
-                        .fix("give every node a finite numeric cost"));
+  //! The id of `text` (whose `hash_text` is `hash`), and whether it was new.
+  expected<std::pair<std::uint32_t, bool>> intern(std::string_view text, std::uint64_t hash,
+                                                  const char* what) {
+    if (4 * (names.size() + 1) > 3 * slots_.size()) VYRE_TRY(grow(what));  // load <= 3/4
+    const std::uint32_t tag = tag_of(hash, text.size());
+    for (std::size_t at = hash & mask_;; at = (at + 1) & mask_) {
+      slot& here = slots_[at];
+      if (here.data == nullptr) {
+        if (names.size() >= egraph::snapshot_limits::u32_max)
+          return fail(error(errc::abi_limit, what)
+                          .with("ids", names.size())
+                          .fix(egraph::detail::shard_hint));
+        const auto id = static_cast<std::uint32_t>(names.size());
+        VYRE_TRY(names.push_back(text));
+        const char* stored = names[id].data();
+        here = {tag, id, stored != nullptr ? stored : empty_name()};
+        return std::pair<std::uint32_t, bool>{id, true};
+      }
+      if (here.tag == tag && matches(here, text))
+        return std::pair<std::uint32_t, bool>{here.id, false};
     }
-    simdjson::dom::array children;
-    const bool has_children = node["children"].get(value) == simdjson::SUCCESS;
-    if (has_children && value.get_array().get(children) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: node \"children\" is not an array",
-                             source, "node", node_id)
-                      .fix("\"children\" lists child node ids"));
-    VYRE_TRY_ASSIGN(const std::uint32_t op_id,
-                    result.graph.intern_op<on_error::return_expected>(op));
-    result.node_costs.push_back(cost);
-    node_eclass.push_back(eclass);
-    node_op.push_back(op_id);
-    node_children.push_back(children);
-    node_has_children.push_back(has_children);
+  }
+  expected<std::pair<std::uint32_t, bool>> intern(std::string_view text, const char* what) {
+    return intern(text, hash_text(text), what);
   }
 
-  // Pass 2: rows, children resolved to the e-class of the child node.
-  VYRE_TRY(result.graph.reserve<on_error::return_expected>(node_count, 2 * node_count));
-  std::vector<std::uint32_t> child_eclasses;
-  for (std::size_t n = 0; n < node_eclass.size(); ++n) {
-    child_eclasses.clear();
-    if (node_has_children[n]) {
-      for (const auto child : node_children[n]) {
-        if (!id_text(child, text))
-          return fail(json_error(errc::parse,
-                                 "egraph JSON: a child is not a node id (string or unsigned "
-                                 "integer)",
-                                 source, "node", result.node_ids[n])
-                          .fix("\"children\" lists child node ids"));
-        const auto found = node_index.find(text);
-        if (found == node_index.end())
-          return fail(json_error(errc::not_found, "egraph JSON: a child names an unknown node",
-                                 source, "child", text)
-                          .with("row", n)
-                          .fix("every child must be a key of \"nodes\""));
-        if (child_eclasses.size() == child_eclasses.capacity())
-          VYRE_TRY(try_reserve(child_eclasses, 2 * child_eclasses.size() + 4,
-                               "egraph JSON: children"));
-        child_eclasses.push_back(node_eclass[found->second]);
+  std::optional<std::uint32_t> find(std::string_view text) const noexcept {
+    if (slots_.empty()) return std::nullopt;
+    const std::uint64_t hash = hash_text(text);
+    const std::uint32_t tag = tag_of(hash, text.size());
+    for (std::size_t at = hash & mask_;; at = (at + 1) & mask_) {
+      const slot& here = slots_[at];
+      if (here.data == nullptr) return std::nullopt;
+      if (here.tag == tag && matches(here, text)) return here.id;
+    }
+  }
+
+  //! Starts loading the slot a look-up of `hash` reads first.
+  void prefetch(std::uint64_t hash) const noexcept {
+    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+  }
+
+  //! Room for `count` names without rehashing.
+  expected<void> reserve(std::size_t count, const char* what) {
+    VYRE_TRY(names.reserve(count));
+    while (3 * slots_.size() < 4 * count) VYRE_TRY(grow(what));
+    return {};
+  }
+
+  //! Drops the hash index (the names stay).
+  void drop_index() noexcept {
+    slots_ = {};
+    mask_ = 0;
+  }
+
+ private:
+  struct slot {
+    std::uint32_t tag = 0;
+    std::uint32_t id = 0;
+    const char* data = nullptr;  //!< null: empty slot
+  };
+
+  static const char* empty_name() noexcept { return ""; }
+
+  bool matches(const slot& here, std::string_view text) const noexcept {
+    if ((here.tag & 0xffu) == 255 && names[here.id].size() != text.size()) return false;
+    return text.empty() || std::memcmp(here.data, text.data(), text.size()) == 0;
+  }
+
+  expected<void> grow(const char* what) {
+    const std::size_t capacity = slots_.empty() ? 1024 : 2 * slots_.size();
+    std::vector<slot> grown;
+    VYRE_TRY(try_resize(grown, capacity, what));
+    const std::size_t mask = capacity - 1;
+    for (const slot& old : slots_) {
+      if (old.data == nullptr) continue;
+      std::size_t at = hash_text(names[old.id]) & mask;
+      while (grown[at].data != nullptr) at = (at + 1) & mask;
+      grown[at] = old;
+    }
+    slots_ = std::move(grown);
+    mask_ = mask;
+    return {};
+  }
+
+  std::vector<slot> slots_;
+  std::size_t mask_ = 0;
+};
+
+//! The text of the input: a file read slice by slice, or text in memory.
+class json_source {
+ public:
+  explicit json_source(std::string_view text) : text_(text), size_(text.size()) {}
+  json_source(std::FILE* file, std::uint64_t size) : file_(file), size_(size) {}
+  std::uint64_t size() const noexcept { return size_; }
+  //! Copies bytes [offset, offset + count) to `out`; false on a read error.
+  bool read(std::uint64_t offset, char* out, std::size_t count) const {
+    if (file_ == nullptr) {
+      std::memcpy(out, text_.data() + offset, count);
+      return true;
+    }
+    if (::fseeko(file_, static_cast<off_t>(offset), SEEK_SET) != 0) return false;
+    return std::fread(out, 1, count, file_) == count;
+  }
+
+ private:
+  std::string_view text_;
+  std::FILE* file_ = nullptr;
+  std::uint64_t size_ = 0;
+};
+
+//! What one slice held, as views into its parser's buffers (valid until the slice is reused).
+struct slice_records {
+  std::vector<std::string_view> keys, ops, eclasses, children;
+  std::vector<std::uint64_t> key_hashes, eclass_hashes, child_hashes;  //!< `hash_text` of each
+  std::vector<double> costs;
+  std::vector<std::uint32_t> child_counts;
+  std::vector<std::string_view> roots;
+  //! Decimal text of integer ids, in blocks that never move (views point into them).
+  std::vector<std::unique_ptr<std::array<char, 24>[]>> number_blocks;
+  std::size_t numbers_in_last_block = 0;
+  static constexpr std::size_t numbers_per_block = 4096;
+  std::array<char, 24>* next_number() {
+    if (number_blocks.empty() || numbers_in_last_block == numbers_per_block) {
+      number_blocks.emplace_back(new std::array<char, 24>[numbers_per_block]);
+      numbers_in_last_block = 0;
+    }
+    return &number_blocks.back()[numbers_in_last_block++];
+  }
+  void clear() noexcept {
+    keys.clear();
+    key_hashes.clear();
+    eclass_hashes.clear();
+    child_hashes.clear();
+    ops.clear();
+    eclasses.clear();
+    children.clear();
+    costs.clear();
+    child_counts.clear();
+    roots.clear();
+    number_blocks.clear();
+    numbers_in_last_block = 0;
+  }
+};
+
+//! One slice in flight: its text, its parser and what it held.
+struct json_slice {
+  simdjson::dom::parser parser;
+  std::unique_ptr<char[]> buffer;
+  std::size_t capacity = 0;
+  slice_records records;
+  std::uint64_t file_offset = 0;  //!< where the slice's text starts in the file
+  std::size_t prefix = 0;         //!< bytes of buffer before that text
+  bool last = false;              //!< runs to the end of the file
+  bool done = false;              //!< nothing more to read
+};
+
+constexpr std::string_view nodes_prefix = "{\"nodes\":{";
+
+inline bool json_space(char c) noexcept {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+//! Parses one slice's document into its records. The slice document is the whole file
+//! (`prefix` 0) or `{"nodes":{` + slice + `}}` (the last slice: no suffix). simdjson's DOM API
+//! (runtime-dispatched SIMD kernels); its On-Demand API would use the kernel the compiler
+//! targets, the portable scalar one without `-march` flags.
+class slice_parser {
+ public:
+  slice_parser(json_slice& slice, std::string_view source) : slice_(slice), source_(source) {}
+
+  expected<void> parse(std::size_t length) {
+    slice_.records.clear();
+    simdjson::dom::element doc;
+    if (const auto code =
+            slice_.parser.parse(slice_.buffer.get(), length, /*realloc_if_needed=*/false).get(doc))
+      return fail(json_error(errc::parse, malformed_context(code), source_)
+                      .with("simdjson_error", static_cast<std::uint64_t>(code))
+                      .fix("pass a well-formed egraph-serialize JSON file"));
+    simdjson::dom::object top;
+    if (doc.get_object().get(top) != simdjson::SUCCESS)
+      return fail(json_error(errc::parse, "egraph JSON: the document is not an object", source_)
+                      .fix("the top level must be {\"nodes\": {...}, \"root_eclasses\": [...]}"));
+    bool seen_nodes = false;
+    bool seen_roots = false;
+    for (const auto field : top) {
+      if (field.key == "nodes") {
+        if (seen_nodes) continue;  // the first "nodes" counts
+        seen_nodes = true;
+        simdjson::dom::object nodes;
+        if (field.value.get_object().get(nodes) != simdjson::SUCCESS)
+          return fail(json_error(errc::parse, "egraph JSON: \"nodes\" is not an object", source_)
+                          .fix("\"nodes\" maps node ids to {op, cost, eclass, children}"));
+        VYRE_TRY(parse_nodes(nodes));
+      } else {
+        others_ = true;
+        if (field.key == "root_eclasses" && !seen_roots) {
+          seen_roots = true;
+          VYRE_TRY(parse_roots(field.value));
+        }
       }
     }
-    VYRE_TRY(result.graph.add_row<on_error::return_expected>(
-        node_eclass[n], node_op[n], {child_eclasses.data(), child_eclasses.size()}));
+    if (!seen_nodes)
+      return fail(json_error(errc::parse, "egraph JSON: missing field", source_, "field", "nodes")
+                      .fix("the top level must have a \"nodes\" object"));
+    return {};
   }
 
-  // Roots.
-  simdjson::dom::element roots_field;
-  if (top["root_eclasses"].get(roots_field) == simdjson::SUCCESS) {
+  //! Whether the document had top-level fields other than "nodes" (a slice that is not the
+  //! last must not: its cut was then past the end of "nodes").
+  bool saw_other_fields() const noexcept { return others_; }
+
+ private:
+  //! An id that is a string or a non-negative integer, as text (integers in `numbers`).
+  bool id_text(simdjson::dom::element value, std::string_view& out) {
+    if (value.get_string().get(out) == simdjson::SUCCESS) return true;
+    std::uint64_t number = 0;
+    if (value.get_uint64().get(number) != simdjson::SUCCESS) return false;
+    std::array<char, 24>& text = *slice_.records.next_number();
+    const auto written = std::to_chars(text.data(), text.data() + text.size(), number);
+    out = std::string_view(text.data(), static_cast<std::size_t>(written.ptr - text.data()));
+    return true;
+  }
+
+  expected<void> parse_nodes(simdjson::dom::object nodes) {
+    slice_records& out = slice_.records;
+    for (const auto field : nodes) {
+      const std::string_view node_id = field.key;
+      simdjson::dom::object node;
+      if (field.value.get_object().get(node) != simdjson::SUCCESS)
+        return fail(
+            json_error(errc::parse, "egraph JSON: node is not an object", source_, "node", node_id)
+                .fix("each node is {op, cost, eclass, children}"));
+      std::optional<std::string_view> op;
+      std::optional<std::string_view> eclass;
+      double cost = 1.0;  // egraph-serialize's default
+      bool seen_cost = false;
+      bool seen_children = false;
+      std::uint32_t child_count = 0;
+      for (const auto node_field : node) {
+        const std::string_view key = node_field.key;
+        const simdjson::dom::element value = node_field.value;
+        if (key == "op") {
+          if (op) continue;
+          std::string_view text;
+          if (value.get_string().get(text) != simdjson::SUCCESS)
+            return fail(json_error(errc::parse, "egraph JSON: node \"op\" is not a string", source_,
+                                   "node", node_id)
+                            .fix("give every node an \"op\" string"));
+          op = text;
+        } else if (key == "eclass") {
+          if (eclass) continue;
+          std::string_view text;
+          if (!id_text(value, text))
+            return fail(json_error(errc::parse,
+                                   "egraph JSON: node \"eclass\" is not a string or unsigned "
+                                   "integer",
+                                   source_, "node", node_id)
+                            .fix("give every node the id of its e-class"));
+          eclass = text;
+        } else if (key == "cost") {
+          if (seen_cost) continue;
+          seen_cost = true;
+          if (!value.is_number() || value.get_double().get(cost) != simdjson::SUCCESS ||
+              !std::isfinite(cost))
+            return fail(json_error(errc::parse, "egraph JSON: node cost is not a finite number",
+                                   source_, "node", node_id)
+                            .fix("give every node a finite numeric cost"));
+        } else if (key == "children") {
+          if (seen_children) continue;
+          seen_children = true;
+          simdjson::dom::array children;
+          if (value.get_array().get(children) != simdjson::SUCCESS)
+            return fail(json_error(errc::parse, "egraph JSON: node \"children\" is not an array",
+                                   source_, "node", node_id)
+                            .fix("\"children\" lists child node ids"));
+          for (const auto child : children) {
+            std::string_view text;
+            if (!id_text(child, text))
+              return fail(json_error(errc::parse,
+                                     "egraph JSON: a child is not a node id (string or unsigned "
+                                     "integer)",
+                                     source_, "node", node_id)
+                              .fix("\"children\" lists child node ids"));
+            VYRE_TRY(push(out.children, text));
+            VYRE_TRY(push(out.child_hashes, hash_text(text)));
+            ++child_count;
+          }
+        }
+      }
+      if (!op)
+        return fail(json_error(errc::parse, "egraph JSON: node has no \"op\" (missing field)",
+                               source_, "node", node_id)
+                        .fix("give every node an \"op\" string"));
+      if (!eclass)
+        return fail(json_error(errc::parse, "egraph JSON: node has no \"eclass\" (missing field)",
+                               source_, "node", node_id)
+                        .fix("give every node the id of its e-class"));
+      VYRE_TRY(push(out.keys, node_id));
+      VYRE_TRY(push(out.key_hashes, hash_text(node_id)));
+      VYRE_TRY(push(out.ops, *op));
+      VYRE_TRY(push(out.eclasses, *eclass));
+      VYRE_TRY(push(out.eclass_hashes, hash_text(*eclass)));
+      VYRE_TRY(push(out.costs, cost));
+      VYRE_TRY(push(out.child_counts, child_count));
+    }
+    return {};
+  }
+
+  expected<void> parse_roots(simdjson::dom::element value) {
     simdjson::dom::array roots;
-    if (roots_field.get_array().get(roots) != simdjson::SUCCESS)
-      return fail(json_error(errc::parse, "egraph JSON: \"root_eclasses\" is not an array",
-                             source)
+    if (value.get_array().get(roots) != simdjson::SUCCESS)
+      return fail(json_error(errc::parse, "egraph JSON: \"root_eclasses\" is not an array", source_)
                       .fix("\"root_eclasses\" lists e-class ids"));
     for (const auto root : roots) {
+      std::string_view text;
       if (!id_text(root, text))
         return fail(json_error(errc::parse,
                                "egraph JSON: a root is not an e-class id (string or unsigned "
                                "integer)",
-                               source)
+                               source_)
                         .fix("\"root_eclasses\" lists e-class ids"));
-      const auto found = eclass_index.find(text);
-      if (found == eclass_index.end())
-        return fail(json_error(errc::not_found,
-                               "egraph JSON: a root names an e-class that has no node", source,
-                               "root", text)
-                        .fix("every root must be the \"eclass\" of some node"));
-      if (result.root_eclasses.size() == result.root_eclasses.capacity())
-        VYRE_TRY(try_reserve(result.root_eclasses, 2 * result.root_eclasses.size() + 4,
-                             "egraph JSON: roots"));
-      result.root_eclasses.push_back(found->second);
+      VYRE_TRY(push(slice_.records.roots, text));
     }
+    return {};
   }
-  return result;
+
+  template <class T>
+  static expected<void> push(std::vector<T>& out, T value) {
+    if (out.size() == out.capacity())
+      VYRE_TRY(try_reserve(out, 2 * out.size() + 64, "egraph JSON: slice records"));
+    out.push_back(value);
+    return {};
+  }
+
+  json_slice& slice_;
+  std::string_view source_;
+  bool others_ = false;
+};
+
+//! Reads slices from a source and parses each (the producer side of the pipeline).
+class slice_reader {
+ public:
+  slice_reader(const json_source& input, std::string_view source, const json_load_options& options)
+      : input_(input),
+        source_(source),
+        slice_bytes_((std::max<std::size_t>)(options.slice_bytes, 64)) {}
+
+  //! Finds where "nodes" starts; without the usual `{"nodes":{` head the whole file is one slice.
+  expected<void> start() {
+    char head[64];
+    const std::size_t n =
+        static_cast<std::size_t>((std::min<std::uint64_t>)(sizeof head, input_.size()));
+    if (!input_.read(0, head, n)) return read_failure(0);
+    std::size_t at = 0;
+    const auto skip = [&] {
+      while (at < n && json_space(head[at])) ++at;
+    };
+    const auto expect_text = [&](std::string_view text) {
+      skip();
+      if (n - at < text.size() || std::string_view(head + at, text.size()) != text) return false;
+      at += text.size();
+      return true;
+    };
+    if (expect_text("{") && expect_text("\"nodes\"") && expect_text(":") && expect_text("{")) {
+      position_ = at;
+      chunked_ = true;
+    }
+    return {};
+  }
+
+  //! Reads and parses the next slice into `slice` (`slice.done` when the file is finished).
+  expected<void> next(json_slice& slice) {
+    if (finished_) {
+      slice.done = true;
+      return {};
+    }
+    slice.done = false;
+    if (!chunked_) {
+      finished_ = true;
+      VYRE_TRY(fill(slice, 0, input_.size(), false));
+      slice.last = true;
+      slice_parser parser(slice, source_);
+      return parser.parse(input_.size());
+    }
+    const std::uint64_t remaining = input_.size() - position_;
+    if (remaining > slice_bytes_) {
+      // A window of slice_bytes: cut at its last `}` , `"` (between two nodes, unless proven
+      // otherwise by the parse).
+      VYRE_TRY(fill(slice, position_, slice_bytes_, true));
+      const char* text = slice.buffer.get() + slice.prefix;
+      std::optional<std::size_t> cut = find_cut(text, slice_bytes_);
+      if (cut) {
+        char* end = slice.buffer.get() + slice.prefix + *cut;
+        end[0] = '}';
+        end[1] = '}';
+        const std::size_t length = slice.prefix + *cut + 2;
+        slice_parser parser(slice, source_);
+        if (parser.parse(length) && !parser.saw_other_fields()) {
+          slice.last = false;
+          position_ += *cut + 1;  // past the comma
+          return {};
+        }
+      }
+    }
+    // The rest of the file in one slice: its parse is the authoritative one (errors are real).
+    finished_ = true;
+    VYRE_TRY(fill(slice, position_, remaining, true));
+    slice.last = true;
+    slice_parser parser(slice, source_);
+    return parser.parse(nodes_prefix.size() + static_cast<std::size_t>(remaining));
+  }
+
+ private:
+  //! The offset of the comma of the last `}` ws `,` ws `"` in `text`, not at its very start.
+  static std::optional<std::size_t> find_cut(const char* text, std::size_t length) {
+    for (std::size_t i = length; i-- > 1;) {
+      if (text[i] != ',') continue;
+      std::size_t before = i;
+      while (before > 0 && json_space(text[before - 1])) --before;
+      if (before == 0 || text[before - 1] != '}') continue;
+      std::size_t after = i + 1;
+      while (after < length && json_space(text[after])) ++after;
+      if (after < length && text[after] == '"') return before;  // cut right after the '}'
+    }
+    return std::nullopt;
+  }
+
+  expected<void> fill(json_slice& slice, std::uint64_t offset, std::uint64_t count, bool prefix) {
+    const std::size_t head = prefix ? nodes_prefix.size() : 0;
+    const std::size_t need =
+        head + static_cast<std::size_t>(count) + 2 + simdjson::SIMDJSON_PADDING;
+    if (slice.capacity < need) {
+      try {
+        slice.buffer.reset();
+        slice.buffer.reset(new char[need]);
+        slice.capacity = need;
+      } catch (const std::bad_alloc&) {
+        slice.capacity = 0;
+        return fail(error(errc::out_of_memory, "egraph JSON: cannot allocate a slice")
+                        .with("bytes", need)
+                        .fix("free host memory")
+                        .about(source_));
+      }
+    }
+    std::memcpy(slice.buffer.get(), nodes_prefix.data(), head);
+    if (!input_.read(offset, slice.buffer.get() + head, static_cast<std::size_t>(count)))
+      return read_failure(offset);
+    std::memset(slice.buffer.get() + head + count, ' ', 2 + simdjson::SIMDJSON_PADDING);
+    slice.file_offset = offset;
+    slice.prefix = head;
+    return {};
+  }
+
+  expected<void> read_failure(std::uint64_t offset) const {
+    return fail(json_error(errc::io, "egraph JSON: cannot read the file", source_)
+                    .with("byte", offset)
+                    .fix("check the file and the disk"));
+  }
+
+  const json_source& input_;
+  std::string_view source_;
+  std::size_t slice_bytes_;
+  std::uint64_t position_ = 0;
+  bool chunked_ = false;
+  bool finished_ = false;
+};
+
+//! Interns slices in file order and builds the result (the consumer side of the pipeline).
+class egraph_builder {
+ public:
+  explicit egraph_builder(std::string_view source) : source_(source) {}
+
+  expected<void> add(const slice_records& in, std::uint64_t file_bytes, std::uint64_t slice_bytes) {
+    const std::size_t count = in.keys.size();
+    if (!estimated_ && count > 0 && slice_bytes > 0) {
+      // Reserve once, from the density of the first slice (+10 %).
+      estimated_ = true;
+      const double per_byte = static_cast<double>(count) / static_cast<double>(slice_bytes);
+      const auto nodes =
+          static_cast<std::size_t>(1.1 * per_byte * static_cast<double>(file_bytes)) + 16;
+      const double children_per_node =
+          static_cast<double>(in.children.size()) / static_cast<double>(count);
+      const auto children =
+          static_cast<std::size_t>(1.1 * children_per_node * static_cast<double>(nodes)) + 16;
+      VYRE_TRY(nodes_.reserve(nodes, "egraph JSON: node ids"));
+      {
+        interner distinct;  // e-classes per node in this slice, for the e-class table
+        for (const std::string_view eclass : in.eclasses)
+          VYRE_TRY(distinct.intern(eclass, "egraph JSON: e-classes"));
+        const double ratio =
+            static_cast<double>(distinct.names.size()) / static_cast<double>(count);
+        VYRE_TRY(
+            eclasses_.reserve(static_cast<std::size_t>(ratio * static_cast<double>(nodes)) + 16,
+                              "egraph JSON: e-class ids"));
+      }
+      VYRE_TRY(try_reserve(row_of_symbol_, nodes, "egraph JSON: node rows"));
+      VYRE_TRY(try_reserve(symbol_of_row_, nodes, "egraph JSON: node rows"));
+      VYRE_TRY(try_reserve(result_.node_costs, nodes, "egraph JSON: node costs"));
+      VYRE_TRY(try_reserve(child_symbols_, children, "egraph JSON: children"));
+      VYRE_TRY(result_.graph.reserve<on_error::return_expected>(nodes, 0));
+    }
+    std::size_t child = 0;
+    constexpr std::size_t ahead = 8;  // look-ups whose slots load while earlier ones run
+    for (std::size_t n = 0; n < count && n < ahead; ++n) {
+      nodes_.prefetch(in.key_hashes[n]);
+      eclasses_.prefetch(in.eclass_hashes[n]);
+    }
+    for (std::size_t c = 0; c < in.children.size() && c < 2 * ahead; ++c)
+      nodes_.prefetch(in.child_hashes[c]);
+    for (std::size_t n = 0; n < count; ++n) {
+      if (n + ahead < count) {
+        nodes_.prefetch(in.key_hashes[n + ahead]);
+        eclasses_.prefetch(in.eclass_hashes[n + ahead]);
+      }
+      VYRE_TRY_ASSIGN(const auto node,
+                      nodes_.intern(in.keys[n], in.key_hashes[n],
+                                    "egraph JSON: too many nodes for u32 row ids"));
+      const auto row = static_cast<std::uint32_t>(symbol_of_row_.size());
+      if (node.second) {
+        VYRE_TRY(push(row_of_symbol_, row));
+      } else if (row_of_symbol_[node.first] != no_row) {
+        return fail(json_error(errc::duplicate, "egraph JSON: duplicate node id", source_, "node",
+                               in.keys[n])
+                        .fix("give every node a unique id"));
+      } else {
+        row_of_symbol_[node.first] = row;
+      }
+      VYRE_TRY(push(symbol_of_row_, node.first));
+      VYRE_TRY_ASSIGN(const auto eclass,
+                      eclasses_.intern(in.eclasses[n], in.eclass_hashes[n],
+                                       "egraph JSON: too many e-classes for u32 ids"));
+      VYRE_TRY_ASSIGN(const auto op,
+                      ops_.intern(in.ops[n], "egraph JSON: too many ops for u32 ids"));
+      if (op.second) VYRE_TRY(result_.graph.intern_op<on_error::return_expected>(in.ops[n]));
+      const std::uint32_t children = in.child_counts[n];
+      const auto offset = child_symbols_.size();
+      if (offset + children > egraph::snapshot_limits::u32_max)
+        return fail(error(errc::abi_limit, "egraph JSON: children column too long for u32 offsets")
+                        .with("child_entries", offset)
+                        .fix(egraph::detail::shard_hint)
+                        .about(source_));
+      for (std::uint32_t c = 0; c < children; ++c, ++child) {
+        if (child + 2 * ahead < in.children.size())
+          nodes_.prefetch(in.child_hashes[child + 2 * ahead]);
+        VYRE_TRY_ASSIGN(const auto target,
+                        nodes_.intern(in.children[child], in.child_hashes[child],
+                                      "egraph JSON: too many nodes for u32 row ids"));
+        if (target.second) VYRE_TRY(push(row_of_symbol_, no_row));
+        VYRE_TRY(push(child_symbols_, target.first));
+      }
+      VYRE_TRY(push(result_.node_costs, in.costs[n]));
+      VYRE_TRY(result_.graph.add_raw_row<on_error::return_expected>(
+          egraph::row{eclass.first, op.first, static_cast<std::uint32_t>(offset), children}));
+    }
+    for (const std::string_view root : in.roots) VYRE_TRY(push(root_texts_, std::string(root)));
+    return {};
+  }
+
+  expected<loaded_egraph> finish() && {
+    // Children: node symbol -> row -> that row's e-class.
+    const auto rows = result_.graph.rows();
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      for (std::uint32_t c = 0; c < rows[r].children_length; ++c) {
+        std::uint32_t& entry = child_symbols_[rows[r].children_offset + c];
+        const std::uint32_t row = row_of_symbol_[entry];
+        if (row == no_row)
+          return fail(json_error(errc::not_found, "egraph JSON: a child names an unknown node",
+                                 source_, "child", nodes_.names[entry])
+                          .with("row", r)
+                          .fix("every child must be a key of \"nodes\""));
+        entry = rows[row].eclass;
+      }
+    }
+    VYRE_TRY(result_.graph.append_children<on_error::return_expected>(
+        {child_symbols_.data(), child_symbols_.size()}));
+    child_symbols_ = {};
+    row_of_symbol_ = {};
+    for (const std::string& root : root_texts_) {
+      const auto found = eclasses_.find(root);
+      if (!found)
+        return fail(json_error(errc::not_found,
+                               "egraph JSON: a root names an e-class that has no node", source_,
+                               "root", root)
+                        .fix("every root must be the \"eclass\" of some node"));
+      VYRE_TRY(push(result_.root_eclasses, *found));
+    }
+    nodes_.drop_index();
+    VYRE_TRY_ASSIGN(result_.node_ids, std::move(nodes_.names).take_reordered(symbol_of_row_));
+    eclasses_.drop_index();
+    result_.eclass_ids = std::move(eclasses_.names);
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr std::uint32_t no_row = 0xffffffffu;
+
+  template <class T>
+  static expected<void> push(std::vector<T>& out, T value) {
+    if (out.size() == out.capacity())
+      VYRE_TRY(try_reserve(out, 2 * out.size() + 64, "egraph JSON: loader tables"));
+    out.push_back(std::move(value));
+    return {};
+  }
+
+  std::string_view source_;
+  loaded_egraph result_;
+  interner nodes_;  //!< node ids, defined (keys) or referenced (children) first
+  interner eclasses_;
+  interner ops_;
+  std::vector<std::uint32_t> row_of_symbol_;  //!< row of node symbol s, or no_row
+  std::vector<std::uint32_t> symbol_of_row_;
+  std::vector<std::uint32_t> child_symbols_;  //!< children as node symbols, then e-classes
+  std::vector<std::string> root_texts_;
+  bool estimated_ = false;
+};
+
+//! Reads, parses and interns every slice: a second thread parses slice k + 1 while this one
+//! interns slice k (two slices in flight).
+inline expected<loaded_egraph> load_slices(const json_source& input, std::string_view source,
+                                           const json_load_options& options) {
+  slice_reader reader(input, source, options);
+  VYRE_TRY(reader.start());
+  egraph_builder builder(source);
+  std::array<json_slice, 2> slices;
+  const bool threaded = options.threads && input.size() > 2 * options.slice_bytes &&
+                        std::thread::hardware_concurrency() > 1;
+  if (!threaded) {
+    for (;;) {
+      json_slice& slice = slices[0];
+      VYRE_TRY(reader.next(slice));
+      if (slice.done) break;
+      VYRE_TRY(builder.add(slice.records, input.size(),
+                           slice.last ? input.size() - slice.file_offset : options.slice_bytes));
+    }
+    return std::move(builder).finish();
+  }
+  // Producer: fills slices[k % 2] when it is free. Consumer (here): interns them in order.
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::array<bool, 2> ready{false, false};
+  std::array<std::optional<error>, 2> failure;
+  bool stop = false;
+  std::thread producer([&] {
+    for (std::size_t k = 0;; ++k) {
+      const std::size_t s = k % 2;
+      {
+        std::unique_lock lock(mutex);
+        changed.wait(lock, [&] { return !ready[s] || stop; });
+        if (stop) return;
+      }
+      auto parsed = reader.next(slices[s]);
+      const bool done = !parsed || slices[s].done;
+      {
+        std::lock_guard lock(mutex);
+        if (!parsed) failure[s] = parsed.error();
+        ready[s] = true;
+      }
+      changed.notify_all();
+      if (done) return;
+    }
+  });
+  expected<void> outcome;
+  for (std::size_t k = 0;; ++k) {
+    const std::size_t s = k % 2;
+    {
+      std::unique_lock lock(mutex);
+      changed.wait(lock, [&] { return ready[s]; });
+    }
+    if (failure[s]) {
+      outcome = fail(*failure[s]);
+      break;
+    }
+    if (slices[s].done) break;
+    outcome =
+        builder.add(slices[s].records, input.size(),
+                    slices[s].last ? input.size() - slices[s].file_offset : options.slice_bytes);
+    if (!outcome) break;
+    {
+      std::lock_guard lock(mutex);
+      ready[s] = false;
+    }
+    changed.notify_all();
+  }
+  {
+    std::lock_guard lock(mutex);
+    stop = true;
+  }
+  changed.notify_all();
+  producer.join();
+  if (!outcome) return fail(outcome.error());
+  return std::move(builder).finish();
 }
 
 }  // namespace detail
@@ -286,34 +852,30 @@ inline expected<loaded_egraph> parse_egraph_json(const simdjson::padded_string& 
 //!         node, a root naming an e-class with no node), `errc::abi_limit`, `errc::out_of_memory`.
 template <class OnError = on_error::throw_exception>
 result_t<OnError, loaded_egraph> parse_egraph_json(std::string_view json,
-                                                   std::string_view source = "JSON text") {
-  auto run = [&]() -> expected<loaded_egraph> {
-    try {
-      const simdjson::padded_string padded(json);
-      return detail::parse_egraph_json(padded, source);
-    } catch (const std::bad_alloc&) {
-      return fail(error(errc::out_of_memory, "egraph JSON: cannot copy the text")
-                      .with("bytes", json.size())
-                      .fix("free host memory")
-                      .about(source));
-    }
-  };
-  return apply_error_policy<OnError>(run());
+                                                   std::string_view source = "JSON text",
+                                                   const json_load_options& options = {}) {
+  const detail::json_source input(json);
+  return apply_error_policy<OnError>(detail::load_slices(input, source, options));
 }
 
-//! Loads an egraph-serialize JSON file.
+//! Loads an egraph-serialize JSON file, slice by slice (the file is never held whole).
 //! @throws vyre::error_exception `errc::io` naming the path, or the errors of
 //!         `parse_egraph_json`, each naming the path.
 template <class OnError = on_error::throw_exception>
-result_t<OnError, loaded_egraph> load_egraph_json(const std::filesystem::path& path) {
+result_t<OnError, loaded_egraph> load_egraph_json(const std::filesystem::path& path,
+                                                  const json_load_options& options = {}) {
   auto run = [&]() -> expected<loaded_egraph> {
     const std::string name = path.string();
-    simdjson::padded_string text;
-    if (const auto code = simdjson::padded_string::load(name).get(text); code != simdjson::SUCCESS)
+    std::error_code failed;
+    const bool regular = std::filesystem::is_regular_file(path, failed);
+    const std::uintmax_t size = regular ? std::filesystem::file_size(path, failed) : 0;
+    std::FILE* file = regular && !failed ? std::fopen(name.c_str(), "rb") : nullptr;
+    if (file == nullptr)
       return fail(detail::json_error(errc::io, "egraph JSON: cannot read the file", name)
-                      .with("simdjson_error", static_cast<std::uint64_t>(code))
                       .fix("check the path and permissions"));
-    return detail::parse_egraph_json(text, name);
+    const std::unique_ptr<std::FILE, int (*)(std::FILE*)> closer(file, &std::fclose);
+    const detail::json_source input(file, size);
+    return detail::load_slices(input, name, options);
   };
   return apply_error_policy<OnError>(run());
 }
