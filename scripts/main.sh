@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The main job: install what is missing, build, run vyre's main program: vyre-egraph on its
-# built-in e-graph (inspect + extract + congruence). On the GPU when one is present; without
-# one it runs on the CPU and says so in one line on stderr. Arguments go to vyre-egraph, e.g.
+# built-in e-graph (inspect + extract + congruence), on the CPU engine: `--device auto` keeps
+# e-graphs below 2^20 e-nodes off the GPU (`--device gpu` forces it). Arguments go to
+# vyre-egraph, e.g.
 #   scripts/main.sh extract --json path/to/egraph.json
 set -euo pipefail
 cd "$(dirname "$0")/.."
