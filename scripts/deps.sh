@@ -36,6 +36,7 @@ vyre_ensure_deps() {
   vyre_need libcli11-dev test -f /usr/include/CLI/CLI.hpp
   vyre_need clang command -v clang++
   vyre_need clang-format command -v clang-format
+  vyre_need python3-venv python3 -c 'import ensurepip, venv'  # scripts/check-cuda12.sh
   vyre_need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
   if [ ${#vyre_missing_packages[@]} -eq 0 ]; then return 0; fi
 

@@ -9,6 +9,17 @@ cmake --preset default
 cmake --build --preset default
 ctest --preset default "$@"
 
+# Every public header compiled against CUDA 12 (the headers and CCCL from PyPI wheels): exit 77
+# (PyPI unreachable) is reported as skipped, any other failure stops the run.
+cuda12_status=0
+bash scripts/check-cuda12.sh || cuda12_status=$?
+if [ "$cuda12_status" = 77 ]; then
+  echo "test.sh: CUDA 12 compile check SKIPPED (see the line above); it did not pass"
+elif [ "$cuda12_status" != 0 ]; then
+  echo "test.sh: CUDA 12 compile check FAILED (exit $cuda12_status)" >&2
+  exit "$cuda12_status"
+fi
+
 # The host tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
 cmake --preset sanitize
 cmake --build --preset sanitize

@@ -61,6 +61,23 @@ VYRE_KERNEL void count_down(std::uint32_t* remaining, std::uint32_t* runs,
   condition.set(*remaining != 0u);
 }
 
+// Loop graph parts: prefix sets state, each round adds one to every element and decides, the
+// suffix doubles every element.
+VYRE_KERNEL void add_one_round(std::uint32_t* data, std::uint32_t count) {
+  const std::uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < count) data[i] += 1u;
+}
+// Counts rounds in state[0]; keeps looping while state[0] < state[1] (the target).
+VYRE_KERNEL void count_round(std::uint32_t* state, vyre::graph::while_condition condition) {
+  state[0] += 1u;
+  condition.set(state[0] < state[1]);
+}
+// A prefix that opens the loop only when state[1] (the target) is non-zero.
+VYRE_KERNEL void open_if_target(const std::uint32_t* state,
+                                vyre::graph::while_condition condition) {
+  condition.set(state[1] != 0u);
+}
+
 }  // namespace graph_gpu_test
 
 namespace {
@@ -727,6 +744,148 @@ TEST_CASE("a WHILE graph runs a device fixpoint without returning to the host", 
                       "loop body threw");
     require_not_capturing(s.stream);
     require_stream_usable(s.stream);
+  }
+}
+
+TEST_CASE("build_loop_graph runs prefix -> WHILE(body) -> suffix on the device", "[graph][gpu]") {
+  constexpr std::uint32_t n = 1000;
+  stream_owner s;
+  device_buffer<std::uint32_t> data(n);
+  device_buffer<std::uint32_t> state(2);  // rounds run, target rounds
+  std::uint32_t target = 0;
+  auto prefix = [&](cudaStream_t stream) -> cudaError_t {
+    // The prefix resets the data and the round counter on every launch.
+    if (cudaError_t e = cudaMemsetAsync(data.ptr, 0, n * sizeof(std::uint32_t), stream);
+        e != cudaSuccess)
+      return e;
+    return cudaMemsetAsync(state.ptr, 0, sizeof(std::uint32_t), stream);
+  };
+  auto body = [&](cudaStream_t stream, vyre::graph::while_condition condition) -> cudaError_t {
+    add_one_round<<<blocks_for(n), 256, 0, stream>>>(data.ptr, n);
+    count_round<<<1, 1, 0, stream>>>(state.ptr, condition);
+    return cudaGetLastError();
+  };
+  auto suffix = [&](cudaStream_t stream) -> cudaError_t {
+    affine<<<blocks_for(n), 256, 0, stream>>>(data.ptr, n, 2u, 0u);
+    return cudaGetLastError();
+  };
+  auto set_target = [&](std::uint32_t rounds) {
+    target = rounds;
+    state.write({0xDEADu, rounds});
+    data.poison();
+  };
+
+  SECTION("all three parts: the body repeats until its kernel clears the condition") {
+    captured_graph loop = vyre::graph::build_loop_graph(s.stream, prefix, body, suffix);
+    // Flat: two memsets, the conditional node, the suffix kernel (no child graphs).
+    REQUIRE(loop.node_count() == 4u);
+    std::size_t conditionals = 0;
+    for (const auto& node : loop.nodes()) conditionals += node.kind == node_kind::conditional;
+    CHECK(conditionals == 1u);
+    for (std::uint32_t rounds : {7u, 1u, 40u}) {
+      set_target(rounds);
+      loop.launch(s.stream);
+      s.sync();
+      CHECK(state.read() == std::vector<std::uint32_t>{rounds, rounds});
+      CHECK(data.read() == std::vector<std::uint32_t>(n, 2u * rounds));
+    }
+    require_not_capturing(s.stream);
+  }
+  SECTION("a null body pointer gives prefix -> suffix with no loop") {
+    decltype(body)* no_body = nullptr;
+    captured_graph straight = vyre::graph::build_loop_graph(s.stream, prefix, no_body, suffix);
+    CHECK(straight.node_count() == 3u);
+    for (const auto& node : straight.nodes()) CHECK(node.kind != node_kind::conditional);
+    set_target(5u);
+    straight.launch(s.stream);
+    s.sync();
+    CHECK(data.read() == std::vector<std::uint32_t>(n, 0u));
+    CHECK(state.read() == std::vector<std::uint32_t>{0u, 5u});
+  }
+  SECTION("a body alone, and a body behind a pointer") {
+    captured_graph alone = vyre::graph::build_loop_graph(s.stream, vyre::graph::no_stage{}, &body,
+                                                         vyre::graph::no_stage{});
+    REQUIRE(alone.node_count() == 1u);
+    CHECK(alone.node(0).kind == node_kind::conditional);
+    state.write({0u, 3u});
+    data.write(std::vector<std::uint32_t>(n, 10u));
+    alone.launch(s.stream);
+    s.sync();
+    CHECK(data.read() == std::vector<std::uint32_t>(n, 13u));
+  }
+  SECTION("loop_entry::prefix_decides: a prefix kernel opens the loop or skips it") {
+    auto opening_prefix = [&](cudaStream_t stream, vyre::graph::while_condition condition) {
+      if (cudaError_t e = prefix(stream); e != cudaSuccess) return e;
+      open_if_target<<<1, 1, 0, stream>>>(state.ptr, condition);
+      return cudaGetLastError();
+    };
+    captured_graph loop = vyre::graph::build_loop_graph(
+        s.stream, opening_prefix, body, suffix,
+        {.entry = vyre::graph::loop_entry::prefix_decides, .what = "gpu test loop"});
+    set_target(0u);  // the body never runs
+    loop.launch(s.stream);
+    s.sync();
+    CHECK(state.read() == std::vector<std::uint32_t>{0u, 0u});
+    CHECK(data.read() == std::vector<std::uint32_t>(n, 0u));
+    set_target(4u);
+    loop.launch(s.stream);
+    s.sync();
+    CHECK(state.read() == std::vector<std::uint32_t>{4u, 4u});
+    CHECK(data.read() == std::vector<std::uint32_t>(n, 8u));
+  }
+  SECTION("a failing or throwing part leaves the stream usable and names the caller") {
+    const auto failing_prefix = vyre::graph::build_loop_graph<vyre::on_error::return_expected>(
+        s.stream, [](cudaStream_t) { return cudaErrorInvalidValue; }, body, suffix,
+        {.what = "gpu test loop"});
+    REQUIRE_FALSE(failing_prefix.has_value());
+    CHECK(failing_prefix.error().cuda_status() == static_cast<int>(cudaErrorInvalidValue));
+    require_not_capturing(s.stream);
+    const auto failing_suffix = vyre::graph::build_loop_graph<vyre::on_error::return_expected>(
+        s.stream, prefix, body, [](cudaStream_t) -> vyre::expected<void> {
+          return vyre::fail(vyre::error(vyre::errc::invalid_state, "suffix refused"));
+        });
+    REQUIRE_FALSE(failing_suffix.has_value());
+    CHECK(failing_suffix.error().code() == vyre::errc::invalid_state);
+    require_not_capturing(s.stream);
+    CHECK_THROWS_WITH(vyre::graph::build_loop_graph(
+                          s.stream, prefix,
+                          [](cudaStream_t, vyre::graph::while_condition) {
+                            throw std::runtime_error("loop body threw");
+                          },
+                          suffix),
+                      "loop body threw");
+    require_not_capturing(s.stream);
+    const auto legacy = vyre::graph::build_loop_graph<vyre::on_error::return_expected>(
+        nullptr, prefix, body, suffix);
+    REQUIRE_FALSE(legacy.has_value());
+    CHECK(legacy.error().code() == vyre::errc::invalid_argument);
+    require_stream_usable(s.stream);
+  }
+  SECTION("graph_cache::get_or_build caches loop graphs under any key") {
+    vyre::graph::graph_cache<vyre::on_error::return_expected, std::uint32_t> cache;
+    int builds = 0;
+    auto build = [&] {
+      ++builds;
+      return vyre::graph::build_loop_graph<vyre::on_error::return_expected>(s.stream, prefix, body,
+                                                                            suffix);
+    };
+    for (std::uint32_t rounds : {3u, 9u}) {
+      set_target(rounds);
+      auto graph = cache.get_or_build(7u, 0, build);
+      REQUIRE(graph.has_value());
+      REQUIRE((*graph)->launch(s.stream).has_value());
+      s.sync();
+      CHECK(data.read() == std::vector<std::uint32_t>(n, 2u * rounds));
+    }
+    CHECK(builds == 1);
+    CHECK(cache.stats().captures == 1u);
+    CHECK(cache.stats().hits == 1u);
+    const auto refused = cache.get_or_build(8u, 0, [] {
+      return vyre::expected<vyre::graph::captured_graph_expected>(
+          vyre::fail(vyre::error(vyre::errc::invalid_state, "build refused")));
+    });
+    REQUIRE_FALSE(refused.has_value());
+    CHECK(cache.size() == 1u);
   }
 }
 

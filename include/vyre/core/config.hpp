@@ -10,6 +10,17 @@
 //! Single comparable number: major * 10000 + minor * 100 + patch.
 #define VYRE_VERSION (VYRE_VERSION_MAJOR * 10000 + VYRE_VERSION_MINOR * 100 + VYRE_VERSION_PATCH)
 
+//! The oldest CUDA runtime vyre supports, as `CUDART_VERSION` spells it (CUDA 12.4: conditional
+//! WHILE graph nodes added with `cudaGraphAddNode`). The build refuses older toolkits (CMake and
+//! `vyre/core/cuda_compat.hpp`, which every CUDA-facing header includes).
+#define VYRE_MIN_CUDART_VERSION 12040
+
+// Checked here too when the CUDA headers came first (the common case in CUDA translation units).
+#if defined(CUDART_VERSION) && CUDART_VERSION < VYRE_MIN_CUDART_VERSION
+#  define VYRE_DETAIL_OLD_CUDART_REPORTED 1
+#  error "vyre needs the CUDA runtime headers of CUDA 12.4 or newer (CUDART_VERSION >= 12040), but an older toolkit's headers were found. Fix: install CUDA >= 12.4 and put its include directory first (or point CMake at it: -DCMAKE_CUDA_COMPILER=/path/to/cuda-12.4+/bin/nvcc)."
+#endif
+
 #if defined(__CUDACC__)
 #  define VYRE_HOST __host__
 #  define VYRE_DEVICE __device__

@@ -6,6 +6,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "vyre/core/cuda_compat.hpp"
 #include "vyre/core/error.hpp"
 
 namespace vyre {

@@ -1,15 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `graph_cache`: graph key -> instantiated graph, captured on the first miss, bounded by an
-//! entry count and by the device memory the entries hold (least recently used first out), with
-//! hit/miss/capture/eviction counters.
+//! `graph_cache`: key -> instantiated graph, captured (or built) on the first miss, bounded by
+//! an entry count and by the device memory the entries hold (least recently used first out),
+//! with hit/miss/capture/eviction counters. The key is a `graph_key` unless chosen otherwise.
 //!
 //!     vyre::graph::graph_cache<> cache({.max_entries = 32, .max_device_bytes = 1ull << 30});
 //!     cache.launch(stream, key, scratch_bytes, [&](cudaStream_t s) { enqueue_join(s, key); });
+//!
+//!     // Any graph builder, any key: here a loop graph per size bucket.
+//!     vyre::graph::graph_cache<vyre::on_error::return_expected, std::uint32_t> loops;
+//!     auto graph = loops.get_or_build(bucket, 0, [&] {
+//!       return vyre::graph::build_loop_graph<vyre::on_error::return_expected>(s, pre, body, post);
+//!     });
 #pragma once
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <type_traits>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -23,9 +32,27 @@
 
 namespace vyre::graph {
 
+namespace detail {
+template <class Key>
+struct default_key_hash_for {
+  using type = std::hash<Key>;
+};
+template <>
+struct default_key_hash_for<graph_key> {
+  using type = graph_key_hash;
+};
+}  // namespace detail
+
+//! The hash `graph_cache` uses for `Key` unless given one: `graph_key_hash` for `graph_key`,
+//! `std::hash<Key>` otherwise.
+template <class Key>
+using default_key_hash = typename detail::default_key_hash_for<Key>::type;
+
 //! An LRU cache of instantiated graphs. Not thread-safe: use one per thread or guard it.
 //! Error policy as in `basic_captured_graph`: a template parameter, `throw_exception` by default.
-template <class OnError = on_error::throw_exception>
+//! `Key` is any copyable, equality-comparable type that `Hash` hashes.
+template <class OnError = on_error::throw_exception, class Key = graph_key,
+          class Hash = default_key_hash<Key>>
 class graph_cache {
   static_assert(on_error::policy<OnError>,
                 "vyre::graph::graph_cache: OnError must be vyre::on_error::throw_exception or "
@@ -65,14 +92,24 @@ class graph_cache {
   //! unless it completed (CUDA keeps launched work alive, so destroying is safe).
   //! @return never null; valid until the next call that inserts, erases or clears.
   template <class Capture>
-  result<graph_type*> get_or_capture(cudaStream_t stream, const graph_key& key,
+  result<graph_type*> get_or_capture(cudaStream_t stream, const Key& key,
                                      std::uint64_t device_bytes, Capture&& capture) {
     return apply_error_policy<OnError>(get_internal(stream, key, device_bytes, capture));
   }
 
+  //! The graph cached under `key`, or the one `build()` returns on a miss: any builder whose
+  //! result is `vyre::expected<captured_graph_expected>` (e.g.
+  //! `build_loop_graph<on_error::return_expected>(...)`). Counted as a capture; limits and
+  //! eviction as in `get_or_capture`. A failed or throwing build leaves the cache unchanged.
+  //! @return never null; valid until the next call that inserts, erases or clears.
+  template <class Build>
+  result<graph_type*> get_or_build(const Key& key, std::uint64_t device_bytes, Build&& build) {
+    return apply_error_policy<OnError>(build_internal(key, device_bytes, build));
+  }
+
   //! `get_or_capture` then `launch(stream)`.
   template <class Capture>
-  result<void> launch(cudaStream_t stream, const graph_key& key, std::uint64_t device_bytes,
+  result<void> launch(cudaStream_t stream, const Key& key, std::uint64_t device_bytes,
                       Capture&& capture) {
     auto run = [&]() -> expected<void> {
       VYRE_TRY_ASSIGN(graph_type * graph, get_internal(stream, key, device_bytes, capture));
@@ -82,10 +119,10 @@ class graph_cache {
   }
 
   //! The cached graph or null; counts a hit or a miss.
-  graph_type* find(const graph_key& key) noexcept { return entries_.find(key); }
-  bool contains(const graph_key& key) const noexcept { return entries_.contains(key); }
+  graph_type* find(const Key& key) noexcept { return entries_.find(key); }
+  bool contains(const Key& key) const noexcept { return entries_.contains(key); }
   //! Destroys the entry under `key`; returns whether there was one.
-  bool erase(const graph_key& key) noexcept { return entries_.erase(key); }
+  bool erase(const Key& key) noexcept { return entries_.erase(key); }
   void clear() noexcept { entries_.clear(); }
   std::size_t size() const noexcept { return entries_.size(); }
   cache_stats stats() const noexcept { return entries_.stats(); }
@@ -96,10 +133,7 @@ class graph_cache {
   graph_cache(unchecked, cache_limits limits, graph_options options) noexcept
       : entries_(limits), options_(options) {}
 
-  template <class Capture>
-  expected<graph_type*> get_internal(cudaStream_t stream, const graph_key& key,
-                                     std::uint64_t device_bytes, Capture& capture) {
-    if (graph_type* hit = entries_.find(key)) return hit;
+  expected<void> check_fits(std::uint64_t device_bytes) const noexcept {
     if (device_bytes > entries_.limits().max_device_bytes)
       return fail(error(errc::out_of_memory, "graph_cache: one graph holds more device memory "
                                              "than the whole cache may")
@@ -107,6 +141,14 @@ class graph_cache {
                       .with("max_device_bytes", entries_.limits().max_device_bytes)
                       .fix("raise cache_limits::max_device_bytes, or capture this graph "
                            "without the cache"));
+    return {};
+  }
+
+  template <class Capture>
+  expected<graph_type*> get_internal(cudaStream_t stream, const Key& key,
+                                     std::uint64_t device_bytes, Capture& capture) {
+    if (graph_type* hit = entries_.find(key)) return hit;
+    VYRE_TRY(check_fits(device_bytes));
     auto captured =
         basic_captured_graph<on_error::return_expected>::capture_on_stream(stream, capture,
                                                                           options_);
@@ -116,7 +158,22 @@ class graph_cache {
     return entries_.insert(key, std::move(graph), device_bytes);
   }
 
-  using entries_type = lru_map<graph_key, graph_type, graph_key_hash>;
+  template <class Build>
+  expected<graph_type*> build_internal(const Key& key, std::uint64_t device_bytes, Build& build) {
+    static_assert(std::same_as<std::remove_cvref_t<std::invoke_result_t<Build&>>,
+                               expected<basic_captured_graph<on_error::return_expected>>>,
+                  "vyre::graph::graph_cache::get_or_build: build() must return "
+                  "vyre::expected<vyre::graph::captured_graph_expected>");
+    if (graph_type* hit = entries_.find(key)) return hit;
+    VYRE_TRY(check_fits(device_bytes));
+    auto built = std::invoke(build);
+    if (!built) return fail(built.error());
+    entries_.count_capture();
+    graph_type graph = std::move(*built).template with_policy<OnError>();
+    return entries_.insert(key, std::move(graph), device_bytes);
+  }
+
+  using entries_type = lru_map<Key, graph_type, Hash>;
   entries_type entries_;
   graph_options options_;
 };

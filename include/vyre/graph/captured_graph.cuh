@@ -85,7 +85,7 @@ enum class update_outcome : std::uint8_t { updated_in_place, reinstantiated };
 
 template <class OnError>
 class basic_captured_graph;
-template <class OnError>
+template <class OnError, class Key, class Hash>
 class graph_cache;
 
 //! A captured (not instantiated) graph, move-only. Useful as the input of a whole-graph
@@ -629,7 +629,7 @@ class basic_captured_graph {
  private:
   template <class>
   friend class basic_captured_graph;
-  template <class>
+  template <class, class, class>
   friend class graph_cache;
 
   static expected<basic_captured_graph> wrap(expected<detail::graph_core>&& core) noexcept {

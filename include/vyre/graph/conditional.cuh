@@ -2,7 +2,8 @@
 //! @file
 //! Conditional WHILE graphs (CUDA 12.4+): a body that repeats on the device while a condition
 //! the body itself sets stays non-zero, so a fixpoint loop never returns to the host between
-//! rounds.
+//! rounds. Both builders here are shorthands of `build_loop_graph` (vyre/graph/loop_graph.cuh),
+//! which also takes a prefix and a suffix.
 //!
 //! Two levels:
 //! - `build_while_graph(stream, body)`: the body gets the loop's `while_condition` and decides
@@ -24,25 +25,9 @@
 #include "vyre/core/policies.hpp"
 #include "vyre/graph/captured_graph.cuh"
 #include "vyre/graph/detail/capture.cuh"
-
-#if CUDART_VERSION < 12040
-#error "vyre/graph/conditional.cuh needs CUDA 12.4 or newer (conditional WHILE graph nodes)"
-#endif
+#include "vyre/graph/loop_graph.cuh"
 
 namespace vyre::graph {
-
-//! The condition of a WHILE node, passed by value to the body's kernels. Trivially copyable.
-struct while_condition {
-  cudaGraphConditionalHandle handle = 0;
-
-#if defined(__CUDACC__)
-  //! Sets whether the body runs again after this round. Call it from one thread per round
-  //! (concurrent calls race, as CUDA defines).
-  VYRE_DEVICE void set(bool keep_going) const noexcept {
-    cudaGraphSetConditional(handle, keep_going ? 1u : 0u);
-  }
-#endif
-};
 
 //! Device-resident state of a fixpoint loop (user-allocated device memory, 16 bytes, 4-byte
 //! aligned). Each graph launch zeroes `changed`, `rounds` and `converged` first.
@@ -74,52 +59,6 @@ VYRE_KERNEL void fixpoint_decide(cudaGraphConditionalHandle handle, fixpoint_con
 }  // namespace detail
 #endif
 
-namespace detail {
-
-//! A graph holding `[first] -> WHILE(handle){ body }`: `first` (optional) is a memset that
-//! runs before the loop. The body is captured into the WHILE node's body graph.
-template <class Body>
-expected<unique_graph> build_while(cudaStream_t stream, const cudaMemsetParams* first,
-                                   Body& body) {
-  VYRE_TRY(check_capturable(stream, "build_while_graph"));
-  cudaGraph_t raw = nullptr;
-  VYRE_CUDA_TRY(cudaGraphCreate(&raw, 0), "build_while_graph: cudaGraphCreate");
-  unique_graph graph(raw);
-
-  cudaGraphNode_t before = nullptr;
-  if (first != nullptr)
-    VYRE_CUDA_TRY(cudaGraphAddMemsetNode(&before, raw, nullptr, 0, first),
-                  "build_while_graph: cudaGraphAddMemsetNode (loop state reset)");
-
-  // Each launch starts with the condition at 1: the body runs at least once.
-  cudaGraphConditionalHandle handle = 0;
-  VYRE_CUDA_TRY(cudaGraphConditionalHandleCreate(&handle, raw, 1u, cudaGraphCondAssignDefault),
-                "build_while_graph: cudaGraphConditionalHandleCreate");
-  cudaGraphNodeParams params{};
-  params.type = cudaGraphNodeTypeConditional;
-  params.conditional.handle = handle;
-  params.conditional.type = cudaGraphCondTypeWhile;
-  params.conditional.size = 1;
-  cudaGraphNode_t loop = nullptr;
-  VYRE_CUDA_TRY(cudaGraphAddNode(&loop, raw, before != nullptr ? &before : nullptr, nullptr,
-                                 before != nullptr ? 1u : 0u, &params),
-                "build_while_graph: cudaGraphAddNode (conditional WHILE)");
-  cudaGraph_t body_graph = params.conditional.phGraph_out[0];
-  if (body_graph == nullptr)
-    return fail(error(errc::cuda_runtime, "build_while_graph: CUDA returned no body graph for "
-                                          "the WHILE node")
-                    .fix("report this: cudaGraphAddNode succeeded without a body graph"));
-
-  // The body graph belongs to the WHILE node (destroyed with `graph`), never to us.
-  VYRE_CUDA_TRY(cudaStreamBeginCaptureToGraph(stream, body_graph, nullptr, nullptr, 0,
-                                              cudaStreamCaptureModeThreadLocal),
-                "build_while_graph: cudaStreamBeginCaptureToGraph");
-  VYRE_TRY(finish_capture(stream, false, body, stream, while_condition{handle}));
-  return graph;
-}
-
-}  // namespace detail
-
 //! Builds and instantiates a graph whose single WHILE node repeats `body` while its condition
 //! is non-zero. The condition starts at 1 on every launch; the body's kernels receive the
 //! `while_condition` and must clear it (`condition.set(false)`) to stop.
@@ -133,14 +72,8 @@ expected<unique_graph> build_while(cudaStream_t stream, const cudaMemsetParams* 
 template <class OnError = on_error::throw_exception, class Body>
 result_t<OnError, basic_captured_graph<OnError>> build_while_graph(
     cudaStream_t stream, Body&& body, const graph_options& options = {}) {
-  auto run = [&]() -> expected<basic_captured_graph<OnError>> {
-    VYRE_TRY_ASSIGN(detail::unique_graph graph, detail::build_while(stream, nullptr, body));
-    options.hook(graph_event::capture);
-    auto adopted = basic_captured_graph<on_error::return_expected>::adopt(graph.release(), options);
-    if (!adopted) return fail(adopted.error());
-    return std::move(*adopted).template with_policy<OnError>();
-  };
-  return apply_error_policy<OnError>(run());
+  return build_loop_graph<OnError>(stream, no_stage{}, body, no_stage{},
+                                   {.graph = options, .what = "build_while_graph"});
 }
 
 #if defined(__CUDACC__)
@@ -163,23 +96,20 @@ result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
                                                 "least 1")
                       .with("max_rounds", max_rounds)
                       .fix("bound the loop by the most rounds the fixpoint may need"));
-    cudaMemsetParams reset{};
-    reset.dst = control;
-    reset.value = 0;
-    reset.elementSize = 4;
-    reset.width = sizeof(fixpoint_control) / 4;  // every field: the host reads it whole
-    reset.height = 1;
+    // Every field: the host reads the control block whole after a launch.
+    auto reset = [&](cudaStream_t s) -> cudaError_t {
+      return cudaMemsetAsync(control, 0, sizeof(fixpoint_control), s);
+    };
     auto decide_after_body = [&](cudaStream_t s, while_condition condition) -> expected<void> {
       VYRE_TRY(detail::invoke_capture_body(body, s));
       detail::fixpoint_decide<<<1, 1, 0, s>>>(condition.handle, control, max_rounds);
       return cuda_check(cudaGetLastError(), "build_fixpoint_graph: launch of the decision kernel");
     };
-    VYRE_TRY_ASSIGN(detail::unique_graph graph,
-                    detail::build_while(stream, &reset, decide_after_body));
-    options.hook(graph_event::capture);
-    auto adopted = basic_captured_graph<on_error::return_expected>::adopt(graph.release(), options);
-    if (!adopted) return fail(adopted.error());
-    return std::move(*adopted).template with_policy<OnError>();
+    auto built = build_loop_graph<on_error::return_expected>(
+        stream, reset, decide_after_body, no_stage{},
+        {.graph = options, .what = "build_fixpoint_graph"});
+    if (!built) return fail(built.error());
+    return std::move(*built).template with_policy<OnError>();
   };
   return apply_error_policy<OnError>(run());
 }

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! The CUDA driver API without linking libcuda: the few driver entry points vyre uses are
-//! fetched once through the runtime (`cudaGetDriverEntryPointByVersion`), so a program that
-//! never loads a module needs no driver at build or link time, and a machine without a
-//! driver gets an error instead of a loader failure. Plus `cuda_driver_check`, the driver
-//! twin of core's `cuda_check`.
+//! fetched once through the runtime (`cudaGetDriverEntryPointByVersion`, through
+//! `vyre/core/cuda_compat.hpp`), so a program that never loads a module needs no driver at
+//! build or link time, and a machine without a driver gets an error instead of a loader failure.
+//! Plus `cuda_driver_check`, the driver twin of core's `cuda_check`.
 #pragma once
 
 #include <cstring>
@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "vyre/core/cuda_check.hpp"
+#include "vyre/core/cuda_compat.hpp"
 #include "vyre/core/error.hpp"
 
 namespace vyre {
@@ -45,7 +46,7 @@ expected<void> fetch_driver_entry(Fn& fn, const char* symbol, unsigned int versi
   void* pointer = nullptr;
   cudaDriverEntryPointQueryResult query = cudaDriverEntryPointSymbolNotFound;
   const cudaError_t status =
-      cudaGetDriverEntryPointByVersion(symbol, &pointer, version, cudaEnableDefault, &query);
+      cuda_compat::driver_entry_point(symbol, &pointer, version, cudaEnableDefault, &query);
   if (status != cudaSuccess)
     return fail(cuda_error(status, "driver_api: the CUDA runtime cannot reach the driver")
                     .about(symbol)
