@@ -66,8 +66,8 @@ void baseline_pack(const eg::snapshot& snap, std::vector<std::uint32_t>& out) {
   std::uint32_t groups = 0;
   for (std::size_t i = 0; i < keyed.size(); ++i)
     groups += (i == 0 || keyed[i].first != keyed[i - 1].first) ? 1u : 0u;
-  const auto layout = eg::image_layout::for_counts(static_cast<std::uint32_t>(rows.size()),
-                                                   static_cast<std::uint32_t>(children.size()), groups);
+  const auto layout = eg::image_layout::for_counts(
+      static_cast<std::uint32_t>(rows.size()), static_cast<std::uint32_t>(children.size()), groups);
   out.resize(layout.word_count());
   std::uint32_t* w = out.data();
   for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -78,7 +78,8 @@ void baseline_pack(const eg::snapshot& snap, std::vector<std::uint32_t>& out) {
     w[layout.offset(eg::image_column::row_signatures) + r] = eg::row_signature(
         rows[r].op, children.data() + rows[r].children_offset, rows[r].children_length);
   }
-  std::memcpy(w + layout.offset(eg::image_column::children), children.data(), children.size_bytes());
+  std::memcpy(w + layout.offset(eg::image_column::children), children.data(),
+              children.size_bytes());
   std::uint32_t g = 0;
   for (std::size_t i = 0; i < keyed.size(); ++i) {
     if (i == 0 || keyed[i].first != keyed[i - 1].first) {

@@ -20,7 +20,9 @@
 #include <vyre/graph.cuh>
 
 namespace graph_bench {
-VYRE_KERNEL void tiny(std::uint32_t* data) { data[threadIdx.x] += 1u; }
+VYRE_KERNEL void tiny(std::uint32_t* data) {
+  data[threadIdx.x] += 1u;
+}
 }  // namespace graph_bench
 
 namespace {
@@ -54,10 +56,11 @@ std::string device_name() {
 
 void print_line(const char* name, const std::string& params, const std::string& device,
                 double median_ns, const char* baseline, double baseline_ns) {
-  std::printf("{\"name\":\"%s\",\"params\":{%s},\"device\":\"%s\",\"median_ns\":%.1f,"
-              "\"baseline\":\"%s\",\"baseline_median_ns\":%.1f,\"ratio\":%.3f}\n",
-              name, params.c_str(), device.c_str(), median_ns, baseline, baseline_ns,
-              baseline_ns / median_ns);
+  std::printf(
+      "{\"name\":\"%s\",\"params\":{%s},\"device\":\"%s\",\"median_ns\":%.1f,"
+      "\"baseline\":\"%s\",\"baseline_median_ns\":%.1f,\"ratio\":%.3f}\n",
+      name, params.c_str(), device.c_str(), median_ns, baseline, baseline_ns,
+      baseline_ns / median_ns);
   std::fflush(stdout);
 }
 
@@ -210,10 +213,10 @@ int main() {
     }
     check(cudaStreamSynchronize(stream), "sync");
     const auto stats = cache.stats();
-    print_line("graph.cache.hit_launch",
-               "\"hits\":" + std::to_string(stats.hits) + ",\"misses\":" +
-                   std::to_string(stats.misses),
-               device, median(hit_ns), "direct_graph_launch", median(direct_ns));
+    print_line(
+        "graph.cache.hit_launch",
+        "\"hits\":" + std::to_string(stats.hits) + ",\"misses\":" + std::to_string(stats.misses),
+        device, median(hit_ns), "direct_graph_launch", median(direct_ns));
   }
 
   check(cudaFree(data), "cudaFree");

@@ -26,7 +26,8 @@ using clock_type = std::chrono::steady_clock;
 
 void require(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
-    std::fprintf(stderr, "bench_resident_upload: %s failed: %s\n", what, cudaGetErrorString(status));
+    std::fprintf(stderr, "bench_resident_upload: %s failed: %s\n", what,
+                 cudaGetErrorString(status));
     std::exit(1);
   }
 }
@@ -79,7 +80,8 @@ int main(int argc, char** argv) {
   // pool retains it, as an engine that re-uploads images of that size would configure.
   auto default_gpu = vyre::backend<vyre::policies<>>::acquire(0);
   vyre::backend_options retaining;
-  retaining.memory.retained_cap = static_cast<std::size_t>(4 * max_bytes);  // the image + fault record rounds up to the next power-of-two class
+  retaining.memory.retained_cap = static_cast<std::size_t>(
+      4 * max_bytes);  // the image + fault record rounds up to the next power-of-two class
   auto retaining_gpu = vyre::backend<vyre::policies<>>::acquire(0, retaining);
 
   // One buffer of random words per source kind, sized for the largest image.

@@ -167,45 +167,47 @@ int main(int argc, char** argv) {
 
     std::vector<row> rows;
     for (const auto& [options, automatic] : settings)
-    for (const bool streaming : {true, false}) {
-      // The library's plain-copy fill (copy_for_dma) against the same plan filled by memcpy.
-      vyre::upload_options resolved = options;
-      if (resolved.host_lanes == 0)
-        resolved.host_lanes = vyre::auto_host_lanes(static_cast<std::size_t>(bytes));
-      const auto upload = [&] {
-        if (streaming) {
-          require_ok(gpu.resident().upload(target, source, 0, stream.get(), options), "upload");
-          return;
+      for (const bool streaming : {true, false}) {
+        // The library's plain-copy fill (copy_for_dma) against the same plan filled by memcpy.
+        vyre::upload_options resolved = options;
+        if (resolved.host_lanes == 0)
+          resolved.host_lanes = vyre::auto_host_lanes(static_cast<std::size_t>(bytes));
+        const auto upload = [&] {
+          if (streaming) {
+            require_ok(gpu.resident().upload(target, source, 0, stream.get(), options), "upload");
+            return;
+          }
+          require_ok(gpu.resident().upload_with(
+                         target, 0, source.size(), stream.get(),
+                         [&source](std::size_t at, std::span<std::byte> chunk) noexcept {
+                           std::memcpy(chunk.data(), source.data() + at, chunk.size());
+                         },
+                         resolved),
+                     "upload (memcpy fill)");
+        };
+        // Check the bytes once: poison, upload, read back.
+        require(cudaMemsetAsync(buffer.data, 0xEE, bytes, stream.get()), "poison");
+        upload();
+        require(cudaMemcpy(readback.data(), buffer.data, bytes, cudaMemcpyDeviceToHost),
+                "readback");
+        const bool exact = std::memcmp(readback.data(), source.data(), source.size()) == 0;
+        upload();  // warm-up
+        const auto plan = vyre::plan_staging(static_cast<std::size_t>(bytes), resolved, 1);
+        for (const long gap :
+             automatic&& streaming ? std::vector<long>{0, 2000} : std::vector<long>{0}) {
+          row r;
+          r.name = "resident.upload_sweep.pageable";
+          r.bytes = bytes;
+          r.plan = plan;
+          r.automatic = automatic;
+          r.idle_gap_us = gap;
+          r.ours = median_ns(gap > 0 ? std::min(repeats, 51) : repeats,
+                             std::chrono::microseconds(gap), upload);
+          r.exact = exact;
+          r.copy = streaming ? "streaming" : "memcpy";
+          rows.push_back(r);
         }
-        require_ok(gpu.resident().upload_with(
-                       target, 0, source.size(), stream.get(),
-                       [&source](std::size_t at, std::span<std::byte> chunk) noexcept {
-                         std::memcpy(chunk.data(), source.data() + at, chunk.size());
-                       },
-                       resolved),
-                   "upload (memcpy fill)");
-      };
-      // Check the bytes once: poison, upload, read back.
-      require(cudaMemsetAsync(buffer.data, 0xEE, bytes, stream.get()), "poison");
-      upload();
-      require(cudaMemcpy(readback.data(), buffer.data, bytes, cudaMemcpyDeviceToHost), "readback");
-      const bool exact = std::memcmp(readback.data(), source.data(), source.size()) == 0;
-      upload();  // warm-up
-      const auto plan = vyre::plan_staging(static_cast<std::size_t>(bytes), resolved, 1);
-      for (const long gap : automatic && streaming ? std::vector<long>{0, 2000} : std::vector<long>{0}) {
-        row r;
-        r.name = "resident.upload_sweep.pageable";
-        r.bytes = bytes;
-        r.plan = plan;
-        r.automatic = automatic;
-        r.idle_gap_us = gap;
-        r.ours = median_ns(gap > 0 ? std::min(repeats, 51) : repeats,
-                           std::chrono::microseconds(gap), upload);
-        r.exact = exact;
-        r.copy = streaming ? "streaming" : "memcpy";
-        rows.push_back(r);
       }
-    }
     require_ok(gpu.resident().free(target), "free");
 
     // The whole image upload (allocation, fault record, copy, synchronisation) and its free.
@@ -243,8 +245,7 @@ int main(int argc, char** argv) {
       }
       emit(r, device);
       if (r.name == "resident.upload_sweep.pageable" && r.idle_gap_us == 0 && r.exact &&
-          std::strcmp(r.copy, "streaming") == 0 &&
-          (best == nullptr || r.ours < best->ours))
+          std::strcmp(r.copy, "streaming") == 0 && (best == nullptr || r.ours < best->ours))
         best = &r;
     }
     if (best != nullptr) {

@@ -64,9 +64,9 @@ int main() {
   quickstart::count_ops<<<1, 128>>>(view, per_op);
   vyre::cuda_check(cudaGetLastError(), "launch count_ops").value();
   std::vector<std::uint32_t> counts(op_count);
-  vyre::cuda_check(cudaMemcpy(counts.data(), per_op, op_count * sizeof(std::uint32_t),
-                              cudaMemcpyDeviceToHost),
-                   "download counts")
+  vyre::cuda_check(
+      cudaMemcpy(counts.data(), per_op, op_count * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+      "download counts")
       .value();
   cudaFree(per_op);
   eg::check_view_faults(gpu, resident);  // throws if a checked accessor went out of bounds

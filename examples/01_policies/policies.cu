@@ -3,9 +3,10 @@
 //
 // vyre decides three things at compile time, each with a tag type:
 //
-//   allocation  vyre::alloc::caching_pool | stream_ordered | direct   where device memory comes from
-//   staging     vyre::staging::native | little_endian                 how host words reach the device
-//   errors      vyre::on_error::throw_exception | return_expected     what a failing call does
+//   allocation  vyre::alloc::caching_pool | stream_ordered | direct   where device memory comes
+//   from staging     vyre::staging::native | little_endian                 how host words reach the
+//   device errors      vyre::on_error::throw_exception | return_expected     what a failing call
+//   does
 //
 // `vyre::policies<Alloc, Staging, OnError>` bundles them and `vyre::backend<Policies>` is built
 // from the bundle. Internally every vyre call returns `vyre::expected<T>`; only the public
@@ -56,9 +57,9 @@ void run_with_exceptions(const eg::snapshot& snap) {
   count_ops<<<1, 128>>>(view, counts.template as<std::uint32_t>());
   vyre::cuda_check(cudaGetLastError(), "launch count_ops").value();
   std::vector<std::uint32_t> host(ops);
-  vyre::cuda_check(cudaMemcpy(host.data(), counts.get(), ops * sizeof(std::uint32_t),
-                              cudaMemcpyDeviceToHost),
-                   "download counts")
+  vyre::cuda_check(
+      cudaMemcpy(host.data(), counts.get(), ops * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+      "download counts")
       .value();
   eg::check_view_faults(gpu, resident);  // throws if a checked accessor went out of bounds
   std::printf("  [throw,    %-14s] rows of '+': %u\n", vyre::backend<P>::allocation_policy_name(),
@@ -75,10 +76,11 @@ void run_with_exceptions(const eg::snapshot& snap) {
   }
 }
 
-// ---- Error policy 2: expected values --------------------------------------------------------------
-// The same steps; each call returns cuda::std::expected<T, vyre::error>. VYRE_TRY_ASSIGN unwraps
-// a value or returns the error to our caller, so failures propagate without exceptions (code
-// built with -fno-exceptions can use vyre this way).
+// ---- Error policy 2: expected values
+// -------------------------------------------------------------- The same steps; each call returns
+// cuda::std::expected<T, vyre::error>. VYRE_TRY_ASSIGN unwraps a value or returns the error to our
+// caller, so failures propagate without exceptions (code built with -fno-exceptions can use vyre
+// this way).
 template <class Alloc>
 vyre::expected<std::uint32_t> count_additions(const eg::snapshot& snap) {
   using P = vyre::policies<Alloc, vyre::staging::native, vyre::on_error::return_expected>;
@@ -93,9 +95,9 @@ vyre::expected<std::uint32_t> count_additions(const eg::snapshot& snap) {
   count_ops<<<1, 128>>>(view, counts.template as<std::uint32_t>());
   VYRE_CUDA_TRY(cudaGetLastError(), "launch count_ops");
   std::vector<std::uint32_t> host(ops);
-  VYRE_CUDA_TRY(cudaMemcpy(host.data(), counts.get(), ops * sizeof(std::uint32_t),
-                           cudaMemcpyDeviceToHost),
-                "download counts");
+  VYRE_CUDA_TRY(
+      cudaMemcpy(host.data(), counts.get(), ops * sizeof(std::uint32_t), cudaMemcpyDeviceToHost),
+      "download counts");
   VYRE_TRY(eg::check_view_faults(gpu, resident));
 
   // The same mistake: this time the refusal is a value to inspect, not an exception.

@@ -133,7 +133,8 @@ int run() {
         "example: read control");
   values = current.read(stream);
   cudaFree(control);
-  const bool fixpoint_ok = result.converged == 1u && result.rounds == 1024u && values[1023] == 5000u;
+  const bool fixpoint_ok =
+      result.converged == 1u && result.rounds == 1024u && values[1023] == 5000u;
   std::printf("fixpoint: %u rounds, converged = %u, last = %u\n", result.rounds, result.converged,
               values[1023]);
 

@@ -4,11 +4,11 @@
 //! endian staging and CUDA call checking.
 #pragma once
 
-#include "vyre/core/config.hpp"
-#include "vyre/core/error.hpp"
-#include "vyre/core/policies.hpp"
-#include "vyre/core/checked.hpp"
-#include "vyre/core/fault_injection.hpp"
-#include "vyre/core/reserve.hpp"
 #include "vyre/core/byte_order.hpp"
+#include "vyre/core/checked.hpp"
+#include "vyre/core/config.hpp"
 #include "vyre/core/cuda_check.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/core/fault_injection.hpp"
+#include "vyre/core/policies.hpp"
+#include "vyre/core/reserve.hpp"

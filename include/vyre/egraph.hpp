@@ -26,7 +26,8 @@
 //! (`plan_upload`, checked). Example: rows (2, lit, []), (1, lit, []), (2, add, [1, 2]) pack to
 //! eclass [2,1,2] ops [0,0,1] offsets [0,0,0] lens [0,0,2]
 //! signatures [1959786413, 1959786413, 2225812561] children [1,2] group ids [1,2]
-//! group offsets [0,1,3] group rows [1,0,2]; `group_offsets` starts at word 19, byte 76. The format is stable and bit-compatible with the Rust vyre-foundation packer.
+//! group offsets [0,1,3] group rows [1,0,2]; `group_offsets` starts at word 19, byte 76. The format
+//! is stable and bit-compatible with the Rust vyre-foundation packer.
 //!
 //! Every image from `pack` satisfies: row children ranges lie inside `children`; every child
 //! names an e-class that has a group; signatures recompute; `group_rows` is a permutation of
@@ -63,14 +64,15 @@
 //!     std::vector<std::uint32_t> staging(prepared.word_count());  // or pinned memory
 //!     std::move(prepared).write_into(staging);
 //!     auto plan = vyre::egraph::plan_upload(vyre::egraph::image_ref{staging, layout});
-//!     // plan.layout().offset(image_column::group_offsets) == 76 (bytes), plan.bytes() go to the device
+//!     // plan.layout().offset(image_column::group_offsets) == 76 (bytes), plan.bytes() go to the
+//!     device
 #pragma once
 
+#include "vyre/egraph/image.hpp"
+#include "vyre/egraph/image_file.hpp"
 #include "vyre/egraph/layout.hpp"
+#include "vyre/egraph/pack.hpp"
 #include "vyre/egraph/row.hpp"
 #include "vyre/egraph/signature.hpp"
 #include "vyre/egraph/snapshot.hpp"
-#include "vyre/egraph/image.hpp"
-#include "vyre/egraph/pack.hpp"
 #include "vyre/egraph/upload_plan.hpp"
-#include "vyre/egraph/image_file.hpp"

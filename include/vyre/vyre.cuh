@@ -3,9 +3,9 @@
 //! Everything in vyre, for CUDA translation units.
 #pragma once
 
-#include "vyre/vyre.hpp"
+#include "vyre/algorithms.cuh"
+#include "vyre/egraph.cuh"
 #include "vyre/fusion.cuh"
 #include "vyre/graph.cuh"
 #include "vyre/runtime.cuh"
-#include "vyre/egraph.cuh"
-#include "vyre/algorithms.cuh"
+#include "vyre/vyre.hpp"

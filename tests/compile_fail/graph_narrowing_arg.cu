@@ -10,10 +10,12 @@ VYRE_KERNEL void fill(std::uint32_t* out, std::uint32_t count, std::uint32_t val
 }
 }  // namespace compile_fail_graph
 
-void update(vyre::graph::captured_graph& graph, vyre::graph::graph_node node,
-            std::uint32_t* out, int count) {
-  graph.set_kernel_launch(node, vyre::graph::kernel_launch_shape{}, &compile_fail_graph::fill,
-                          out, count, 1u);
+void update(vyre::graph::captured_graph& graph, vyre::graph::graph_node node, std::uint32_t* out,
+            int count) {
+  graph.set_kernel_launch(node, vyre::graph::kernel_launch_shape{}, &compile_fail_graph::fill, out,
+                          count, 1u);
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -10,9 +10,10 @@ VYRE_KERNEL void fill(std::uint32_t* out, std::uint32_t count, std::uint32_t val
 }
 }  // namespace compile_fail_graph
 
-void update(vyre::graph::captured_graph& graph, vyre::graph::graph_node node,
-            std::uint32_t* out) {
+void update(vyre::graph::captured_graph& graph, vyre::graph::graph_node node, std::uint32_t* out) {
   graph.set_kernel_args(node, &compile_fail_graph::fill, out, 16u);
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

@@ -14,4 +14,6 @@ void update(vyre::graph::captured_graph& graph, vyre::graph::graph_node node, fl
   graph.set_kernel_args(node, &compile_fail_graph::fill, out, 16u, 2.5);
 }
 
-int main() { return 0; }
+int main() {
+  return 0;
+}

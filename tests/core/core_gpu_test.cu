@@ -83,8 +83,8 @@ TEST_CASE("checked arithmetic and vyre::error work in device code", "[core][gpu]
 
 TEST_CASE("a failing CUDA call becomes a vyre::error naming the call", "[core][gpu]") {
   void* impossible = nullptr;
-  const auto result = vyre::cuda_check(cudaMalloc(&impossible, std::size_t{1} << 62),
-                                       "test: allocate 4 EiB");
+  const auto result =
+      vyre::cuda_check(cudaMalloc(&impossible, std::size_t{1} << 62), "test: allocate 4 EiB");
   REQUIRE_FALSE(result.has_value());
   CHECK(result.error().code() == vyre::errc::out_of_memory);
   CHECK(vyre::cuda_check(cudaGetLastError(), "sticky state cleared").has_value());

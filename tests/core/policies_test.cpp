@@ -56,8 +56,7 @@ vyre::result_t<OnError, void> public_require_even(int value) {
 }
 }  // namespace
 
-TEST_CASE("throw_exception returns plain values and throws error_exception",
-          "[core][policies]") {
+TEST_CASE("throw_exception returns plain values and throws error_exception", "[core][policies]") {
   using policy = vyre::on_error::throw_exception;
   CHECK(public_parse<policy>('7') == 7);
   CHECK_NOTHROW(public_require_even<policy>(4));

@@ -59,8 +59,8 @@ TEST_CASE("try_reserve turns bad_alloc into out_of_memory", "[core][reserve]") {
 
 TEST_CASE("try_resize leaves the container unchanged on failure", "[core][reserve]") {
   std::vector<std::uint32_t, limited_allocator<std::uint32_t>> words{7, 8};
-  REQUIRE_FALSE(vyre::try_resize(words, limited_allocator<std::uint32_t>::limit + 1, "words")
-                    .has_value());
+  REQUIRE_FALSE(
+      vyre::try_resize(words, limited_allocator<std::uint32_t>::limit + 1, "words").has_value());
   CHECK(words == std::vector<std::uint32_t, limited_allocator<std::uint32_t>>{7, 8});
   REQUIRE(vyre::try_resize(words, 5, "words").has_value());
   CHECK(words.size() == 5);

@@ -71,13 +71,15 @@ TEST_CASE("copy_for_dma copies every byte at every size and alignment, touching 
         std::fill(destination.begin(), destination.end(), 0xA5);
         vyre::staging::copy_for_dma(destination.data() + to, source.data() + from, bytes);
         INFO("bytes " << bytes << ", destination offset " << to << ", source offset " << from);
-        CHECK(std::equal(source.begin() + from, source.begin() + from + bytes, destination.begin() + to));
+        CHECK(std::equal(source.begin() + from, source.begin() + from + bytes,
+                         destination.begin() + to));
         CHECK(std::all_of(destination.begin(), destination.begin() + to,
                           [](unsigned char b) { return b == 0xA5; }));
         CHECK(std::all_of(destination.begin() + to + bytes, destination.end(),
                           [](unsigned char b) { return b == 0xA5; }));
       }
-  std::vector<unsigned char> big_source(std::size_t{1} << 20), big_destination(big_source.size() + 1);
+  std::vector<unsigned char> big_source(std::size_t{1} << 20),
+      big_destination(big_source.size() + 1);
   for (std::size_t i = 0; i < big_source.size(); ++i)
     big_source[i] = static_cast<unsigned char>(i ^ (i >> 9));
   vyre::staging::copy_for_dma(big_destination.data() + 1, big_source.data(), big_source.size());

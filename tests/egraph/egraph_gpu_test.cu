@@ -80,13 +80,13 @@ TEST_CASE("egraph image: device reads of an uploaded image match the host", "[eg
   const auto plan = eg::plan_upload(eg::pack(snap));
   const auto words = plan.words();
   std::vector<std::uint32_t> staged(words.size());
-  REQUIRE(vyre::staging::stage_words<vyre::staging::little_endian>(
-      words, {staged.data(), staged.size()}));
+  REQUIRE(vyre::staging::stage_words<vyre::staging::little_endian>(words,
+                                                                   {staged.data(), staged.size()}));
 
   device_buffer<std::uint32_t> image_words(words.size());
-  REQUIRE(vyre::cuda_check(cudaMemcpy(image_words.ptr, staged.data(), plan.total_bytes(),
-                                      cudaMemcpyHostToDevice),
-                           "upload image"));
+  REQUIRE(vyre::cuda_check(
+      cudaMemcpy(image_words.ptr, staged.data(), plan.total_bytes(), cudaMemcpyHostToDevice),
+      "upload image"));
   const std::uint32_t rows = plan.layout().words.row_count;
   device_buffer<std::uint32_t> signatures(rows);
   device_buffer<std::uint32_t> group_eclass(rows);
@@ -101,12 +101,12 @@ TEST_CASE("egraph image: device reads of an uploaded image match the host", "[eg
   REQUIRE(vyre::cuda_check(cudaDeviceSynchronize(), "run recompute_signatures"));
 
   std::vector<std::uint32_t> host_signatures(rows), host_groups(rows);
-  REQUIRE(vyre::cuda_check(cudaMemcpy(host_signatures.data(), signatures.ptr, rows * 4u,
-                                      cudaMemcpyDeviceToHost),
-                           "download signatures"));
-  REQUIRE(vyre::cuda_check(cudaMemcpy(host_groups.data(), group_eclass.ptr, rows * 4u,
-                                      cudaMemcpyDeviceToHost),
-                           "download groups"));
+  REQUIRE(vyre::cuda_check(
+      cudaMemcpy(host_signatures.data(), signatures.ptr, rows * 4u, cudaMemcpyDeviceToHost),
+      "download signatures"));
+  REQUIRE(vyre::cuda_check(
+      cudaMemcpy(host_groups.data(), group_eclass.ptr, rows * 4u, cudaMemcpyDeviceToHost),
+      "download groups"));
   const auto expected_signatures = plan.image().column(eg::image_column::row_signatures);
   for (std::uint32_t r = 0; r < rows; ++r) {
     INFO("row " << r);

@@ -177,7 +177,8 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
   SECTION("valid checksum over an invalid image") {
     // Re-sign a corrupted image: the checksum passes and validate_image refuses it.
     auto bytes = good;
-    const std::size_t group_offsets_word = 12 + sample_image().layout().offset(eg::image_column::group_offsets);
+    const std::size_t group_offsets_word =
+        12 + sample_image().layout().offset(eg::image_column::group_offsets);
     set_word(bytes, group_offsets_word + 1, 0);
     std::uint64_t sum = 0xCBF29CE484222325ull;
     for (std::size_t i = 0; i < bytes.size() / 4; ++i)

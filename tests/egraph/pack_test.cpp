@@ -24,7 +24,8 @@ eg::snapshot design_example() {
 }  // namespace
 
 // The layout is a constant expression.
-static_assert(eg::image_layout::for_counts(3, 2, 2).offset(eg::image_column::group_offsets) * 4 == 76);
+static_assert(eg::image_layout::for_counts(3, 2, 2).offset(eg::image_column::group_offsets) * 4 ==
+              76);
 static_assert(eg::image_layout::for_counts(3, 2, 2).word_count() == 6 * 3 + 2 + 2 * 2 + 1);
 static_assert(eg::image_layout::for_counts(0, 0, 0).word_count() == 1);
 static_assert(std::is_trivially_copyable_v<eg::image_layout>);
@@ -48,8 +49,9 @@ TEST_CASE("pack: the format worked example, exact words and byte offset 76", "[e
   CHECK(to_vector(image.column(eg::image_column::group_eclass_ids)) == W{1, 2});
   CHECK(to_vector(image.column(eg::image_column::group_offsets)) == W{0, 1, 3});
   CHECK(to_vector(image.column(eg::image_column::group_rows)) == W{1, 0, 2});
-  CHECK(to_vector(image.words()) == W{2, 1, 2, 0, 0, 1, 0, 0, 0, 0, 0, 2, 1959786413u,
-                                      1959786413u, 2225812561u, 1, 2, 1, 2, 0, 1, 3, 1, 0, 2});
+  CHECK(to_vector(image.words()) == W{2, 1, 2, 0,           0,           1,           0, 0, 0,
+                                      0, 0, 2, 1959786413u, 1959786413u, 2225812561u, 1, 2, 1,
+                                      2, 0, 1, 3,           1,           0,           2});
   CHECK(layout.column(eg::image_column::group_offsets) == eg::column_span{19, 3});
   CHECK(layout.column(eg::image_column::children).is_empty() == false);
 
@@ -73,7 +75,8 @@ TEST_CASE("pack_into: caller memory, exact size, too small is an error", "[egrap
   const auto snap = design_example();
   REQUIRE(eg::packed_word_count(snap) == 25u);
   std::vector<std::uint32_t> buffer(30, 0xDEADBEEFu);
-  const auto layout = eg::pack_into(snap, cuda::std::span<std::uint32_t>(buffer.data(), buffer.size()));
+  const auto layout =
+      eg::pack_into(snap, cuda::std::span<std::uint32_t>(buffer.data(), buffer.size()));
   CHECK(layout == eg::pack(snap).layout());
   CHECK(std::equal(buffer.begin(), buffer.begin() + 25, eg::pack(snap).words().begin()));
   CHECK(buffer[25] == 0xDEADBEEFu);  // nothing past the image is touched
@@ -132,10 +135,11 @@ TEST_CASE("plan_upload: owning plan holds the image, bad layouts name the column
 
   // Offsets so large that word-to-byte conversion overflows u64 (a forged layout).
   eg::image_layout forged{};
-  forged.spans[eg::column_index(eg::image_column::children)] = eg::column_span{std::uint64_t{1} << 62, 1};
+  forged.spans[eg::column_index(eg::image_column::children)] =
+      eg::column_span{std::uint64_t{1} << 62, 1};
   const std::vector<std::uint32_t> no_words;
-  const cuda::std::span<const std::uint32_t> fake(no_words.data(),
-                                                  static_cast<std::size_t>((std::uint64_t{1} << 62) + 1));
+  const cuda::std::span<const std::uint32_t> fake(
+      no_words.data(), static_cast<std::size_t>((std::uint64_t{1} << 62) + 1));
   const auto overflow = eg::plan_upload<expect>(eg::image_ref{fake, forged});
   REQUIRE_FALSE(overflow.has_value());
   CHECK(overflow.error().code() == vyre::errc::overflow);
@@ -156,7 +160,8 @@ random_snapshot make_random(std::mt19937_64& rng, std::uint32_t rows, std::uint3
                             std::uint64_t id_space) {
   random_snapshot out;
   std::uniform_int_distribution<std::uint64_t> any_id(0, id_space - 1);
-  while (out.classes.size() < classes) out.classes.push_back(static_cast<std::uint32_t>(any_id(rng)));
+  while (out.classes.size() < classes)
+    out.classes.push_back(static_cast<std::uint32_t>(any_id(rng)));
   std::sort(out.classes.begin(), out.classes.end());
   out.classes.erase(std::unique(out.classes.begin(), out.classes.end()), out.classes.end());
   std::shuffle(out.classes.begin(), out.classes.end(), rng);
@@ -223,8 +228,9 @@ void check_invariants(const eg::snapshot& snap, const eg::host_image& image) {
   // Independent reference for the grouping: std::stable_sort.
   std::vector<std::uint32_t> order(rows.size());
   std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::uint32_t a, std::uint32_t b) { return rows[a].eclass < rows[b].eclass; });
+  std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+    return rows[a].eclass < rows[b].eclass;
+  });
   REQUIRE(std::equal(order.begin(), order.end(), grows.begin()));
   REQUIRE(eg::validate_image(image.ref()).has_value());
   // Deterministic, and pack_into agrees.
@@ -242,9 +248,14 @@ TEST_CASE("pack: property, random valid snapshots satisfy every layout invariant
     std::uint64_t id_space;
   };
   // Dense (counting sort), sparse (radix), full u32 range, single class, tiny.
-  const shape shapes[] = {{1, 1, 1},           {10, 3, 4},        {1000, 300, 400},
-                          {5000, 1000, 1u << 30}, {5000, 4000, 1ull << 32}, {3000, 1, 1ull << 32},
-                          {20000, 20000, 20000}, {2000, 700, 3000000}};
+  const shape shapes[] = {{1, 1, 1},
+                          {10, 3, 4},
+                          {1000, 300, 400},
+                          {5000, 1000, 1u << 30},
+                          {5000, 4000, 1ull << 32},
+                          {3000, 1, 1ull << 32},
+                          {20000, 20000, 20000},
+                          {2000, 700, 3000000}};
   for (const auto& s : shapes)
     for (int trial = 0; trial < 4; ++trial) {
       INFO("rows=" << s.rows << " classes=" << s.classes << " id_space=" << s.id_space);
@@ -271,7 +282,8 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   words[layout.offset(eg::image_column::row_signatures)] ^= 1;
   refuse(words, "signature");
   words = base;
-  std::swap(words[layout.offset(eg::image_column::group_eclass_ids)], words[layout.offset(eg::image_column::group_eclass_ids) + 1]);
+  std::swap(words[layout.offset(eg::image_column::group_eclass_ids)],
+            words[layout.offset(eg::image_column::group_eclass_ids) + 1]);
   refuse(words, "not ascending");
   words = base;
   words[layout.offset(eg::image_column::group_offsets) + 2] = 2;
@@ -280,11 +292,13 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   words[layout.offset(eg::image_column::group_offsets) + 1] = 0;
   refuse(words, "must increase");
   words = base;
-  std::swap(words[layout.offset(eg::image_column::group_rows) + 1], words[layout.offset(eg::image_column::group_rows) + 2]);
+  std::swap(words[layout.offset(eg::image_column::group_rows) + 1],
+            words[layout.offset(eg::image_column::group_rows) + 2]);
   refuse(words, "grouped row");
   words = base;
   words[layout.offset(eg::image_column::children)] = 9;
-  words[layout.offset(eg::image_column::row_signatures) + 2] = eg::row_signature(1, words.data() + layout.offset(eg::image_column::children), 2);
+  words[layout.offset(eg::image_column::row_signatures) + 2] =
+      eg::row_signature(1, words.data() + layout.offset(eg::image_column::children), 2);
   refuse(words, "no group");
 
   // Layout errors: spans that do not add up, word count that differs.
@@ -294,7 +308,8 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   REQUIRE_FALSE(spans.has_value());
   CHECK(spans.error().code() == vyre::errc::invalid_layout);
   CHECK(spans.error().subject() == "children");
-  const auto short_words = eg::validate_image(eg::image_ref{{base.data(), base.size() - 1}, layout});
+  const auto short_words =
+      eg::validate_image(eg::image_ref{{base.data(), base.size() - 1}, layout});
   REQUIRE_FALSE(short_words.has_value());
   CHECK(short_words.error().code() == vyre::errc::invalid_layout);
 
@@ -308,11 +323,13 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
 TEST_CASE("pack: extreme e-class ids on both grouping paths", "[egraph][pack]") {
   constexpr std::uint32_t top = 0xFFFFFFFFu;
   SECTION("dense path near the top of u32") {
-    const auto snap = eg::snapshot::build({{top, "a", {top - 1}}, {top - 1, "b", {top}}, {top, "c", {}}});
+    const auto snap =
+        eg::snapshot::build({{top, "a", {top - 1}}, {top - 1, "b", {top}}, {top, "c", {}}});
     const auto image = eg::pack(snap);
     CHECK(to_vector(image.column(eg::image_column::group_eclass_ids)) ==
           std::vector<std::uint32_t>{top - 1, top});
-    CHECK(to_vector(image.column(eg::image_column::group_rows)) == std::vector<std::uint32_t>{1, 0, 2});
+    CHECK(to_vector(image.column(eg::image_column::group_rows)) ==
+          std::vector<std::uint32_t>{1, 0, 2});
   }
   SECTION("sparse path with 0 and 0xFFFFFFFF (the id set's empty-slot value)") {
     std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;

@@ -20,11 +20,11 @@
 
 #include <vyre/graph.cuh>
 
-#define CUDA_REQUIRE(call)                                                   \
-  do {                                                                       \
-    const cudaError_t status_ = (call);                                      \
-    INFO(#call << " -> " << cudaGetErrorName(status_));                      \
-    REQUIRE(status_ == cudaSuccess);                                         \
+#define CUDA_REQUIRE(call)                              \
+  do {                                                  \
+    const cudaError_t status_ = (call);                 \
+    INFO(#call << " -> " << cudaGetErrorName(status_)); \
+    REQUIRE(status_ == cudaSuccess);                    \
   } while (false)
 
 // Kernels need external linkage for VYRE_KERNEL's hidden visibility: a named namespace.
@@ -124,7 +124,9 @@ struct stream_owner {
   void sync() const { CUDA_REQUIRE(cudaStreamSynchronize(stream)); }
 };
 
-constexpr std::uint32_t blocks_for(std::uint32_t n) { return (n + 255u) / 256u; }
+constexpr std::uint32_t blocks_for(std::uint32_t n) {
+  return (n + 255u) / 256u;
+}
 
 std::vector<std::uint32_t> fill_reference(std::uint32_t count, std::uint32_t value) {
   std::vector<std::uint32_t> v(count);
@@ -159,12 +161,13 @@ struct release_probe {
   cudaError_t attach_to_capture(cudaStream_t stream) {
     cudaStreamCaptureStatus status{};
     cudaGraph_t graph = nullptr;
-    if (cudaError_t e = cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph); e != cudaSuccess)
+    if (cudaError_t e = cudaStreamGetCaptureInfo(stream, &status, nullptr, &graph);
+        e != cudaSuccess)
       return e;
     if (status != cudaStreamCaptureStatusActive || graph == nullptr) return cudaErrorIllegalState;
     cudaUserObject_t object = nullptr;
-    if (cudaError_t e = cudaUserObjectCreate(&object, this, &on_release, 1,
-                                             cudaUserObjectNoDestructorSync);
+    if (cudaError_t e =
+            cudaUserObjectCreate(&object, this, &on_release, 1, cudaUserObjectNoDestructorSync);
         e != cudaSuccess)
       return e;
     return cudaGraphRetainUserObject(graph, object, 1, cudaGraphUserObjectMove);
@@ -267,8 +270,8 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
     auto result = captured_graph_expected::capture_on_stream(
         s.stream, [&](cudaStream_t stream) -> vyre::expected<void> {
           partial_work(stream);
-          return vyre::fail(vyre::error(vyre::errc::invalid_argument, "test: body failed")
-                                .with("answer", 42));
+          return vyre::fail(
+              vyre::error(vyre::errc::invalid_argument, "test: body failed").with("answer", 42));
         });
     REQUIRE_FALSE(result.has_value());
     CHECK(result.error().code() == vyre::errc::invalid_argument);
@@ -287,13 +290,13 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
     }
   }
   SECTION("thrown exception, rethrown after cleanup under either policy") {
-    CHECK_THROWS_WITH(captured_graph_expected::capture_on_stream(s.stream,
-                                                                 [&](cudaStream_t stream) {
-                                                                   partial_work(stream);
-                                                                   throw std::runtime_error(
-                                                                       "body threw");
-                                                                 }),
-                      "body threw");
+    CHECK_THROWS_WITH(
+        captured_graph_expected::capture_on_stream(s.stream,
+                                                   [&](cudaStream_t stream) {
+                                                     partial_work(stream);
+                                                     throw std::runtime_error("body threw");
+                                                   }),
+        "body threw");
   }
   SECTION("capture invalidated by a call that cannot be captured") {
     auto result = captured_graph_expected::capture_on_stream(s.stream, [&](cudaStream_t stream) {
@@ -404,8 +407,7 @@ TEST_CASE("kernel parameter updates change what the replay computes", "[graph][g
     graph.launch(s.stream);
     s.sync();
     const auto values = second.read();
-    for (std::uint32_t i = 0; i < n; ++i)
-      REQUIRE(values[i] == (i < half ? 9u + i : 0xCDCDCDCDu));
+    for (std::uint32_t i = 0; i < n; ++i) REQUIRE(values[i] == (i < half ? 9u + i : 0xCDCDCDCDu));
   }
   SECTION("untyped, from the captured parameters") {
     vyre::graph::kernel_node_params params = captured;
@@ -453,8 +455,7 @@ TEST_CASE("kernel parameter updates change what the replay computes", "[graph][g
   }
 }
 
-TEST_CASE("memset node parameters are read and updated with CUDA's rules checked",
-          "[graph][gpu]") {
+TEST_CASE("memset node parameters are read and updated with CUDA's rules checked", "[graph][gpu]") {
   constexpr std::uint32_t n = 4096;
   stream_owner s;
   device_buffer<std::uint32_t> a(n), b(n);
@@ -468,10 +469,10 @@ TEST_CASE("memset node parameters are read and updated with CUDA's rules checked
   CHECK(captured.dst == a.ptr);
   CHECK(captured.height == 1u);
   // CUDA may widen a byte memset to wider elements; the bytes written are the same.
-  REQUIRE((captured.element_size == 1u || captured.element_size == 2u ||
-           captured.element_size == 4u));
+  REQUIRE(
+      (captured.element_size == 1u || captured.element_size == 2u || captured.element_size == 4u));
   CHECK(captured.width * captured.element_size == n * sizeof(std::uint32_t));
-  const std::uint32_t byte_pattern = captured.element_size == 1 ? 0x11u
+  const std::uint32_t byte_pattern = captured.element_size == 1   ? 0x11u
                                      : captured.element_size == 2 ? 0x1111u
                                                                   : 0x11111111u;
   CHECK(captured.value == byte_pattern);
@@ -484,8 +485,9 @@ TEST_CASE("memset node parameters are read and updated with CUDA's rules checked
   // New destination and value.
   vyre::graph::memset_params next = captured;
   next.dst = b.ptr;
-  next.value = captured.element_size == 1 ? 0x5Au : captured.element_size == 2 ? 0x5A5Au
-                                                                               : 0x5A5A5A5Au;
+  next.value = captured.element_size == 1   ? 0x5Au
+               : captured.element_size == 2 ? 0x5A5Au
+                                            : 0x5A5A5A5Au;
   graph.set_memset_params(node, next);
   a.poison();
   b.poison();
@@ -522,7 +524,9 @@ TEST_CASE("memset node parameters are read and updated with CUDA's rules checked
 }
 
 namespace {
-void count_host_call(void* counter) { static_cast<std::atomic<int>*>(counter)->fetch_add(1); }
+void count_host_call(void* counter) {
+  static_cast<std::atomic<int>*>(counter)->fetch_add(1);
+}
 }  // namespace
 
 TEST_CASE("the node inventory names every kind in a graph with many kinds", "[graph][gpu]") {
@@ -737,11 +741,12 @@ TEST_CASE("a WHILE graph runs a device fixpoint without returning to the host", 
         s.stream, [](cudaStream_t, vyre::graph::while_condition) { return cudaErrorInvalidValue; });
     REQUIRE_FALSE(failing.has_value());
     CHECK(failing.error().cuda_status() == static_cast<int>(cudaErrorInvalidValue));
-    CHECK_THROWS_WITH(vyre::graph::build_while_graph(s.stream,
-                                                     [](cudaStream_t, vyre::graph::while_condition) {
-                                                       throw std::runtime_error("loop body threw");
-                                                     }),
-                      "loop body threw");
+    CHECK_THROWS_WITH(
+        vyre::graph::build_while_graph(s.stream,
+                                       [](cudaStream_t, vyre::graph::while_condition) {
+                                         throw std::runtime_error("loop body threw");
+                                       }),
+        "loop body threw");
     require_not_capturing(s.stream);
     require_stream_usable(s.stream);
   }
@@ -1074,26 +1079,27 @@ TEST_CASE("capturing on one thread does not disturb CUDA calls on another", "[gr
   // and synchronises its own stream while the capture is open; frees after it ended.
   std::vector<std::uint32_t> other_result(n);
   cudaError_t other_status = cudaSuccess;
-  std::thread other([&, started = capture_started.get_future(),
-                     ended = capture_ended.get_future()]() mutable {
-    started.wait();
-    cudaStream_t stream = nullptr;
-    std::uint32_t* buffer = nullptr;
-    other_status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
-    if (other_status == cudaSuccess) other_status = cudaMalloc(&buffer, n * sizeof(std::uint32_t));
-    if (other_status == cudaSuccess) {
-      fill<<<blocks_for(n), 256, 0, stream>>>(buffer, n, 77u);
-      other_status = cudaGetLastError();
-    }
-    if (other_status == cudaSuccess)
-      other_status = cudaMemcpyAsync(other_result.data(), buffer, n * sizeof(std::uint32_t),
-                                     cudaMemcpyDeviceToHost, stream);
-    if (other_status == cudaSuccess) other_status = cudaStreamSynchronize(stream);
-    other_done.set_value();
-    ended.wait();
-    if (buffer != nullptr) (void)cudaFree(buffer);
-    if (stream != nullptr) (void)cudaStreamDestroy(stream);
-  });
+  std::thread other(
+      [&, started = capture_started.get_future(), ended = capture_ended.get_future()]() mutable {
+        started.wait();
+        cudaStream_t stream = nullptr;
+        std::uint32_t* buffer = nullptr;
+        other_status = cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+        if (other_status == cudaSuccess)
+          other_status = cudaMalloc(&buffer, n * sizeof(std::uint32_t));
+        if (other_status == cudaSuccess) {
+          fill<<<blocks_for(n), 256, 0, stream>>>(buffer, n, 77u);
+          other_status = cudaGetLastError();
+        }
+        if (other_status == cudaSuccess)
+          other_status = cudaMemcpyAsync(other_result.data(), buffer, n * sizeof(std::uint32_t),
+                                         cudaMemcpyDeviceToHost, stream);
+        if (other_status == cudaSuccess) other_status = cudaStreamSynchronize(stream);
+        other_done.set_value();
+        ended.wait();
+        if (buffer != nullptr) (void)cudaFree(buffer);
+        if (stream != nullptr) (void)cudaStreamDestroy(stream);
+      });
   // Whatever happens below, release the other thread and join it.
   struct joiner {
     std::thread& thread;
@@ -1108,13 +1114,13 @@ TEST_CASE("capturing on one thread does not disturb CUDA calls on another", "[gr
   } join_other{other, capture_started, capture_ended};
 
   bool other_finished_in_time = false;
-  auto result = captured_graph_expected::capture_on_stream(
-      capture_stream.stream, [&](cudaStream_t stream) {
+  auto result =
+      captured_graph_expected::capture_on_stream(capture_stream.stream, [&](cudaStream_t stream) {
         fill<<<blocks_for(n), 256, 0, stream>>>(captured_out.ptr, n, 5u);
         join_other.started_set = true;
         capture_started.set_value();
-        other_finished_in_time = other_done_future.wait_for(std::chrono::seconds(30)) ==
-                                 std::future_status::ready;
+        other_finished_in_time =
+            other_done_future.wait_for(std::chrono::seconds(30)) == std::future_status::ready;
         affine<<<blocks_for(n), 256, 0, stream>>>(captured_out.ptr, n, 3u, 1u);
         return cudaGetLastError();
       });

@@ -22,8 +22,7 @@ TEST_CASE("every CUDA node type maps to its kind and unknown values to unknown",
   CHECK(to_node_kind(cudaGraphNodeTypeEmpty) == node_kind::empty);
   CHECK(to_node_kind(cudaGraphNodeTypeWaitEvent) == node_kind::event_wait);
   CHECK(to_node_kind(cudaGraphNodeTypeEventRecord) == node_kind::event_record);
-  CHECK(to_node_kind(cudaGraphNodeTypeExtSemaphoreSignal) ==
-        node_kind::external_semaphore_signal);
+  CHECK(to_node_kind(cudaGraphNodeTypeExtSemaphoreSignal) == node_kind::external_semaphore_signal);
   CHECK(to_node_kind(cudaGraphNodeTypeExtSemaphoreWait) == node_kind::external_semaphore_wait);
   CHECK(to_node_kind(cudaGraphNodeTypeMemAlloc) == node_kind::mem_alloc);
   CHECK(to_node_kind(cudaGraphNodeTypeMemFree) == node_kind::mem_free);
@@ -154,7 +153,8 @@ TEST_CASE("lru_map evicts least recently used entries by count and by bytes", "[
     CHECK(cache.find(42) == nullptr);
     CHECK(cache.stats().misses == 1u);
     std::vector<int> order;
-    cache.for_each_recent_first([&](int key, const tracked&, std::uint64_t) { order.push_back(key); });
+    cache.for_each_recent_first(
+        [&](int key, const tracked&, std::uint64_t) { order.push_back(key); });
     CHECK(order == std::vector<int>{3, 0, 2});
   }
   SECTION("byte limit evicts as many as needed, never the new entry") {

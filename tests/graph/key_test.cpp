@@ -58,8 +58,8 @@ TEST_CASE("scan_topology follows the 256-wide block scan levels", "[graph][key]"
     CHECK(t.block_size == 256u);
   }
   SECTION("one block: one kernel") {
-    for (std::uint64_t n : {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{255},
-                            std::uint64_t{256}}) {
+    for (std::uint64_t n :
+         {std::uint64_t{1}, std::uint64_t{2}, std::uint64_t{255}, std::uint64_t{256}}) {
       const scan_topology t(n);
       CHECK(t.input_length == n);
       CHECK(t.level_count == 0u);
@@ -153,7 +153,8 @@ TEST_CASE("graph_key turns sizes into classes and compares every field", "[graph
     }
     // 1, 3, 9, ..., 3^12 fall into distinct power-of-two classes except where two share one.
     std::unordered_set<std::uint64_t> classes;
-    for (std::uint64_t rows = 1; rows <= (1u << 20); rows *= 3) classes.insert(capacity_class(rows));
+    for (std::uint64_t rows = 1; rows <= (1u << 20); rows *= 3)
+      classes.insert(capacity_class(rows));
     CHECK(set.size() == classes.size());
   }
   SECTION("constexpr") {

@@ -12,7 +12,6 @@
 #include <concepts>
 #include <condition_variable>
 #include <cstddef>
-#include <cstdlib>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -40,14 +39,14 @@
 #include <utility>
 #include <vector>
 
+#include <cuda.h>
+#include <cuda_runtime_api.h>
 #include <cuda/std/bit>
 #include <cuda/std/expected>
 #include <cuda/std/limits>
 #include <cuda/std/span>
 #include <cuda/std/utility>
 #include <cuda/stream_ref>
-#include <cuda.h>
-#include <cuda_runtime_api.h>
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif

@@ -151,7 +151,8 @@ TEST_CASE("upload then download is byte-identical on many random images", "[resi
     CHECK(gpu.resident().live_buffers() == live_before + 1);
     CHECK(resident.byte_length() == image.words().size_bytes());
     CHECK(resident.word_count() == image.words().size());
-    CHECK(resident.layout().offset(eg::image_column::group_offsets) == image.layout().offset(eg::image_column::group_offsets) * 4);
+    CHECK(resident.layout().offset(eg::image_column::group_offsets) ==
+          image.layout().offset(eg::image_column::group_offsets) * 4);
     const eg::host_image back = eg::download(gpu, resident);
     CHECK(same_words(image, back));
     gpu.free_resident(resident.handle());
@@ -314,7 +315,8 @@ TEST_CASE("a malformed layout is rejected when the view is built, naming the col
   CHECK(too_long.error().subject() == "children");
 
   eg::upload_layout shifted = resident->layout();
-  shifted.byte_spans[eg::column_index(eg::image_column::group_rows)].offset = shifted.total_bytes;  // past the image
+  shifted.byte_spans[eg::column_index(eg::image_column::group_rows)].offset =
+      shifted.total_bytes;  // past the image
   auto outside = gpu->kernel_view(eg::resident_image(resident->handle(), shifted));
   REQUIRE_FALSE(outside.has_value());
   CHECK(outside.error().code() == vyre::errc::invalid_layout);

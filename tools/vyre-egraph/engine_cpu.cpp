@@ -81,8 +81,8 @@ vyre::algorithms::image_columns packed_view(const vyre::egraph::host_image& imag
 expected<graph_input> load_input(const std::string& path) {
   const auto start = std::chrono::steady_clock::now();
   if (std::ifstream probe(path, std::ios::binary); !probe)
-    return fail(error(errc::io, "cannot open the file").about(path).fix(
-        "check the path and permissions"));
+    return fail(
+        error(errc::io, "cannot open the file").about(path).fix("check the path and permissions"));
   expected<graph_input> input = [&]() -> expected<graph_input> {
     if (looks_like_image_file(path)) {
       graph_input image_input;
@@ -100,8 +100,8 @@ expected<graph_input> load_input(const std::string& path) {
 
 expected<graph_input> load_default_input() {
   const auto start = std::chrono::steady_clock::now();
-  VYRE_TRY_ASSIGN(auto loaded, vyre::io::parse_egraph_json<return_expected>(
-                                   default_egraph_json, default_egraph_name));
+  VYRE_TRY_ASSIGN(auto loaded, vyre::io::parse_egraph_json<return_expected>(default_egraph_json,
+                                                                            default_egraph_name));
   VYRE_TRY_ASSIGN(auto input, from_json(std::move(loaded), default_egraph_name));
   input.load_seconds = seconds_since(start);
   return input;
@@ -117,16 +117,17 @@ std::optional<std::uint32_t> group_of(const vyre::egraph::host_image& image,
 
 std::uint32_t distinct_count(std::vector<std::uint32_t> representative) {
   std::sort(representative.begin(), representative.end());
-  return static_cast<std::uint32_t>(
-      std::unique(representative.begin(), representative.end()) - representative.begin());
+  return static_cast<std::uint32_t>(std::unique(representative.begin(), representative.end()) -
+                                    representative.begin());
 }
 
 expected<void> check_extractable(const graph_input& input) {
-  if (input.format == input_format::image || input.node_cost.size() != input.image.layout().row_count)
-    return fail(error(errc::invalid_argument,
-                      "extract: an image file has no node costs or roots")
-                    .about(input.file)
-                    .fix("run extract on the egraph-serialize JSON file the image was packed from"));
+  if (input.format == input_format::image ||
+      input.node_cost.size() != input.image.layout().row_count)
+    return fail(
+        error(errc::invalid_argument, "extract: an image file has no node costs or roots")
+            .about(input.file)
+            .fix("run extract on the egraph-serialize JSON file the image was packed from"));
   for (const std::uint32_t root : input.roots)
     if (!group_of(input.image, root))
       return fail(error(errc::not_found, "extract: a root names an e-class that has no node")
@@ -147,9 +148,9 @@ expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_
   summary.rounds = found.rounds;
   if (keep_rebuilt) {
     VYRE_TRY_ASSIGN(const auto packed, vyre::algorithms::pack_reference(found.rebuilt.ref()));
-    VYRE_TRY_ASSIGN(summary.rebuilt, vyre::egraph::host_image::from_words<return_expected>(
-                                          {packed.words.data(), packed.words.size()},
-                                          packed.layout));
+    VYRE_TRY_ASSIGN(summary.rebuilt,
+                    vyre::egraph::host_image::from_words<return_expected>(
+                        {packed.words.data(), packed.words.size()}, packed.layout));
   }
   summary.seconds = seconds_since(start);
   return summary;

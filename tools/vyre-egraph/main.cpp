@@ -20,8 +20,8 @@
 // usable CUDA device.
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -72,8 +72,10 @@ int status_of(const vyre::error& err) noexcept {
     case vyre::errc::unsupported:
     case vyre::errc::invalid_handle:
     case vyre::errc::in_use:
-    case vyre::errc::invalid_state: return exit_failure;
-    default: return exit_bad_input;
+    case vyre::errc::invalid_state:
+      return exit_failure;
+    default:
+      return exit_bad_input;
   }
 }
 
@@ -118,8 +120,9 @@ class progress_note {
     done_cv_.notify_all();
     watcher_.join();
     if (printed_)
-      std::fprintf(stderr, "vyre-egraph: %s took %.2f s\n", what_.c_str(),
-                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
+      std::fprintf(
+          stderr, "vyre-egraph: %s took %.2f s\n", what_.c_str(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count());
   }
   progress_note(const progress_note&) = delete;
   progress_note& operator=(const progress_note&) = delete;
@@ -140,11 +143,21 @@ std::string json_string(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];
@@ -177,7 +190,9 @@ class json_object {
   json_object& add(std::string_view key, std::string_view text) {
     return raw(key, json_string(text));
   }
-  json_object& add(std::string_view key, const char* text) { return add(key, std::string_view(text)); }
+  json_object& add(std::string_view key, const char* text) {
+    return add(key, std::string_view(text));
+  }
   json_object& add(std::string_view key, std::uint64_t value) {
     return raw(key, std::to_string(value));
   }
@@ -192,15 +207,17 @@ class json_object {
 // ---- commands ---------------------------------------------------------------------------------
 
 struct options {
-  std::string file;    //!< empty: the built-in e-graph
-  std::string output;  //!< -o
-  std::string device = "auto";  //!< "auto", "gpu" or "cpu"
+  std::string file;                //!< empty: the built-in e-graph
+  std::string output;              //!< -o
+  std::string device = "auto";     //!< "auto", "gpu" or "cpu"
   std::vector<std::string> roots;  //!< --root: JSON e-class ids to extract
   bool json = false;
 };
 
 enum class device_kind { cpu, gpu };
-const char* name_of(device_kind device) { return device == device_kind::gpu ? "gpu" : "cpu"; }
+const char* name_of(device_kind device) {
+  return device == device_kind::gpu ? "gpu" : "cpu";
+}
 
 //! `--device auto` runs on the CPU below this many e-nodes without touching CUDA at all. A
 //! one-shot process pays for the CUDA context (0.2-0.4 s on the GPU machines measured) before
@@ -251,12 +268,11 @@ json_object inspect_json(const graph_input& input) {
   for (std::size_t c = 0; c < vyre::egraph::image_column_count; ++c) {
     const auto which = static_cast<vyre::egraph::image_column>(c);
     const vyre::egraph::column_span span = layout.column(which);
-    columns.add(vyre::egraph::image_column_name(which),
-                json_object()
-                    .add("offset_words", span.offset)
-                    .add("words", span.length)
-                    .add("offset_bytes", span.offset * 4)
-                    .add("bytes", span.length * 4));
+    columns.add(vyre::egraph::image_column_name(which), json_object()
+                                                            .add("offset_words", span.offset)
+                                                            .add("words", span.length)
+                                                            .add("offset_bytes", span.offset * 4)
+                                                            .add("bytes", span.length * 4));
   }
   json_object out;
   out.add("file", input.file)
@@ -293,7 +309,8 @@ std::string top_ops(const graph_input& input, std::size_t shown) {
   for (std::size_t i = 0; i < counts.size() && i < shown; ++i) {
     if (!text.empty()) text += ", ";
     const std::uint32_t op = counts[i].first;
-    text += op < input.op_names.size() ? "'" + input.op_names[op] + "'" : "op " + std::to_string(op);
+    text +=
+        op < input.op_names.size() ? "'" + input.op_names[op] + "'" : "op " + std::to_string(op);
     text += " x" + std::to_string(counts[i].second);
   }
   if (counts.size() > shown) text += ", ...";
@@ -360,8 +377,9 @@ extraction_summary run_extract(const graph_input& input, device_kind device) {
 
 congruence_summary run_congruence(const graph_input& input, device_kind device, bool keep) {
   progress_note note("congruence closure on the " + std::string(name_of(device)));
-  return take(device == device_kind::gpu ? congruence_gpu(input, keep) : congruence_cpu(input, keep),
-              input.file);
+  return take(
+      device == device_kind::gpu ? congruence_gpu(input, keep) : congruence_cpu(input, keep),
+      input.file);
 }
 
 json_object extract_json(const graph_input& input, const extraction_summary& found,
@@ -424,8 +442,7 @@ void print_congruence_text(const graph_input& input, const congruence_summary& f
       found.classes_before, found.classes_after, static_cast<unsigned long long>(found.merges),
       found.rounds, input.image.layout().row_count, found.nodes_after, found.seconds * 1e3,
       name_of(device));
-  if (found.merges == 0)
-    std::printf("             (already congruence-closed)\n");
+  if (found.merges == 0) std::printf("             (already congruence-closed)\n");
 }
 
 void write_image(const std::string& path, const vyre::egraph::host_image& image) {
@@ -509,8 +526,7 @@ int command_extract(const options& opts) {
     return exit_ok;
   }
   std::printf("%s: %u e-nodes, %u e-classes, %zu roots\n", input.file.c_str(),
-              input.image.layout().row_count, input.image.layout().group_count,
-              input.roots.size());
+              input.image.layout().row_count, input.image.layout().group_count, input.roots.size());
   print_extract_text(found, device);
   return exit_ok;
 }
@@ -559,8 +575,9 @@ int run(int argc, char** argv) {
     command->add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
     command->fallthrough();  // --device and --json may follow the subcommand
   };
-  CLI::App* inspect = app.add_subcommand("inspect", "rows, e-classes, ops, children, image bytes "
-                                                    "and column spans");
+  CLI::App* inspect = app.add_subcommand("inspect",
+                                         "rows, e-classes, ops, children, image bytes "
+                                         "and column spans");
   add_file(inspect);
   CLI::App* pack = app.add_subcommand("pack", "write a vyre image file");
   add_file(pack);
@@ -606,11 +623,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vyre-egraph: %s\n", vyre_tool::one_line(e.what()).c_str());
     return vyre_tool::status_of(e.error());
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "vyre-egraph: out of host memory. Fix: free memory or use a smaller "
-                         "e-graph.\n");
+    std::fprintf(stderr,
+                 "vyre-egraph: out of host memory. Fix: free memory or use a smaller "
+                 "e-graph.\n");
     return vyre_tool::exit_failure;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "vyre-egraph: internal error: %s\n", vyre_tool::one_line(e.what()).c_str());
+    std::fprintf(stderr, "vyre-egraph: internal error: %s\n",
+                 vyre_tool::one_line(e.what()).c_str());
     return vyre_tool::exit_failure;
   } catch (...) {
     std::fprintf(stderr, "vyre-egraph: internal error (unknown exception)\n");

@@ -32,8 +32,7 @@ expected<void> stage_words(cuda::std::span<const std::uint32_t> source,
                     .with("destination_words", destination.size())
                     .fix("pass a staging buffer of at least source_words words"));
   if constexpr (swaps_bytes<Policy>) {
-    for (std::size_t i = 0; i < source.size(); ++i)
-      destination[i] = cuda::std::byteswap(source[i]);
+    for (std::size_t i = 0; i < source.size(); ++i) destination[i] = cuda::std::byteswap(source[i]);
   } else if (!source.empty()) {
     std::memcpy(destination.data(), source.data(), source.size_bytes());
   }
@@ -80,8 +79,10 @@ inline void copy_for_dma(void* destination, const void* source, std::size_t byte
 //! The word a little-endian reader sees for `word` staged under `Policy` (constexpr helper).
 template <policy Policy>
 VYRE_HOST_DEVICE constexpr std::uint32_t staged_word(std::uint32_t word) noexcept {
-  if constexpr (swaps_bytes<Policy>) return cuda::std::byteswap(word);
-  else return word;
+  if constexpr (swaps_bytes<Policy>)
+    return cuda::std::byteswap(word);
+  else
+    return word;
 }
 
 }  // namespace vyre::staging

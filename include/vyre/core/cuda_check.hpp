@@ -18,8 +18,8 @@ namespace vyre {
 inline error cuda_error(cudaError_t status, const char* context) noexcept {
   (void)cudaGetLastError();
   const errc code = status == cudaErrorMemoryAllocation ? errc::out_of_memory : errc::cuda_runtime;
-  return error(code, context).cuda(status_source::cuda_runtime, static_cast<int>(status),
-                                   cudaGetErrorName(status));
+  return error(code, context)
+      .cuda(status_source::cuda_runtime, static_cast<int>(status), cudaGetErrorName(status));
 }
 
 //! Checks a runtime status: success, or the error described above.
@@ -33,8 +33,8 @@ inline expected<void> cuda_check(cudaError_t status, const char* context) noexce
 
 //! Evaluates a CUDA runtime call and returns its error from the enclosing function (which must
 //! return `vyre::expected<...>`) when it fails.
-#define VYRE_CUDA_TRY(call, context)                                       \
-  do {                                                                     \
+#define VYRE_CUDA_TRY(call, context)                                          \
+  do {                                                                        \
     if (const cudaError_t vyre_status_ = (call); vyre_status_ != cudaSuccess) \
-      return ::vyre::fail(::vyre::cuda_error(vyre_status_, context));     \
+      return ::vyre::fail(::vyre::cuda_error(vyre_status_, context));         \
   } while (false)

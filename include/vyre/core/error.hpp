@@ -55,23 +55,40 @@ enum class errc : std::uint8_t {
 //! Short human name of an error category.
 VYRE_HOST_DEVICE constexpr const char* errc_name(errc code) noexcept {
   switch (code) {
-    case errc::invalid_argument: return "invalid argument";
-    case errc::overflow: return "arithmetic overflow";
-    case errc::out_of_range: return "value out of range";
-    case errc::abi_limit: return "exceeds the u32 image ABI";
-    case errc::out_of_memory: return "out of memory";
-    case errc::cuda_runtime: return "CUDA runtime error";
-    case errc::cuda_driver: return "CUDA driver error";
-    case errc::unsupported: return "unsupported";
-    case errc::invalid_handle: return "invalid handle";
-    case errc::invalid_layout: return "invalid layout";
-    case errc::in_use: return "in use";
-    case errc::io: return "I/O error";
-    case errc::parse: return "parse error";
-    case errc::corrupt_data: return "corrupt data";
-    case errc::duplicate: return "duplicate";
-    case errc::not_found: return "not found";
-    case errc::invalid_state: return "invalid state";
+    case errc::invalid_argument:
+      return "invalid argument";
+    case errc::overflow:
+      return "arithmetic overflow";
+    case errc::out_of_range:
+      return "value out of range";
+    case errc::abi_limit:
+      return "exceeds the u32 image ABI";
+    case errc::out_of_memory:
+      return "out of memory";
+    case errc::cuda_runtime:
+      return "CUDA runtime error";
+    case errc::cuda_driver:
+      return "CUDA driver error";
+    case errc::unsupported:
+      return "unsupported";
+    case errc::invalid_handle:
+      return "invalid handle";
+    case errc::invalid_layout:
+      return "invalid layout";
+    case errc::in_use:
+      return "in use";
+    case errc::io:
+      return "I/O error";
+    case errc::parse:
+      return "parse error";
+    case errc::corrupt_data:
+      return "corrupt data";
+    case errc::duplicate:
+      return "duplicate";
+    case errc::not_found:
+      return "not found";
+    case errc::invalid_state:
+      return "invalid state";
   }
   return "unknown error";
 }
@@ -223,10 +240,10 @@ VYRE_HOST_DEVICE constexpr cuda::std::unexpected<error> fail(const error& err) n
 
 //! Propagates the error of a `vyre::expected` expression from the enclosing function (which
 //! must return some `vyre::expected<...>`).
-#define VYRE_TRY(expr)                                   \
-  do {                                                   \
+#define VYRE_TRY(expr)                                       \
+  do {                                                       \
     if (auto&& vyre_try_result_ = (expr); !vyre_try_result_) \
-      return ::vyre::fail(vyre_try_result_.error());     \
+      return ::vyre::fail(vyre_try_result_.error());         \
   } while (false)
 
 #define VYRE_DETAIL_CONCAT_INNER(a, b) a##b

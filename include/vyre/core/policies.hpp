@@ -32,8 +32,8 @@ inline constexpr stream_ordered stream_ordered_v{};
 inline constexpr direct direct_v{};
 
 template <class T>
-concept policy = std::same_as<T, caching_pool> || std::same_as<T, stream_ordered> ||
-                 std::same_as<T, direct>;
+concept policy =
+    std::same_as<T, caching_pool> || std::same_as<T, stream_ordered> || std::same_as<T, direct>;
 }  // namespace alloc
 
 //! How host words become the little-endian device image.
@@ -50,8 +50,8 @@ inline constexpr little_endian little_endian_v{};
 inline constexpr forced_swap forced_swap_v{};
 
 template <class T>
-concept policy = std::same_as<T, native> || std::same_as<T, little_endian> ||
-                 std::same_as<T, forced_swap>;
+concept policy =
+    std::same_as<T, native> || std::same_as<T, little_endian> || std::same_as<T, forced_swap>;
 
 //! Whether staging under policy `P` swaps bytes on this host.
 template <policy P>

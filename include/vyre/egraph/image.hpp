@@ -65,19 +65,19 @@ inline expected<word_storage> allocate_words(std::uint64_t count, const char* wh
 //!   order or of another e-class, or a child names an e-class with no group.
 inline expected<void> validate_image(const image_ref& image) noexcept {
   const image_layout& layout = image.layout;
-  const image_layout expected_layout = image_layout::for_counts(
-      layout.row_count, layout.child_count, layout.group_count);
+  const image_layout expected_layout =
+      image_layout::for_counts(layout.row_count, layout.child_count, layout.group_count);
   for (std::size_t c = 0; c < image_column_count; ++c) {
     const auto which = static_cast<image_column>(c);
     if (layout.column(which) != expected_layout.column(which))
-      return fail(error(errc::invalid_layout,
-                        "validate_image: column span does not follow from the counts")
-                      .with("offset", layout.column(which).offset)
-                      .with("length", layout.column(which).length)
-                      .with("expected_offset", expected_layout.column(which).offset)
-                      .with("expected_length", expected_layout.column(which).length)
-                      .fix("rebuild the layout with image_layout::for_counts")
-                      .about(image_column_name(which)));
+      return fail(
+          error(errc::invalid_layout, "validate_image: column span does not follow from the counts")
+              .with("offset", layout.column(which).offset)
+              .with("length", layout.column(which).length)
+              .with("expected_offset", expected_layout.column(which).offset)
+              .with("expected_length", expected_layout.column(which).length)
+              .fix("rebuild the layout with image_layout::for_counts")
+              .about(image_column_name(which)));
   }
   if (image.words.size() != layout.word_count())
     return fail(error(errc::invalid_layout, "validate_image: word count differs from the layout")
@@ -106,12 +106,12 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
                       .with("child_entries", children.size())
                       .fix("the image is corrupt: pack the snapshot again"));
     if (signatures[r] != row_signature(op_ids[r], children.data() + offsets[r], lengths[r]))
-      return fail(error(errc::corrupt_data, "validate_image: stored row signature is wrong")
-                      .with("row", r)
-                      .with("stored", signatures[r])
-                      .with("computed", row_signature(op_ids[r], children.data() + offsets[r],
-                                                      lengths[r]))
-                      .fix("the image is corrupt: pack the snapshot again"));
+      return fail(
+          error(errc::corrupt_data, "validate_image: stored row signature is wrong")
+              .with("row", r)
+              .with("stored", signatures[r])
+              .with("computed", row_signature(op_ids[r], children.data() + offsets[r], lengths[r]))
+              .fix("the image is corrupt: pack the snapshot again"));
   }
   for (std::uint32_t g = 1; g < groups; ++g)
     if (group_ids[g] <= group_ids[g - 1])
@@ -151,11 +151,11 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
   }
   for (std::size_t i = 0; i < children.size(); ++i)
     if (!std::binary_search(group_ids.begin(), group_ids.end(), children[i]))
-      return fail(error(errc::corrupt_data,
-                        "validate_image: a child names an e-class with no group")
-                      .with("child_entry", i)
-                      .with("child_eclass", children[i])
-                      .fix("the image is corrupt: pack the snapshot again"));
+      return fail(
+          error(errc::corrupt_data, "validate_image: a child names an e-class with no group")
+              .with("child_entry", i)
+              .with("child_eclass", children[i])
+              .fix("the image is corrupt: pack the snapshot again"));
   return {};
 }
 
@@ -193,13 +193,12 @@ class host_image {
   //! An image from words and layout that come from outside, after `validate_image`.
   template <class OnError = on_error::throw_exception>
   static result_t<OnError, host_image> from_words(cuda::std::span<const std::uint32_t> words,
-                                                   const image_layout& layout) {
+                                                  const image_layout& layout) {
     return apply_error_policy<OnError>(from_words_impl(words, layout));
   }
 
   //! Internal: adopts words written by `pack` (no validation).
-  static host_image adopt(detail::word_storage words,
-                            const image_layout& layout) noexcept {
+  static host_image adopt(detail::word_storage words, const image_layout& layout) noexcept {
     host_image image;
     image.words_ = std::move(words);
     image.layout_ = layout;
@@ -207,7 +206,7 @@ class host_image {
   }
 
   static expected<host_image> from_words_impl(cuda::std::span<const std::uint32_t> words,
-                                                const image_layout& layout) noexcept {
+                                              const image_layout& layout) noexcept {
     VYRE_TRY(validate_image(image_ref{words, layout}));
     VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(words.size(), "host_image words"));
     if (!words.empty()) std::memcpy(storage.get(), words.data(), words.size_bytes());
@@ -217,8 +216,7 @@ class host_image {
  private:
   expected<host_image> clone_impl() const noexcept {
     VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(layout_.word_count(), "host_image clone"));
-    if (layout_.word_count() != 0)
-      std::memcpy(storage.get(), words_.get(), words().size_bytes());
+    if (layout_.word_count() != 0) std::memcpy(storage.get(), words_.get(), words().size_bytes());
     return adopt(std::move(storage), layout_);
   }
 

@@ -36,11 +36,11 @@
 
 #include <cuda/std/span>
 
+#include "vyre/core/byte_order.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
-#include "vyre/core/byte_order.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/layout.hpp"
 
@@ -85,7 +85,8 @@ expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
   for (const std::uint32_t word : image.words) sum.add(word);
   header[10] = static_cast<std::uint32_t>(sum.state);
   header[11] = static_cast<std::uint32_t>(sum.state >> 32);
-  VYRE_TRY_ASSIGN(const std::uint64_t payload, words_to_bytes(image.words.size(), "image file size"));
+  VYRE_TRY_ASSIGN(const std::uint64_t payload,
+                  words_to_bytes(image.words.size(), "image file size"));
   VYRE_TRY_ASSIGN(const std::uint64_t total,
                   checked_add<std::uint64_t>(payload, image_file_header_bytes, "image file size"));
   std::vector<std::byte> bytes;
@@ -93,8 +94,8 @@ expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
   auto* out = reinterpret_cast<std::uint32_t*>(bytes.data());
   VYRE_TRY(staging::stage_words<Staging>({header.data(), header.size()},
                                          {out, image_file_header_words}));
-  VYRE_TRY(staging::stage_words<Staging>(
-      image.words, {out + image_file_header_words, image.words.size()}));
+  VYRE_TRY(staging::stage_words<Staging>(image.words,
+                                         {out + image_file_header_words, image.words.size()}));
   return bytes;
 }
 
@@ -177,8 +178,7 @@ expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::st
                     .with("computed", sum.state)
                     .fix("the file is corrupt: write it again"));
   const image_ref ref{{storage.get(), static_cast<std::size_t>(word_count)}, layout};
-  if (auto valid = validate_image(ref); !valid)
-    return fail(valid.error().about(source));
+  if (auto valid = validate_image(ref); !valid) return fail(valid.error().about(source));
   return host_image::adopt(std::move(storage), layout);
 }
 
@@ -237,24 +237,28 @@ inline expected<std::vector<std::byte>> read_file(const std::filesystem::path& p
 
 //! The bytes of an image file for `image` (validated first). `Staging` picks the word byte
 //! order policy (`little_endian` is the file format; `forced_swap` exists for tests).
-template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
+template <class OnError = on_error::throw_exception,
+          staging::policy Staging = staging::little_endian>
 result_t<OnError, std::vector<std::byte>> serialize_image(const image_ref& image) {
   return apply_error_policy<OnError>(detail::serialize_image<Staging>(image));
 }
 
 //! An image from the bytes of an image file; `source` names them in errors.
 //! @throws vyre::error_exception see the file comment for the refused inputs.
-template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
+template <class OnError = on_error::throw_exception,
+          staging::policy Staging = staging::little_endian>
 result_t<OnError, host_image> parse_image_file(cuda::std::span<const std::byte> bytes,
-                                                 std::string_view source = "image bytes") {
+                                               std::string_view source = "image bytes") {
   return apply_error_policy<OnError>(detail::parse_image<Staging>(bytes, source));
 }
 
 //! Writes `image` to `path` (through a temporary file and a rename, so a reader never sees a
 //! partial file).
 //! @throws vyre::error_exception `errc::io` naming the path, or `validate_image`'s errors.
-template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
-result_t<OnError, void> write_image_file(const std::filesystem::path& path, const image_ref& image) {
+template <class OnError = on_error::throw_exception,
+          staging::policy Staging = staging::little_endian>
+result_t<OnError, void> write_image_file(const std::filesystem::path& path,
+                                         const image_ref& image) {
   auto run = [&]() -> expected<void> {
     VYRE_TRY_ASSIGN(const auto bytes, detail::serialize_image<Staging>(image));
     return detail::write_file(path, bytes);
@@ -265,7 +269,8 @@ result_t<OnError, void> write_image_file(const std::filesystem::path& path, cons
 //! Reads and checks an image file.
 //! @throws vyre::error_exception `errc::io` naming the path, or the refusals of
 //!         `parse_image_file`, each naming the path.
-template <class OnError = on_error::throw_exception, staging::policy Staging = staging::little_endian>
+template <class OnError = on_error::throw_exception,
+          staging::policy Staging = staging::little_endian>
 result_t<OnError, host_image> read_image_file(const std::filesystem::path& path) {
   auto run = [&]() -> expected<host_image> {
     VYRE_TRY_ASSIGN(const auto bytes, detail::read_file(path));

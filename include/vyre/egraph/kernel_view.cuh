@@ -44,23 +44,29 @@ enum class view_accessor : std::uint32_t {
 
 VYRE_HOST_DEVICE constexpr const char* view_accessor_name(view_accessor accessor) noexcept {
   switch (accessor) {
-    case view_accessor::none: return "none";
-    case view_accessor::eclass: return "eclass(row)";
-    case view_accessor::op: return "op(row)";
-    case view_accessor::signature: return "signature(row)";
-    case view_accessor::children: return "children(row)";
-    case view_accessor::group: return "group(i)";
+    case view_accessor::none:
+      return "none";
+    case view_accessor::eclass:
+      return "eclass(row)";
+    case view_accessor::op:
+      return "op(row)";
+    case view_accessor::signature:
+      return "signature(row)";
+    case view_accessor::children:
+      return "children(row)";
+    case view_accessor::group:
+      return "group(i)";
   }
   return "unknown accessor";
 }
 
 //! The first out-of-bounds access of the kernels that used a view, written on the device.
 struct view_fault {
-  std::uint32_t accessor = 0;       //!< a `view_accessor`; 0 while no fault happened
+  std::uint32_t accessor = 0;  //!< a `view_accessor`; 0 while no fault happened
   std::uint32_t reserved = 0;
-  std::uint64_t index = 0;          //!< the index that was out of bounds
-  std::uint64_t bound = 0;          //!< what it had to stay below
-  unsigned long long count = 0;     //!< how many faults happened in all
+  std::uint64_t index = 0;       //!< the index that was out of bounds
+  std::uint64_t bound = 0;       //!< what it had to stay below
+  unsigned long long count = 0;  //!< how many faults happened in all
 };
 static_assert(sizeof(view_fault) == 32);
 
@@ -166,15 +172,16 @@ class kernel_view {
       const std::uint32_t mid = low + (high - low) / 2;
       const std::uint32_t id = ids[mid];
       if (id == eclass) return mid;
-      if (id < eclass) low = mid + 1;
-      else high = mid;
+      if (id < eclass)
+        low = mid + 1;
+      else
+        high = mid;
     }
     return invalid_id;
   }
 
   //! A whole column, for kernels that stream it (e.g. CUB over `row_signatures`).
-  VYRE_HOST_DEVICE cuda::std::span<const std::uint32_t> column(
-      image_column which) const noexcept {
+  VYRE_HOST_DEVICE cuda::std::span<const std::uint32_t> column(image_column which) const noexcept {
     return columns_.column(which);
   }
 

@@ -35,9 +35,9 @@ inline constexpr std::size_t image_column_count = 9;
 
 //! The column names, indexed by `image_column` (the spelling of layouts, errors and the spec).
 inline constexpr cuda::std::array<const char*, image_column_count> image_column_names{
-    "row_eclass_ids",   "row_language_op_ids", "row_children_offsets",
-    "row_children_lens", "row_signatures",     "children",
-    "group_eclass_ids", "group_offsets",       "group_rows"};
+    "row_eclass_ids",    "row_language_op_ids", "row_children_offsets",
+    "row_children_lens", "row_signatures",      "children",
+    "group_eclass_ids",  "group_offsets",       "group_rows"};
 
 VYRE_HOST_DEVICE constexpr std::size_t column_index(image_column column) noexcept {
   return static_cast<std::size_t>(column);
@@ -61,10 +61,14 @@ struct image_counts {
 VYRE_HOST_DEVICE constexpr std::uint64_t column_length(image_column column,
                                                        const image_counts& counts) noexcept {
   switch (column) {
-    case image_column::children: return counts.child_count;
-    case image_column::group_eclass_ids: return counts.group_count;
-    case image_column::group_offsets: return std::uint64_t{counts.group_count} + 1;
-    default: return counts.row_count;
+    case image_column::children:
+      return counts.child_count;
+    case image_column::group_eclass_ids:
+      return counts.group_count;
+    case image_column::group_offsets:
+      return std::uint64_t{counts.group_count} + 1;
+    default:
+      return counts.row_count;
   }
 }
 
@@ -147,7 +151,8 @@ struct image_columns {
   VYRE_HOST_DEVICE static constexpr image_columns from_words(const std::uint32_t* words,
                                                              const image_layout& layout) noexcept {
     image_columns view;
-    for (std::size_t c = 0; c < image_column_count; ++c) view.pointers[c] = words + layout.spans[c].offset;
+    for (std::size_t c = 0; c < image_column_count; ++c)
+      view.pointers[c] = words + layout.spans[c].offset;
     view.counts = layout.counts();
     return view;
   }

@@ -53,10 +53,10 @@ class prepared_pack {
     prepared.columns_ = source.columns();
     VYRE_TRY_ASSIGN(prepared.groups_, detail::analyze(prepared.columns_, limits));
     // Counts fit u32: analyze checked them against the limits, which never exceed u32.
-    prepared.layout_ = image_layout::for_counts(
-        static_cast<std::uint32_t>(prepared.columns_.rows.size()),
-        static_cast<std::uint32_t>(prepared.columns_.children.size()),
-        prepared.groups_.group_count);
+    prepared.layout_ =
+        image_layout::for_counts(static_cast<std::uint32_t>(prepared.columns_.rows.size()),
+                                 static_cast<std::uint32_t>(prepared.columns_.children.size()),
+                                 prepared.groups_.group_count);
     prepared.ready_ = true;
     return prepared;
   }
@@ -78,8 +78,8 @@ class prepared_pack {
 
   expected<host_image> to_image_impl() && noexcept {
     VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(word_count(), "pack: image words"));
-    VYRE_TRY(std::move(*this).write_into_impl(
-        {storage.get(), static_cast<std::size_t>(word_count())}));
+    VYRE_TRY(
+        std::move(*this).write_into_impl({storage.get(), static_cast<std::size_t>(word_count())}));
     return host_image::adopt(std::move(storage), layout_);
   }
 
@@ -109,7 +109,8 @@ result_t<OnError, prepared_pack> prepare_pack(const snapshot& source,
 template <class OnError = on_error::throw_exception>
 result_t<OnError, std::uint64_t> packed_word_count(const snapshot& source) {
   auto prepared = prepared_pack::prepare_impl(source, {});
-  if (!prepared) return apply_error_policy<OnError>(expected<std::uint64_t>(fail(prepared.error())));
+  if (!prepared)
+    return apply_error_policy<OnError>(expected<std::uint64_t>(fail(prepared.error())));
   return apply_error_policy<OnError>(expected<std::uint64_t>(prepared->word_count()));
 }
 

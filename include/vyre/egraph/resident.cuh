@@ -27,11 +27,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include "vyre/core/byte_order.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
-#include "vyre/core/byte_order.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/kernel_view.cuh"
 #include "vyre/egraph/upload_plan.hpp"
@@ -171,11 +171,10 @@ expected<resident_image> upload_image(backend<Policies>& gpu, const image_ref& i
     // The fault record is cleared first: the device does it while the host stages the image,
     // and the one synchronisation below covers both.
     VYRE_TRY_ASSIGN(const resident_span buffer, gpu.resident().lookup(handle));
-    VYRE_CUDA_TRY(cudaMemsetAsync(buffer.data + placed.fault_record_offset(), 0,
-                                  sizeof(view_fault), stream.get()),
+    VYRE_CUDA_TRY(cudaMemsetAsync(buffer.data + placed.fault_record_offset(), 0, sizeof(view_fault),
+                                  stream.get()),
                   "upload: clearing the view fault record failed");
-    VYRE_TRY(copy_words<typename Policies::staging_policy>(gpu, handle, image.words,
-                                                           stream.get()));
+    VYRE_TRY(copy_words<typename Policies::staging_policy>(gpu, handle, image.words, stream.get()));
     // The image must be complete before any other stream reads it (and before a pinned
     // source may be reused by the caller).
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream.get()), "upload: cudaStreamSynchronize failed");
@@ -283,7 +282,7 @@ typename backend<Policies>::template result<kernel_view> kernel_view_of(
 //! Downloads a resident image for verification: the round trip is byte-identical.
 template <class Policies>
 typename backend<Policies>::template result<host_image> download(backend<Policies>& gpu,
-                                                                   const resident_image& image) {
+                                                                 const resident_image& image) {
   return apply_error_policy<typename Policies::error_policy>(detail::download_image(gpu, image));
 }
 

@@ -35,8 +35,9 @@ VYRE_HOST_DEVICE constexpr std::uint32_t signature_step(std::uint32_t h, std::ui
 //!
 //! @note A 32-bit signature collides at scale: use it to bucket rows, compare full rows to
 //!       decide equality.
-VYRE_HOST_DEVICE constexpr std::uint32_t row_signature(
-    std::uint32_t op, const std::uint32_t* children, std::uint32_t length) noexcept {
+VYRE_HOST_DEVICE constexpr std::uint32_t row_signature(std::uint32_t op,
+                                                       const std::uint32_t* children,
+                                                       std::uint32_t length) noexcept {
   std::uint32_t h = detail::signature_step(detail::signature_seed, op);
   h = detail::signature_step(h, length);
   for (std::uint32_t i = 0; i < length; ++i) h = detail::signature_step(h, children[i]);

@@ -107,8 +107,8 @@ class snapshot {
   template <class OnError = on_error::throw_exception>
   result_t<OnError, std::uint32_t> add_row(std::uint32_t eclass, std::uint32_t op,
                                            std::initializer_list<std::uint32_t> children = {}) {
-    return add_row<OnError>(eclass, op,
-                            cuda::std::span<const std::uint32_t>(children.begin(), children.size()));
+    return add_row<OnError>(
+        eclass, op, cuda::std::span<const std::uint32_t>(children.begin(), children.size()));
   }
 
   //! Appends `entries` to the children column unchecked (for rows added with `add_raw_row`).
@@ -219,11 +219,11 @@ class snapshot {
   expected<std::uint32_t> append_children_impl(cuda::std::span<const std::uint32_t> entries) {
     const std::uint64_t end = std::uint64_t{children_.size()} + entries.size();
     if (end > snapshot_limits::u32_max)
-      return fail(error(errc::abi_limit,
-                        "snapshot: children column too long for u32 children offsets")
-                      .with("child_entries", children_.size())
-                      .with("appending", entries.size())
-                      .fix(detail::shard_hint));
+      return fail(
+          error(errc::abi_limit, "snapshot: children column too long for u32 children offsets")
+              .with("child_entries", children_.size())
+              .with("appending", entries.size())
+              .fix(detail::shard_hint));
     const auto offset = static_cast<std::uint32_t>(children_.size());
     if (children_.capacity() < end) {
       // Geometric growth, but fallible.
@@ -236,10 +236,10 @@ class snapshot {
 
   expected<std::uint32_t> add_raw_row_impl(const row& raw) {
     if (rows_.size() >= snapshot_limits::u32_max)
-      return fail(error(errc::abi_limit,
-                        "snapshot::add_row: too many rows for u32 grouped row indices")
-                      .with("rows", rows_.size())
-                      .fix(detail::shard_hint));
+      return fail(
+          error(errc::abi_limit, "snapshot::add_row: too many rows for u32 grouped row indices")
+              .with("rows", rows_.size())
+              .fix(detail::shard_hint));
     if (rows_.size() == rows_.capacity())
       VYRE_TRY(try_reserve(rows_, (std::max)(std::size_t{16}, 2 * rows_.size()), "snapshot rows"));
     rows_.push_back(raw);
@@ -260,10 +260,10 @@ class snapshot {
                       .with("children_length", entries.size())
                       .fix(detail::shard_hint));
     if (rows_.size() >= snapshot_limits::u32_max)
-      return fail(error(errc::abi_limit,
-                        "snapshot::add_row: too many rows for u32 grouped row indices")
-                      .with("rows", rows_.size())
-                      .fix(detail::shard_hint));
+      return fail(
+          error(errc::abi_limit, "snapshot::add_row: too many rows for u32 grouped row indices")
+              .with("rows", rows_.size())
+              .fix(detail::shard_hint));
     // Reserve the row first so that appending children is the last step that can fail.
     if (rows_.size() == rows_.capacity())
       VYRE_TRY(try_reserve(rows_, (std::max)(std::size_t{16}, 2 * rows_.size()), "snapshot rows"));
@@ -278,8 +278,7 @@ class snapshot {
     std::vector<std::uint32_t> scratch;
     for (auto&& node : nodes) {
       auto&& [eclass, op, children] = node;
-      VYRE_TRY_ASSIGN(const std::uint32_t op_id,
-                      result.intern_op_impl(std::string_view(op)));
+      VYRE_TRY_ASSIGN(const std::uint32_t op_id, result.intern_op_impl(std::string_view(op)));
       scratch.clear();
       for (auto&& child : children) {
         VYRE_TRY_ASSIGN(const std::uint32_t id,

@@ -135,8 +135,9 @@ class graph_cache {
 
   expected<void> check_fits(std::uint64_t device_bytes) const noexcept {
     if (device_bytes > entries_.limits().max_device_bytes)
-      return fail(error(errc::out_of_memory, "graph_cache: one graph holds more device memory "
-                                             "than the whole cache may")
+      return fail(error(errc::out_of_memory,
+                        "graph_cache: one graph holds more device memory "
+                        "than the whole cache may")
                       .with("device_bytes", device_bytes)
                       .with("max_device_bytes", entries_.limits().max_device_bytes)
                       .fix("raise cache_limits::max_device_bytes, or capture this graph "
@@ -149,9 +150,8 @@ class graph_cache {
                                      std::uint64_t device_bytes, Capture& capture) {
     if (graph_type* hit = entries_.find(key)) return hit;
     VYRE_TRY(check_fits(device_bytes));
-    auto captured =
-        basic_captured_graph<on_error::return_expected>::capture_on_stream(stream, capture,
-                                                                          options_);
+    auto captured = basic_captured_graph<on_error::return_expected>::capture_on_stream(
+        stream, capture, options_);
     if (!captured) return fail(captured.error());
     entries_.count_capture();
     graph_type graph = std::move(*captured).template with_policy<OnError>();

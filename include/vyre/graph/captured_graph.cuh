@@ -118,7 +118,9 @@ class graph_definition {
 namespace detail {
 
 template <class Arg, class Param>
-concept converts_without_narrowing = requires(Arg&& arg) { Param{static_cast<Arg&&>(arg)}; };
+concept converts_without_narrowing = requires(Arg&& arg) {
+  Param{static_cast<Arg&&>(arg)};
+};
 
 template <class... Params>
 struct param_list {
@@ -158,7 +160,8 @@ class graph_core {
   }
   ~graph_core() { reset(); }
 
-  static expected<graph_core> instantiate(unique_graph graph, const graph_options& options) noexcept {
+  static expected<graph_core> instantiate(unique_graph graph,
+                                          const graph_options& options) noexcept {
     if (!graph)
       return fail(error(errc::invalid_argument, "captured_graph::instantiate: the graph is null")
                       .fix("capture or build a graph first"));
@@ -167,8 +170,9 @@ class graph_core {
                   "captured_graph: cudaGraphInstantiate");
     unique_exec owned_exec(exec);
     if (!owned_exec)
-      return fail(error(errc::cuda_runtime, "captured_graph: cudaGraphInstantiate returned a "
-                                            "null executable graph")
+      return fail(error(errc::cuda_runtime,
+                        "captured_graph: cudaGraphInstantiate returned a "
+                        "null executable graph")
                       .fix("report this: CUDA instantiated a graph without an executable"));
     VYRE_TRY_ASSIGN(node_inventory inventory, read_inventory(graph.get()));
     graph_core core;
@@ -236,8 +240,8 @@ class graph_core {
     cudaKernelNodeParams raw{};
     VYRE_CUDA_TRY(cudaGraphKernelNodeGetParams(node.handle, &raw),
                   "captured_graph::kernel_params: cudaGraphKernelNodeGetParams");
-    return kernel_node_params{raw.func, {raw.gridDim, raw.blockDim, raw.sharedMemBytes},
-                              raw.kernelParams};
+    return kernel_node_params{
+        raw.func, {raw.gridDim, raw.blockDim, raw.sharedMemBytes}, raw.kernelParams};
   }
 
   expected<void> set_kernel_params(const graph_node& node,
@@ -245,8 +249,9 @@ class graph_core {
     VYRE_TRY(require_instance("captured_graph::set_kernel_params"));
     VYRE_TRY(require_node(node, node_kind::kernel, "captured_graph::set_kernel_params"));
     if (params.function == nullptr)
-      return fail(error(errc::invalid_argument, "captured_graph::set_kernel_params: the kernel "
-                                                "function is null")
+      return fail(error(errc::invalid_argument,
+                        "captured_graph::set_kernel_params: the kernel "
+                        "function is null")
                       .with("node_index", node.index)
                       .fix("start from kernel_params(node) and change only what must change"));
     cudaKernelNodeParams raw{};
@@ -300,8 +305,9 @@ class graph_core {
       try {
         found.push_back(node);
       } catch (const std::bad_alloc&) {
-        return fail(error(errc::out_of_memory, "captured_graph::kernel_nodes: host allocation "
-                                               "failed")
+        return fail(error(errc::out_of_memory,
+                          "captured_graph::kernel_nodes: host allocation "
+                          "failed")
                         .with("node_count", inventory_.count)
                         .with("bytes", (found.size() + 1) * sizeof(node))
                         .fix("free host memory"));
@@ -356,8 +362,9 @@ class graph_core {
       VYRE_CUDA_TRY(cudaGraphInstantiate(&exec, newer.get(), 0),
                     "captured_graph::update: cudaGraphInstantiate (fallback)");
       if (exec == nullptr)
-        return fail(error(errc::cuda_runtime, "captured_graph::update: cudaGraphInstantiate "
-                                              "returned a null executable graph")
+        return fail(error(errc::cuda_runtime,
+                          "captured_graph::update: cudaGraphInstantiate "
+                          "returned a null executable graph")
                         .fix("report this: CUDA instantiated a graph without an executable"));
       exec_.reset(exec);
       graph_ = std::move(newer);
@@ -398,9 +405,10 @@ class graph_core {
     VYRE_CUDA_TRY(cudaPointerGetAttributes(&after, next),
                   "captured_graph::set_memset_params: cudaPointerGetAttributes (new)");
     if (after.type != before.type || after.device != before.device)
-      return fail(error(errc::invalid_argument, "captured_graph::set_memset_params: the new "
-                                                "destination is not the same kind of memory on "
-                                                "the same device as the captured one")
+      return fail(error(errc::invalid_argument,
+                        "captured_graph::set_memset_params: the new "
+                        "destination is not the same kind of memory on "
+                        "the same device as the captured one")
                       .with("node_index", index)
                       .with("captured_device", static_cast<std::uint64_t>(before.device))
                       .with("device", static_cast<std::uint64_t>(after.device))
@@ -434,8 +442,9 @@ class graph_core {
         .with("reason", static_cast<std::uint64_t>(info.result))
         .with("failing_node_index", index)
         .with("node_count", inventory.count)
-        .fix("keep the topology and node kinds of the captured graph, or pass "
-             "update_fallback::reinstantiate");
+        .fix(
+            "keep the topology and node kinds of the captured graph, or pass "
+            "update_fallback::reinstantiate");
   }
 
   // Destroyed in reverse order: the executable before the graph it came from.
@@ -562,8 +571,7 @@ class basic_captured_graph {
   //! signature (each argument must convert to its parameter without narrowing: write `5u` for
   //! an unsigned parameter); at run time the node must run `kernel`.
   template <class... Params, class... Args>
-  result<void> set_kernel_args(const graph_node& node, void (*kernel)(Params...),
-                               Args&&... args) {
+  result<void> set_kernel_args(const graph_node& node, void (*kernel)(Params...), Args&&... args) {
     static_assert(sizeof...(Params) == sizeof...(Args),
                   "captured_graph::set_kernel_args: the number of arguments must match the "
                   "kernel's parameter count");

@@ -92,8 +92,9 @@ result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
       return fail(error(errc::invalid_argument, "build_fixpoint_graph: control is null")
                       .fix("pass device memory for one vyre::graph::fixpoint_control"));
     if (max_rounds == 0)
-      return fail(error(errc::invalid_argument, "build_fixpoint_graph: max_rounds must be at "
-                                                "least 1")
+      return fail(error(errc::invalid_argument,
+                        "build_fixpoint_graph: max_rounds must be at "
+                        "least 1")
                       .with("max_rounds", max_rounds)
                       .fix("bound the loop by the most rounds the fixpoint may need"));
     // Every field: the host reads the control block whole after a launch.

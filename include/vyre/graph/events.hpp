@@ -44,11 +44,11 @@ struct graph_event_counters {
     return counts[static_cast<int>(event)].load(std::memory_order_relaxed);
   }
   graph_event_hook hook() noexcept {
-    return graph_event_hook{this, [](void* self, graph_event event) noexcept {
-                              static_cast<graph_event_counters*>(self)
-                                  ->counts[static_cast<int>(event)]
-                                  .fetch_add(1, std::memory_order_relaxed);
-                            }};
+    return graph_event_hook{
+        this, [](void* self, graph_event event) noexcept {
+          static_cast<graph_event_counters*>(self)->counts[static_cast<int>(event)].fetch_add(
+              1, std::memory_order_relaxed);
+        }};
   }
 };
 

@@ -80,8 +80,10 @@ enum class join_kind : std::uint8_t { inner = 0, indexed_inner = 1 };
 
 constexpr const char* join_kind_name(join_kind kind) noexcept {
   switch (kind) {
-    case join_kind::inner: return "inner";
-    case join_kind::indexed_inner: return "indexed_inner";
+    case join_kind::inner:
+      return "inner";
+    case join_kind::indexed_inner:
+      return "indexed_inner";
   }
   return "unknown join kind";
 }

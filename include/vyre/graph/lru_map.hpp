@@ -75,8 +75,9 @@ class lru_map {
   //! an allocation failure leaves the map as it was.
   expected<Value*> insert(const Key& key, Value&& value, std::uint64_t device_bytes) noexcept {
     if (device_bytes > limits_.max_device_bytes)
-      return fail(error(errc::out_of_memory, "graph cache: one entry holds more device memory "
-                                             "than the whole cache may")
+      return fail(error(errc::out_of_memory,
+                        "graph cache: one entry holds more device memory "
+                        "than the whole cache may")
                       .with("device_bytes", device_bytes)
                       .with("max_device_bytes", limits_.max_device_bytes)
                       .fix("raise cache_limits::max_device_bytes or launch this graph without "
@@ -94,8 +95,9 @@ class lru_map {
     } catch (const std::bad_alloc&) {
       value = std::move(order_.front().value);  // give the value back untouched
       order_.pop_front();
-      return fail(error(errc::out_of_memory, "graph cache: host allocation of an index entry "
-                                             "failed")
+      return fail(error(errc::out_of_memory,
+                        "graph cache: host allocation of an index entry "
+                        "failed")
                       .with("bytes", sizeof(typename decltype(index_)::value_type))
                       .fix("free host memory or lower cache_limits::max_entries"));
     }

@@ -39,8 +39,9 @@ constexpr expected<void> check_memset_update(const memset_params& captured,
                     .with("element_size", next.element_size)
                     .fix("memset u8, u16 or u32 elements"));
   if (next.width == 0)
-    return fail(error(errc::invalid_argument, "memset update: zero-sized memsets are not "
-                                              "supported by CUDA graph updates")
+    return fail(error(errc::invalid_argument,
+                      "memset update: zero-sized memsets are not "
+                      "supported by CUDA graph updates")
                     .with("width", next.width)
                     .fix("skip the node's work by other means, for example a kernel that "
                          "reads the size, or update to at least one element"));

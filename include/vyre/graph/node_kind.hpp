@@ -34,21 +34,36 @@ enum class node_kind : std::uint8_t {
 //! undefined behaviour: the value is compared, not cast blindly).
 constexpr node_kind to_node_kind(int cuda_type) noexcept {
   switch (cuda_type) {
-    case cudaGraphNodeTypeKernel: return node_kind::kernel;
-    case cudaGraphNodeTypeMemcpy: return node_kind::memcpy;
-    case cudaGraphNodeTypeMemset: return node_kind::memset;
-    case cudaGraphNodeTypeHost: return node_kind::host;
-    case cudaGraphNodeTypeGraph: return node_kind::child_graph;
-    case cudaGraphNodeTypeEmpty: return node_kind::empty;
-    case cudaGraphNodeTypeWaitEvent: return node_kind::event_wait;
-    case cudaGraphNodeTypeEventRecord: return node_kind::event_record;
-    case cudaGraphNodeTypeExtSemaphoreSignal: return node_kind::external_semaphore_signal;
-    case cudaGraphNodeTypeExtSemaphoreWait: return node_kind::external_semaphore_wait;
-    case cudaGraphNodeTypeMemAlloc: return node_kind::mem_alloc;
-    case cudaGraphNodeTypeMemFree: return node_kind::mem_free;
-    case 12: return node_kind::batch_mem_op;  // CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
-    case cudaGraphNodeTypeConditional: return node_kind::conditional;
-    default: return node_kind::unknown;
+    case cudaGraphNodeTypeKernel:
+      return node_kind::kernel;
+    case cudaGraphNodeTypeMemcpy:
+      return node_kind::memcpy;
+    case cudaGraphNodeTypeMemset:
+      return node_kind::memset;
+    case cudaGraphNodeTypeHost:
+      return node_kind::host;
+    case cudaGraphNodeTypeGraph:
+      return node_kind::child_graph;
+    case cudaGraphNodeTypeEmpty:
+      return node_kind::empty;
+    case cudaGraphNodeTypeWaitEvent:
+      return node_kind::event_wait;
+    case cudaGraphNodeTypeEventRecord:
+      return node_kind::event_record;
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+      return node_kind::external_semaphore_signal;
+    case cudaGraphNodeTypeExtSemaphoreWait:
+      return node_kind::external_semaphore_wait;
+    case cudaGraphNodeTypeMemAlloc:
+      return node_kind::mem_alloc;
+    case cudaGraphNodeTypeMemFree:
+      return node_kind::mem_free;
+    case 12:
+      return node_kind::batch_mem_op;  // CU_GRAPH_NODE_TYPE_BATCH_MEM_OP
+    case cudaGraphNodeTypeConditional:
+      return node_kind::conditional;
+    default:
+      return node_kind::unknown;
   }
 }
 constexpr node_kind to_node_kind(cudaGraphNodeType cuda_type) noexcept {
@@ -58,21 +73,36 @@ constexpr node_kind to_node_kind(cudaGraphNodeType cuda_type) noexcept {
 //! Human name of a node kind ("kernel", "memset", ...).
 constexpr const char* node_kind_name(node_kind kind) noexcept {
   switch (kind) {
-    case node_kind::kernel: return "kernel";
-    case node_kind::memcpy: return "memcpy";
-    case node_kind::memset: return "memset";
-    case node_kind::host: return "host";
-    case node_kind::child_graph: return "child graph";
-    case node_kind::empty: return "empty";
-    case node_kind::event_wait: return "event wait";
-    case node_kind::event_record: return "event record";
-    case node_kind::external_semaphore_signal: return "external semaphore signal";
-    case node_kind::external_semaphore_wait: return "external semaphore wait";
-    case node_kind::mem_alloc: return "mem alloc";
-    case node_kind::mem_free: return "mem free";
-    case node_kind::batch_mem_op: return "batch mem op";
-    case node_kind::conditional: return "conditional";
-    case node_kind::unknown: return "unknown";
+    case node_kind::kernel:
+      return "kernel";
+    case node_kind::memcpy:
+      return "memcpy";
+    case node_kind::memset:
+      return "memset";
+    case node_kind::host:
+      return "host";
+    case node_kind::child_graph:
+      return "child graph";
+    case node_kind::empty:
+      return "empty";
+    case node_kind::event_wait:
+      return "event wait";
+    case node_kind::event_record:
+      return "event record";
+    case node_kind::external_semaphore_signal:
+      return "external semaphore signal";
+    case node_kind::external_semaphore_wait:
+      return "external semaphore wait";
+    case node_kind::mem_alloc:
+      return "mem alloc";
+    case node_kind::mem_free:
+      return "mem free";
+    case node_kind::batch_mem_op:
+      return "batch mem op";
+    case node_kind::conditional:
+      return "conditional";
+    case node_kind::unknown:
+      return "unknown";
   }
   return "unknown";
 }
@@ -80,19 +110,26 @@ constexpr const char* node_kind_name(node_kind kind) noexcept {
 //! Why a whole-graph update (`cudaGraphExecUpdate`) was refused, in words.
 constexpr const char* update_result_name(int result) noexcept {
   switch (result) {
-    case cudaGraphExecUpdateSuccess: return "success";
-    case cudaGraphExecUpdateError: return "the update failed for a reason CUDA did not classify";
-    case cudaGraphExecUpdateErrorTopologyChanged: return "the topology changed";
-    case cudaGraphExecUpdateErrorNodeTypeChanged: return "a node changed its type";
-    case cudaGraphExecUpdateErrorFunctionChanged: return "a kernel node changed its function";
+    case cudaGraphExecUpdateSuccess:
+      return "success";
+    case cudaGraphExecUpdateError:
+      return "the update failed for a reason CUDA did not classify";
+    case cudaGraphExecUpdateErrorTopologyChanged:
+      return "the topology changed";
+    case cudaGraphExecUpdateErrorNodeTypeChanged:
+      return "a node changed its type";
+    case cudaGraphExecUpdateErrorFunctionChanged:
+      return "a kernel node changed its function";
     case cudaGraphExecUpdateErrorParametersChanged:
       return "a node's parameters changed in a way an update cannot apply";
-    case cudaGraphExecUpdateErrorNotSupported: return "a node does not support updates";
+    case cudaGraphExecUpdateErrorNotSupported:
+      return "a node does not support updates";
     case cudaGraphExecUpdateErrorUnsupportedFunctionChange:
       return "a kernel node changed its function in an unsupported way";
     case cudaGraphExecUpdateErrorAttributesChanged:
       return "a node's attributes changed in an unsupported way";
-    default: return "an update result this build of vyre does not know";
+    default:
+      return "an update result this build of vyre does not know";
   }
 }
 

@@ -31,10 +31,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include "vyre/core/byte_order.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
-#include "vyre/core/byte_order.hpp"
 #include "vyre/runtime/detail/lane_pool.hpp"
 #include "vyre/runtime/memory.hpp"
 #include "vyre/runtime/pinned.hpp"

@@ -56,11 +56,11 @@ class lease_pool {
         idle_.reserve(created_);  // give_back never allocates
       } catch (...) {
         --created_;
-        return fail(error(errc::out_of_memory,
-                          "stream/event pool: host allocation of the idle list failed")
-                        .with("bytes", (created_ + 1) * sizeof(Handle))
-                        .with("cap", cap_)
-                        .fix("free host memory"));
+        return fail(
+            error(errc::out_of_memory, "stream/event pool: host allocation of the idle list failed")
+                .with("bytes", (created_ + 1) * sizeof(Handle))
+                .with("cap", cap_)
+                .fix("free host memory"));
       }
     }
     detail::device_guard guard(ordinal_);

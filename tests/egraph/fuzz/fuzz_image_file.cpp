@@ -29,12 +29,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (layout.word_count() + eg::image_file_header_words == words.size()) {
       std::uint32_t* image = words.data() + eg::image_file_header_words;
       for (std::uint32_t r = 0; r < layout.row_count; ++r) {
-        const std::uint32_t offset = image[layout.offset(eg::image_column::row_children_offsets) + r];
+        const std::uint32_t offset =
+            image[layout.offset(eg::image_column::row_children_offsets) + r];
         const std::uint32_t length = image[layout.offset(eg::image_column::row_children_lens) + r];
         if (std::uint64_t{offset} + length > layout.child_count) continue;
-        image[layout.offset(eg::image_column::row_signatures) + r] = eg::row_signature(
-            image[layout.offset(eg::image_column::row_language_op_ids) + r], image + layout.offset(eg::image_column::children) + offset,
-            length);
+        image[layout.offset(eg::image_column::row_signatures) + r] =
+            eg::row_signature(image[layout.offset(eg::image_column::row_language_op_ids) + r],
+                              image + layout.offset(eg::image_column::children) + offset, length);
       }
       std::memcpy(bytes.data(), words.data(), bytes.size());
     }

@@ -85,11 +85,11 @@ inline expected<void> check_limits(const snapshot_columns& in, const snapshot_li
                     .with("max_rows", limits.max_rows)
                     .fix(shard_hint));
   if (in.children.size() > limits.max_child_entries)
-    return fail(error(errc::abi_limit,
-                      "egraph snapshot: children column too long for u32 children offsets")
-                    .with("child_entries", in.children.size())
-                    .with("max_child_entries", limits.max_child_entries)
-                    .fix(shard_hint));
+    return fail(
+        error(errc::abi_limit, "egraph snapshot: children column too long for u32 children offsets")
+            .with("child_entries", in.children.size())
+            .with("max_child_entries", limits.max_child_entries)
+            .fix(shard_hint));
   if (in.op_count > limits.max_ops)
     return fail(error(errc::abi_limit, "egraph snapshot: op registry too large for u32 op ids")
                     .with("ops", in.op_count)
@@ -123,12 +123,12 @@ inline expected<void> check_rows(const snapshot_columns& in, const snapshot_limi
                       .with("max_row_children", limits.max_row_children)
                       .fix(shard_hint));
     if (current.children_end() > snapshot_limits::u32_max) [[unlikely]]
-      return fail(error(errc::overflow,
-                        "snapshot::validate: row children offset + length overflows u32")
-                      .with("row", r)
-                      .with("children_offset", current.children_offset)
-                      .with("children_length", current.children_length)
-                      .fix("the row's children range is corrupt: rebuild the row with add_row"));
+      return fail(
+          error(errc::overflow, "snapshot::validate: row children offset + length overflows u32")
+              .with("row", r)
+              .with("children_offset", current.children_offset)
+              .with("children_length", current.children_length)
+              .fix("the row's children range is corrupt: rebuild the row with add_row"));
     if (current.children_end() > child_entries) [[unlikely]]
       return fail(error(errc::out_of_range,
                         "snapshot::validate: row children range ends past the children column")
@@ -145,8 +145,8 @@ inline expected<void> group_dense(const snapshot_columns& in, std::uint32_t min_
                                   std::uint64_t id_range, grouping& out) {
   out.dense = true;
   out.min_eclass = min_id;
-  VYRE_TRY_ASSIGN(out.counts, raw_array<std::uint32_t>::allocate(id_range,
-                                                                "pack: e-class counting array"));
+  VYRE_TRY_ASSIGN(out.counts,
+                  raw_array<std::uint32_t>::allocate(id_range, "pack: e-class counting array"));
   std::memset(out.counts.data(), 0, out.counts.size() * sizeof(std::uint32_t));
   std::uint32_t* counts = out.counts.data();
   std::uint32_t groups = 0;
@@ -167,7 +167,8 @@ inline expected<void> group_sparse(const snapshot_columns& in, grouping& out) {
   out.dense = false;
   const std::size_t n = in.rows.size();
   VYRE_TRY_ASSIGN(out.sorted, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort keys"));
-  VYRE_TRY_ASSIGN(auto scratch, raw_array<std::uint64_t>::allocate(n, "pack: e-class sort scratch"));
+  VYRE_TRY_ASSIGN(auto scratch,
+                  raw_array<std::uint64_t>::allocate(n, "pack: e-class sort scratch"));
   // One pass builds the keys and the histograms of the four 8-bit digits of the e-class (256
   // buckets keep every scatter stream's page in the TLB).
   constexpr unsigned digit_bits = 8;
@@ -258,7 +259,8 @@ inline void radix_sort_u32(raw_array<std::uint32_t>& values, raw_array<std::uint
     }
     const std::uint32_t* source = values.data();
     std::uint32_t* target = scratch.data();
-    for (std::size_t i = 0; i < n; ++i) target[histogram[(source[i] >> shift) & 0xFFu]++] = source[i];
+    for (std::size_t i = 0; i < n; ++i)
+      target[histogram[(source[i] >> shift) & 0xFFu]++] = source[i];
     values.swap(scratch);
   }
 }
@@ -367,7 +369,8 @@ inline void emit(const snapshot_columns& in, grouping& groups, const image_layou
     const std::uint64_t* sorted = groups.sorted.data();
     for (std::size_t i = 0; i < n; ++i) {
       const std::uint64_t key = sorted[i];
-      if (i == 0 || (key >> 32) != (sorted[i - 1] >> 32)) group_offsets[g++] = static_cast<std::uint32_t>(i);
+      if (i == 0 || (key >> 32) != (sorted[i - 1] >> 32))
+        group_offsets[g++] = static_cast<std::uint32_t>(i);
       group_rows[i] = static_cast<std::uint32_t>(key);
     }
     group_offsets[g] = static_cast<std::uint32_t>(n);

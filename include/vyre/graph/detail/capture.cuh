@@ -49,8 +49,9 @@ expected<void> invoke_capture_body(Body& body, Args... args) {
     std::invoke(body, args...);
     return {};
   } else if constexpr (std::same_as<std::remove_cvref_t<result>, cudaError_t>) {
-    return cuda_check(std::invoke(body, args...), "graph capture: the capture callable returned "
-                                                  "a CUDA error");
+    return cuda_check(std::invoke(body, args...),
+                      "graph capture: the capture callable returned "
+                      "a CUDA error");
   } else if constexpr (std::same_as<std::remove_cvref_t<result>, expected<void>>) {
     return std::invoke(body, args...);
   } else {
@@ -111,15 +112,17 @@ expected<cudaGraph_t> finish_capture(cudaStream_t stream, bool owns_partial, Bod
   const cudaError_t status = cudaStreamEndCapture(stream, &graph);
   if (status != cudaSuccess) {
     if (owns_partial && graph != nullptr) (void)cudaGraphDestroy(graph);
-    return fail(cuda_error(status, "graph capture: cudaStreamEndCapture failed; the capture was "
-                                   "invalidated by a call inside the callable")
+    return fail(cuda_error(status,
+                           "graph capture: cudaStreamEndCapture failed; the capture was "
+                           "invalidated by a call inside the callable")
                     .fix("inside a capture use only stream-ordered calls on the captured stream "
                          "(no cudaMalloc, cudaMemcpy or synchronisation; use cudaMallocAsync "
                          "and cudaMemcpyAsync), and check each launch with cudaGetLastError"));
   }
   if (graph == nullptr)
-    return fail(error(errc::cuda_runtime, "graph capture: cudaStreamEndCapture returned a null "
-                                          "graph")
+    return fail(error(errc::cuda_runtime,
+                      "graph capture: cudaStreamEndCapture returned a null "
+                      "graph")
                     .fix("report this: CUDA ended a valid capture without a graph"));
   return graph;
 }
@@ -139,16 +142,18 @@ struct node_inventory {
 inline expected<node_inventory> read_inventory(cudaGraph_t graph) noexcept {
   node_inventory inventory;
   std::size_t count = 0;
-  VYRE_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count), "captured_graph: cudaGraphGetNodes "
-                                                           "(count)");
+  VYRE_CUDA_TRY(cudaGraphGetNodes(graph, nullptr, &count),
+                "captured_graph: cudaGraphGetNodes "
+                "(count)");
   if (count != 0) {
     if (!testing::inject_allocation_failure(testing::allocation_kind::host)) {
       inventory.handles.reset(new (std::nothrow) cudaGraphNode_t[count]);
       inventory.kinds.reset(new (std::nothrow) node_kind[count]);
     }
     if (!inventory.handles || !inventory.kinds)
-      return fail(error(errc::out_of_memory, "captured_graph: host allocation of the node "
-                                             "inventory failed")
+      return fail(error(errc::out_of_memory,
+                        "captured_graph: host allocation of the node "
+                        "inventory failed")
                       .with("nodes", count)
                       .with("bytes", count * (sizeof(cudaGraphNode_t) + sizeof(node_kind)))
                       .fix("free host memory"));
@@ -156,8 +161,9 @@ inline expected<node_inventory> read_inventory(cudaGraph_t graph) noexcept {
     VYRE_CUDA_TRY(cudaGraphGetNodes(graph, inventory.handles.get(), &filled),
                   "captured_graph: cudaGraphGetNodes");
     if (filled != count)
-      return fail(error(errc::cuda_runtime, "captured_graph: the node count changed between two "
-                                            "cudaGraphGetNodes calls")
+      return fail(error(errc::cuda_runtime,
+                        "captured_graph: the node count changed between two "
+                        "cudaGraphGetNodes calls")
                       .with("first", count)
                       .with("second", filled)
                       .fix("do not add nodes to a captured graph from another thread"));
