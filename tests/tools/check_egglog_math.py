@@ -13,6 +13,7 @@ Set VYRE_EGGLOG_PYTHON to a Python that has egglog 13.2.0 to skip the venv.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -38,14 +39,19 @@ def egglog_python(source_dir, work_dir):
             return python
     venv = os.path.join(work_dir, "egglog-venv")
     for base in ("python3.11", "python3.12", "python3.10", sys.executable):
+        if not shutil.which(base):
+            continue  # that Python is not installed here
         made = subprocess.run([base, "-m", "venv", venv], capture_output=True, text=True)
         if made.returncode == 0:
             break
     else:
         skip("cannot create a Python venv for egglog")
     python = os.path.join(venv, "bin", "python")
-    installed = subprocess.run([python, "-m", "pip", "install", "-q", EGGLOG],
-                               capture_output=True, text=True, timeout=600)
+    try:
+        installed = subprocess.run([python, "-m", "pip", "install", "-q", EGGLOG],
+                                   capture_output=True, text=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        skip(f"pip install {EGGLOG} took over 10 minutes (no network?)")
     if installed.returncode != 0 or not has_egglog(python):
         skip(f"pip install {EGGLOG} failed: {installed.stderr.strip()[-300:]}")
     return python
