@@ -6,6 +6,10 @@
 //   graph.chain.cpu_enqueue  the same, host time spent enqueueing.
 //   graph.update.kernel_params  one typed kernel-node update vs re-capture + instantiate of the
 //                            64-kernel chain; target >= 50x cheaper.
+//   graph.update.kernel_params_vs_raw  the same typed update vs the raw
+//                            cudaGraphExecKernelNodeSetParams call (same node, same new
+//                            arguments), timed interleaved; ratio = raw / typed (1.0 = parity).
+//   graph.update.raw_set_params  that raw call vs re-capture + instantiate.
 //   graph.update.whole_graph recapture + cudaGraphExecUpdate vs re-capture + instantiate.
 //   graph.cache.hit_launch   graph_cache hit + launch vs launching the graph directly.
 // Medians of many repeats after warm-up.
@@ -159,12 +163,34 @@ int main() {
     };
     auto graph = vyre::graph::captured_graph::capture_on_stream(stream, body(data));
     const vyre::graph::graph_node node = graph.node(kernels / 2);
-    std::vector<double> update_ns, recapture_ns, whole_update_ns;
+    std::vector<double> update_ns, raw_update_ns, recapture_ns, whole_update_ns;
+    // The raw peer: the node's captured parameters with the argument array replaced, set
+    // straight on the executable graph, as code without the library would.
+    cudaKernelNodeParams raw{};
+    check(cudaGraphKernelNodeGetParams(node.handle, &raw), "cudaGraphKernelNodeGetParams");
+    std::uint32_t* raw_target = nullptr;
+    void* raw_args[] = {&raw_target};
+    raw.kernelParams = raw_args;
+    raw.extra = nullptr;
+    const cudaGraphExec_t exec = graph.get().exec;
+    // Interleaved (typed, raw, raw, typed, ...) so drift treats both alike; every call flips
+    // the argument, so neither ever sets the value the node already has.
+    int calls = 0;
     for (int i = 0; i < 2000 + 20; ++i) {
-      std::uint32_t* target = (i % 2 == 0) ? other : data;
-      const auto t0 = clock_type::now();
-      graph.set_kernel_args(node, &tiny, target);
-      if (i >= 20) update_ns.push_back(ns_since(t0));
+      for (int turn = 0; turn < 2; ++turn) {
+        std::uint32_t* target = (calls++ % 2 == 0) ? other : data;
+        if ((turn == 0) == (i % 2 == 0)) {
+          const auto t0 = clock_type::now();
+          graph.set_kernel_args(node, &tiny, target);
+          if (i >= 20) update_ns.push_back(ns_since(t0));
+        } else {
+          const auto t0 = clock_type::now();
+          raw_target = target;
+          check(cudaGraphExecKernelNodeSetParams(exec, node.handle, &raw),
+                "cudaGraphExecKernelNodeSetParams");
+          if (i >= 20) raw_update_ns.push_back(ns_since(t0));
+        }
+      }
     }
     for (int i = 0; i < 100 + 5; ++i) {
       const auto t0 = clock_type::now();
@@ -182,6 +208,10 @@ int main() {
     const double recapture = median(recapture_ns);
     print_line("graph.update.kernel_params", "\"kernels\":64,\"target_ratio\":50", device,
                median(update_ns), "recapture_instantiate", recapture);
+    print_line("graph.update.kernel_params_vs_raw", "\"kernels\":64", device, median(update_ns),
+               "cudaGraphExecKernelNodeSetParams", median(raw_update_ns));
+    print_line("graph.update.raw_set_params", "\"kernels\":64", device, median(raw_update_ns),
+               "recapture_instantiate", recapture);
     print_line("graph.update.whole_graph", "\"kernels\":64", device, median(whole_update_ns),
                "recapture_instantiate", recapture);
   }
