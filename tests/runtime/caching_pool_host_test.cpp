@@ -317,6 +317,42 @@ TEST_CASE(
   ok(pool.try_deallocate(p, 4096, stream(7)));
 }
 
+TEST_CASE(
+    "caching pool (fake runtime): hits in many threads, and in a thread that takes over an "
+    "ended thread's cache, are counted exactly",
+    "[runtime][memory][caching_pool][telemetry]") {
+  fake.reset();
+  vyre::telemetry_counters telemetry;
+  vyre::caching_pool_resource pool(0, &telemetry);
+  constexpr int threads = 4, rounds = 3, hits = 500;
+  constexpr std::size_t bytes = 3000;  // class 4096
+  // Each round's threads end before the next round's start, whose threads then adopt the
+  // ended threads' caches (and their ids may be recycled): the counts must not move with them.
+  for (int round = 0; round < rounds; ++round) {
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t] {
+        for (int i = 0; i < hits; ++i) {
+          void* p = ok(pool.try_allocate(bytes, stream(20 + t)));
+          ok(pool.try_deallocate(p, bytes, stream(20 + t)));
+        }
+      });
+    for (auto& w : workers) w.join();
+  }
+  const auto s = telemetry.snapshot();
+  const auto total = std::uint64_t{threads} * rounds * hits;
+  CHECK(s.pool_hits + s.pool_misses == total);
+  CHECK(s.allocations == total);
+  CHECK(s.bytes_requested == total * bytes);
+  CHECK(s.pool_misses == std::uint64_t(fake.mallocs.load()));
+  CHECK(s.pool_misses <= std::uint64_t{threads});  // later rounds reuse the handed-back blocks
+  // A snapshot does not disturb the counting thread's local handle.
+  void* p = ok(pool.try_allocate(bytes, stream(20)));
+  ok(pool.try_deallocate(p, bytes, stream(20)));
+  CHECK(telemetry.snapshot().allocations == total + 1);
+  CHECK(telemetry.snapshot().bytes_requested == (total + 1) * bytes);
+}
+
 TEST_CASE("caching pool (fake runtime): 8 threads never get a block that is still live",
           "[runtime][memory][caching_pool][stress]") {
   fake.reset();

@@ -2,6 +2,7 @@
 // Telemetry counters and their Prometheus exposition (host only).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -76,6 +77,58 @@ TEST_CASE("counters are exact under concurrent updates", "[runtime][telemetry]")
   CHECK(s.current_device_bytes == 0);
   CHECK(s.peak_device_bytes >= 256);
   CHECK(s.peak_device_bytes <= 256u * threads);
+}
+
+TEST_CASE("a pool hit with its bytes counts a hit, an allocation and the bytes",
+          "[runtime][telemetry]") {
+  vyre::telemetry_counters t;
+  t.record_pool_hit(100);
+  const auto local = t.local();
+  REQUIRE(local);
+  local.record_pool_hit(28);
+  local.record_pool_hit(0);
+  vyre::telemetry_counters::local_counters{}.record_pool_hit(5);  // an empty handle: nothing
+  CHECK_FALSE(vyre::telemetry_counters::local_counters{});
+  const auto s = t.snapshot();
+  CHECK(s.pool_hits == 3);
+  CHECK(s.allocations == 3);
+  CHECK(s.bytes_requested == 128);
+  CHECK(s.pool_misses == 0);
+  t.reset();
+  local.record_pool_hit(7);  // a handle survives a reset
+  CHECK(t.snapshot().pool_hits == 1);
+  CHECK(t.snapshot().bytes_requested == 7);
+}
+
+TEST_CASE("local handles of many threads, with a snapshot reader, sum exactly",
+          "[runtime][telemetry]") {
+  vyre::telemetry_counters t;
+  constexpr int threads = 8;
+  constexpr int per_thread = 20000;
+  std::atomic<bool> done{false};
+  std::uint64_t last_seen = 0;
+  bool monotonic = true;
+  std::thread reader([&] {
+    while (!done.load()) {
+      const std::uint64_t now = t.snapshot().pool_hits;
+      monotonic = monotonic && now >= last_seen;
+      last_seen = now;
+    }
+  });
+  std::vector<std::thread> workers;
+  for (int i = 0; i < threads; ++i)
+    workers.emplace_back([&t] {
+      const auto local = t.local();
+      for (int k = 0; k < per_thread; ++k) local.record_pool_hit(2);
+    });
+  for (auto& w : workers) w.join();
+  done = true;
+  reader.join();
+  CHECK(monotonic);
+  const auto s = t.snapshot();
+  CHECK(s.pool_hits == std::uint64_t{threads} * per_thread);
+  CHECK(s.allocations == std::uint64_t{threads} * per_thread);
+  CHECK(s.bytes_requested == std::uint64_t{threads} * per_thread * 2);
 }
 
 TEST_CASE("the Prometheus exposition names every metric with HELP, TYPE and a sample",

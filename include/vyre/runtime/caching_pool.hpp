@@ -119,10 +119,10 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       if (b == nullptr) b = take_from_other_stream(*own, held, stream);
       if (b == nullptr) return allocate_from_device(bytes, held, own);
     }
-    if (telemetry_ != nullptr) {
-      telemetry_->record_pool_hit();
-      telemetry_->record_request(bytes);
-    }
+    if (own == nullptr)  // from the thread cache, which keeps this thread's counters at hand
+      mine->telemetry.record_pool_hit(bytes);
+    else if (telemetry_ != nullptr)
+      telemetry_->record_pool_hit(bytes);
     return b->ptr.load(std::memory_order_relaxed);
   }
 
@@ -274,6 +274,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     std::atomic<std::size_t> bytes{0};
     std::atomic<std::size_t> count{0};  // entries in use
     std::thread::id owner;  // default id: the thread ended and the cache is free for another
+    // The owner's telemetry counters (empty without telemetry), so a hit looks nothing up.
+    telemetry_counters::local_counters telemetry;
   };
 
   // Which lists and which thread cache a thread used last, per pool instance (instance ids are
@@ -422,6 +424,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
         tc = thread_caches_.back().get();
       }
       tc->owner = std::this_thread::get_id();
+      tc->telemetry =
+          telemetry_ != nullptr ? telemetry_->local() : telemetry_counters::local_counters{};
     }
     thread_cache_entry& slot = entries[victim++ % tls_entries];
     if (slot.cache != nullptr) {

@@ -41,6 +41,8 @@ struct telemetry_snapshot {
 //! (graphs, egraph uploads, user launch code) record through the backend's `telemetry()` freely
 //! from any thread.
 class telemetry_counters {
+  struct thread_slot;
+
  public:
   telemetry_counters() = default;
   telemetry_counters(const telemetry_counters&) = delete;
@@ -72,6 +74,11 @@ class telemetry_counters {
   //! A point where the host waited for the device (stream/event/device synchronize).
   void record_sync(std::uint64_t count = 1) noexcept { add(sync_points, count); }
   void record_pool_hit() noexcept { add(pool_hits, 1); }
+  //! A pool hit that served `requested` bytes: `record_pool_hit()` plus `record_request()`
+  //! with one slot look-up.
+  void record_pool_hit(std::uint64_t requested) noexcept {
+    if (thread_slot* slot = my_slot()) record_hit(*slot, requested);
+  }
   void record_pool_miss() noexcept { add(pool_misses, 1); }
   //! A successful allocation of `requested` bytes (counts it; the gauge is separate).
   void record_request(std::uint64_t requested) noexcept {
@@ -103,6 +110,26 @@ class telemetry_counters {
   //! The device memory of such an allocation (`held` bytes) given back.
   void record_deallocation(std::uint64_t held) noexcept { record_device_released(held); }
 
+  //! The calling thread's counters in this instance, looked up once, for a hot path that keeps
+  //! the handle (a pool's per-thread cache does). Record through it from that thread only; a
+  //! default-constructed handle (or one made without host memory) records nothing.
+  class local_counters {
+   public:
+    local_counters() noexcept = default;
+    explicit operator bool() const noexcept { return slot_ != nullptr; }
+    //! Same as `telemetry_counters::record_pool_hit(requested)`, with no look-up.
+    void record_pool_hit(std::uint64_t requested) const noexcept {
+      if (slot_ != nullptr) record_hit(*slot_, requested);
+    }
+
+   private:
+    friend class telemetry_counters;
+    explicit local_counters(thread_slot* slot) noexcept : slot_(slot) {}
+    thread_slot* slot_ = nullptr;
+  };
+  //! This thread's `local_counters` (valid as long as this object lives).
+  local_counters local() noexcept { return local_counters(my_slot()); }
+
   telemetry_snapshot snapshot() const noexcept {
     std::uint64_t totals[counter_count] = {};
     for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
@@ -119,10 +146,10 @@ class telemetry_counters {
     s.d2h_bytes = totals[d2h_bytes];
     s.d2h_operations = totals[d2h_operations];
     s.sync_points = totals[sync_points];
-    s.pool_hits = totals[pool_hits];
+    s.pool_hits = totals[pool_hits] + totals[served_hits];
     s.pool_misses = totals[pool_misses];
     s.bytes_requested = totals[bytes_requested];
-    s.allocations = totals[allocations];
+    s.allocations = totals[allocations] + totals[served_hits];
     s.current_device_bytes = current_device_bytes_.load(std::memory_order_relaxed);
     s.peak_device_bytes = peak_device_bytes_.load(std::memory_order_relaxed);
     return s;
@@ -156,11 +183,13 @@ class telemetry_counters {
     pool_misses,
     bytes_requested,
     allocations,
+    served_hits,  // hits recorded with their bytes: each is also an allocation
     counter_count
   };
   // One thread's counters. Only the owning thread writes them (a plain load and store, no
-  // read-modify-write); snapshots read them relaxed from any thread.
-  struct alignas(64) thread_slot {
+  // read-modify-write); snapshots read them relaxed from any thread. 128-byte aligned: CPUs
+  // that prefetch cache lines in pairs would otherwise share a pair between two threads.
+  struct alignas(128) thread_slot {
     std::atomic<std::uint64_t> value[counter_count] = {};
     std::thread::id owner;
     thread_slot* next = nullptr;
@@ -218,6 +247,11 @@ class telemetry_counters {
   static void bump(thread_slot& slot, counter_id c, std::uint64_t n) noexcept {
     slot.value[c].store(slot.value[c].load(std::memory_order_relaxed) + n,
                         std::memory_order_relaxed);
+  }
+  static void record_hit(thread_slot& slot, std::uint64_t requested) noexcept {
+    // Two stores: the hit counts as a pool hit and as an allocation (see `snapshot`).
+    bump(slot, served_hits, 1);
+    bump(slot, bytes_requested, requested);
   }
   void add(counter_id c, std::uint64_t n) noexcept {
     if (thread_slot* slot = my_slot()) bump(*slot, c, n);
