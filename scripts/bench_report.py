@@ -122,6 +122,11 @@ def table(rows):
             "speedup"] + extras
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
+        if "skipped" in r:  # a peer that could not be measured says why
+            cells = [f"`{full_name(r['name'])}`", fmt_params(r.get("params")), "skipped",
+                     str(r["skipped"]).replace("|", "/"), "", ""] + [""] * len(extras)
+            lines.append("| " + " | ".join(cells) + " |")
+            continue
         value, unit = median_of(r)
         cells = [
             f"`{full_name(r['name'])}`",

@@ -2,20 +2,28 @@
 // Runtime benchmarks. Each line is one JSON object:
 //   {"name", "params", "device", "median_ns", "baseline", "baseline_median_ns", "ratio"}
 // ratio = median_ns / baseline_median_ns, measured in the same run (below 1: vyre is faster).
+// A peer that could not be measured prints {"name", "params", "skipped": "why"} instead.
 // Targets (issue 4): caching-pool hit <= 0.02 x cudaMalloc+cudaFree (50x faster) and
-// <= 1.2 x a cudaMallocAsync hit; telemetry on a launch-bound loop < 1.02 x without.
-#include <algorithm>
-#include <barrier>
-#include <chrono>
+// <= 1.2 x a cudaMallocAsync hit; telemetry on a pool hit and on a launch-bound loop
+// < 1.02 x without. Peers (issue 17), on the same allocate + free hit loop, same bytes, same
+// threads, each thread on its own stream: CUB's cub::CachingDeviceAllocator (from the
+// toolkit's CCCL) and RMM's rmm::mr::pool_memory_resource over cuda_memory_resource (when
+// built with VYRE_BENCH_RMM_DIR; see CMakeLists.txt).
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include <cub/util_allocator.cuh>
+
 #include <vyre/runtime.cuh>
+
+#include "bench_timing.hpp"
+#if defined(VYRE_BENCH_HAVE_RMM)
+#include "rmm_peer.hpp"
+#endif
 
 namespace runtime_bench {
 VYRE_KERNEL void noop() {}
@@ -23,7 +31,6 @@ VYRE_KERNEL void noop() {}
 
 namespace {
 using namespace runtime_bench;
-using clock_type = std::chrono::steady_clock;
 
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
@@ -46,11 +53,6 @@ void ok(const vyre::expected<void>& r) {
   }
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::string device_name;
 
 void emit(const char* name, const std::string& params, double ns, const char* baseline,
@@ -62,31 +64,15 @@ void emit(const char* name, const std::string& params, double ns, const char* ba
   std::fflush(stdout);
 }
 
-// Median over `repeats` of the per-operation time of `ops` calls of `op(thread)` run by
-// `threads` threads at once (wall time of the parallel region / ops per thread). The threads
-// are started once and meet at a barrier before and after each repeat, so thread start-up and
-// exit never land in the timed region.
-double time_per_op(int threads, int repeats, int ops, const std::function<void(int)>& op) {
-  std::barrier sync(threads + 1);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t)
-    pool.emplace_back([&, t] {
-      for (int r = 0; r < repeats + 2; ++r) {
-        sync.arrive_and_wait();  // start
-        for (int i = 0; i < ops; ++i) op(t);
-        sync.arrive_and_wait();  // done
-      }
-    });
-  std::vector<double> samples;
-  for (int r = 0; r < repeats + 2; ++r) {  // two warm-up repeats
-    sync.arrive_and_wait();
-    const auto start = clock_type::now();
-    sync.arrive_and_wait();
-    const double ns = std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
-    if (r >= 2) samples.push_back(ns / ops);
+void skip(const char* name, const std::string& params, const std::string& why) {
+  std::string escaped;
+  for (const char c : why) {
+    if (c == '"' || c == '\\') escaped += '\\';
+    escaped += c == '\n' ? ' ' : c;
   }
-  for (auto& th : pool) th.join();
-  return median(samples);
+  std::printf("{\"name\":\"%s\",\"params\":{%s},\"device\":\"%s\",\"skipped\":\"%s\"}\n", name,
+              params.c_str(), device_name.c_str(), escaped.c_str());
+  std::fflush(stdout);
 }
 
 void bench_device_allocation(int threads) {
@@ -100,18 +86,41 @@ void bench_device_allocation(int threads) {
   std::vector<cudaStream_t> streams(threads);
   for (auto& s : streams) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
   auto& pool = gpu->memory();
+  const std::string params =
+      "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
   // Repeats of ~10 ms: long enough for the core to reach its full clock after the barrier.
   const int pool_ops = threads == 1 ? 500000 : 50000;
 
-  const double hit_ns = time_per_op(threads, 15, pool_ops, [&](int t) {
-    void* p = value_of(pool.try_allocate(bytes, streams[t]));
-    ok(pool.try_deallocate(p, bytes, streams[t]));
-  });
+  // With telemetry (the backend's pool) against the same pool type without: what the
+  // counters cost on a hit. Alternating rounds, fresh threads each: neither always runs first.
+  vyre::caching_pool_resource bare(0, nullptr);
+  const auto [hit_ns, bare_ns] = time_pair(
+      threads, 6, 5, pool_ops,
+      [&](int t) {
+        void* p = value_of(pool.try_allocate(bytes, streams[t]));
+        ok(pool.try_deallocate(p, bytes, streams[t]));
+      },
+      [&](int t) {
+        void* p = value_of(bare.try_allocate(bytes, streams[t]));
+        ok(bare.try_deallocate(p, bytes, streams[t]));
+      });
+  const auto snapshot = gpu->telemetry().snapshot();
+  if (snapshot.pool_hits == 0 || snapshot.allocations < snapshot.pool_hits) {
+    std::fprintf(stderr, "telemetry counted %llu hits, %llu allocations: not a hit loop\n",
+                 static_cast<unsigned long long>(snapshot.pool_hits),
+                 static_cast<unsigned long long>(snapshot.allocations));
+    std::exit(1);
+  }
+  emit("caching_pool_hit_with_vs_without_telemetry", params, hit_ns, "same pool, no telemetry",
+       bare_ns);
+
   const double malloc_ns = time_per_op(threads, 7, threads == 1 ? 300 : 60, [&](int) {
     void* p = nullptr;
     check(cudaMalloc(&p, bytes), "cudaMalloc");
     check(cudaFree(p), "cudaFree");
   });
+  emit("caching_pool_hit_vs_cudaMalloc_cudaFree", params, hit_ns, "cudaMalloc+cudaFree", malloc_ns);
+
   // A cudaMallocAsync hit: a dedicated pool that keeps everything (threshold = max).
   cudaMemPool_t mempool = nullptr;
   cudaMemPoolProps props{};
@@ -128,20 +137,46 @@ void bench_device_allocation(int threads) {
   });
   check(cudaDeviceSynchronize(), "sync");
   check(cudaMemPoolDestroy(mempool), "pool destroy");
-
-  // The same pool without telemetry: what the counters cost under contention.
-  vyre::caching_pool_resource bare(0, nullptr);
-  const double bare_ns = time_per_op(threads, 15, pool_ops, [&](int t) {
-    void* p = value_of(bare.try_allocate(bytes, streams[t]));
-    ok(bare.try_deallocate(p, bytes, streams[t]));
-  });
-  const std::string params =
-      "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
-  emit("caching_pool_hit_with_vs_without_telemetry", params, hit_ns, "same pool, no telemetry",
-       bare_ns);
-  emit("caching_pool_hit_vs_cudaMalloc_cudaFree", params, hit_ns, "cudaMalloc+cudaFree", malloc_ns);
   emit("caching_pool_hit_vs_cudaMallocAsync_hit", params, hit_ns,
        "cudaMallocAsync+cudaFreeAsync hit", async_ns);
+
+  // CUB's caching allocator (bins of powers of 8 from 512 B to 2 MiB; the 1 MiB request takes
+  // a 2 MiB bin) with a cache large enough for every thread's block. A free records an event
+  // on the block's stream; the next allocation on that stream reuses the block at once.
+  {
+    cub::CachingDeviceAllocator cub_pool(8, 3, 7, std::size_t{1} << 30);
+    const double cub_ns = time_per_op(threads, 15, threads == 1 ? 50000 : 5000, [&](int t) {
+      void* p = nullptr;
+      check(cub_pool.DeviceAllocate(&p, bytes, streams[t]), "cub DeviceAllocate");
+      check(cub_pool.DeviceFree(p), "cub DeviceFree");
+    });
+    check(cudaDeviceSynchronize(), "sync");
+    emit("caching_pool_hit_vs_cub_CachingDeviceAllocator_hit", params, hit_ns,
+         "cub::CachingDeviceAllocator DeviceAllocate+DeviceFree hit", cub_ns);
+  }
+
+  // RMM's pool over cudaMalloc; its hit path is compiled into librmm.so.
+  {
+    const char* name = "caching_pool_hit_vs_rmm_pool_memory_resource_hit";
+#if defined(VYRE_BENCH_HAVE_RMM)
+    std::string why;
+    const std::function<void(int)> rmm_hit = make_rmm_pool_hit(bytes, streams, why);
+    if (rmm_hit) {
+      const double rmm_ns = time_per_op(threads, 15, threads == 1 ? 200000 : 20000, rmm_hit);
+      check(cudaDeviceSynchronize(), "sync");
+      const std::string baseline =
+          "rmm::mr::pool_memory_resource " + rmm_version() + " allocate+deallocate hit";
+      emit(name, params, hit_ns, baseline.c_str(), rmm_ns);
+    } else {
+      skip(name, params, why);
+    }
+#else
+    skip(name, params,
+         "built without RMM: run scripts/fetch-device-deps.sh (it unpacks the librmm-cu13 and "
+         "rapids-logger wheels into .deps/rmm, found at configure time) or configure with "
+         "-DVYRE_BENCH_RMM_DIR=<dir>");
+#endif
+  }
   for (auto s : streams) check(cudaStreamDestroy(s), "stream destroy");
 }
 
