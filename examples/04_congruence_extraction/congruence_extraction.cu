@@ -45,9 +45,9 @@ template <class T>
 std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream) {
   std::vector<T> host(count);
   if (count == 0) return host;
-  vyre::cuda_check(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost,
-                                   stream),
-                   "download")
+  vyre::cuda_check(
+      cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost, stream),
+      "download")
       .value();
   vyre::cuda_check(cudaStreamSynchronize(stream), "download").value();
   return host;
@@ -73,8 +73,9 @@ int run(const char* path) {
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "congruence_extraction: no CUDA device here; stopping before the GPU "
-                         "part.\n");
+    std::fprintf(stderr,
+                 "congruence_extraction: no CUDA device here; stopping before the GPU "
+                 "part.\n");
     return 0;
   }
 
@@ -90,16 +91,16 @@ int run(const char* path) {
 
   // 3. Extraction on the image as loaded.
   const auto node_cost = upload(file.node_cost, stream);
-  const auto before = value_of(alg::extract(image, node_cost.get(), {file.roots.data(),
-                                            file.roots.size()}, stream));
+  const auto before = value_of(
+      alg::extract(image, node_cost.get(), {file.roots.data(), file.roots.size()}, stream));
   std::printf("extraction:  root tree cost %g (%u rounds)\n", before.root_cost, before.rounds);
 
   // 4. Congruence closure.
   const auto closed = value_of(alg::congruence(image, stream));
   const vyre::egraph::image_layout& rebuilt = closed.rebuilt.layout();
   std::printf("congruence:  %u -> %u e-nodes, %u -> %u e-classes, %llu merges in %u rounds\n",
-              layout.row_count, rebuilt.row_count, layout.group_count,
-              rebuilt.group_count, static_cast<unsigned long long>(closed.merges), closed.rounds);
+              layout.row_count, rebuilt.row_count, layout.group_count, rebuilt.group_count,
+              static_cast<unsigned long long>(closed.merges), closed.rounds);
 
   // 5. Extraction on the rebuilt image. Its rows are the kept original rows, so their costs
   //    are the originals'; its e-class ids are the representatives (smallest merged id), so a
@@ -122,11 +123,12 @@ int run(const char* path) {
 
   // 6. The CPU references compute the same things on the host copy of the image.
   const vyre::egraph::image_columns host_image = file.image.ref().columns();
-  const auto cpu_extract = value_of(alg::extract_reference(
-      host_image, {file.node_cost.data(), file.node_cost.size()}, {file.roots.data(),
-      file.roots.size()}));
+  const auto cpu_extract =
+      value_of(alg::extract_reference(host_image, {file.node_cost.data(), file.node_cost.size()},
+                                      {file.roots.data(), file.roots.size()}));
   const auto cpu_closed = value_of(alg::congruence_reference(host_image));
-  const bool same = cpu_extract.root_cost == before.root_cost && cpu_closed.merges == closed.merges &&
+  const bool same = cpu_extract.root_cost == before.root_cost &&
+                    cpu_closed.merges == closed.merges &&
                     cpu_closed.rebuilt.row_count() == rebuilt.row_count &&
                     cpu_closed.representative == representative;
   std::printf("CPU reference agrees: %s\n", same ? "yes" : "NO");

@@ -60,7 +60,10 @@ int main(int argc, char** argv) {
                 times[times.size() / 2] * 1000.0);
   }
   check(cudaProfilerStart(), "profiler start");
-  { auto image = take(build(ref, workspace, profile_checked ? child_check::on : child_check::off), "build"); }
+  {
+    auto image =
+        take(build(ref, workspace, profile_checked ? child_check::on : child_check::off), "build");
+  }
   check(cudaStreamSynchronize(stream), "sync");
   check(cudaProfilerStop(), "profiler stop");
   return 0;

@@ -30,8 +30,10 @@ T take(vyre::expected<T>&& value, const char* what) {
 }
 template <class T>
 vyre::algorithms::device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = take(vyre::algorithms::device_buffer<T>::allocate(host.size(), stream, "upload"), "upload");
-  check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream),
+  auto buffer =
+      take(vyre::algorithms::device_buffer<T>::allocate(host.size(), stream, "upload"), "upload");
+  check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
+                        stream),
         "upload");
   return buffer;
 }
@@ -51,8 +53,8 @@ struct synthetic_rows {
     op = upload(rows.op, stream);
     lens = upload(rows.children_length, stream);
     children = upload(rows.children, stream);
-    ref = {eclass.get(), op.get(), lens.get(), children.get(), rows.row_count(),
-           static_cast<std::uint32_t>(rows.children.size())};
+    ref = {eclass.get(),   op.get(),         lens.get(),
+           children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
     check(cudaStreamSynchronize(stream), "upload");  // `graph` (the host rows) goes out of scope
   }
 };

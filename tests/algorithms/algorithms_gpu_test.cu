@@ -58,7 +58,8 @@ struct stream_guard {
     std::uint64_t keep_all = UINT64_MAX;
     REQUIRE(cudaGetDevice(&device) == cudaSuccess);
     REQUIRE(cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess);
-    REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) == cudaSuccess);
+    REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) ==
+            cudaSuccess);
     void* block = nullptr;
     REQUIRE(cudaMallocAsync(&block, std::size_t{256} << 20, stream) == cudaSuccess);
     REQUIRE(cudaMemsetAsync(block, 0xA5, std::size_t{256} << 20, stream) == cudaSuccess);
@@ -98,8 +99,8 @@ struct device_rows {
         op(upload(rows.row_language_op_ids, stream)),
         lens(upload(rows.row_children_lens, stream)),
         children(upload(rows.children, stream)) {
-    view = {eclass.get(), op.get(), lens.get(), children.get(), rows.row_count(),
-            static_cast<std::uint32_t>(rows.children.size())};
+    view = {eclass.get(),   op.get(),         lens.get(),
+            children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
   }
 };
 
@@ -116,7 +117,8 @@ void check_build(const raw_rows& rows) {
   REQUIRE(expected_image.has_value());
   const device_packed_image image = build_on_device(rows, s.stream);
   CHECK(image.layout() == expected_image->layout);
-  const auto words = download(image.words(), static_cast<std::size_t>(image.word_count()), s.stream);
+  const auto words =
+      download(image.words(), static_cast<std::size_t>(image.word_count()), s.stream);
   CHECK(words == expected_image->words);
   CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
 }
@@ -127,21 +129,24 @@ void check_build(const raw_rows& rows) {
 // runs those two tools on the flag-readback driver, whose rounds launch the same kernels.
 std::vector<loop_driver> loop_drivers() {
   const char* only = std::getenv("VYRE_TEST_LOOP_DRIVERS");
-  if (only != nullptr && std::string_view(only) == "flag_readback") return {loop_driver::flag_readback};
+  if (only != nullptr && std::string_view(only) == "flag_readback")
+    return {loop_driver::flag_readback};
   return {loop_driver::flag_readback, loop_driver::conditional_graph};
 }
 
 template <class Signature = design_signature>
 void check_congruence(const raw_rows& rows, Signature signature = {}) {
   for (const loop_driver driver : loop_drivers()) {
-    INFO("driver " << (driver == loop_driver::flag_readback ? "flag_readback" : "conditional_graph"));
+    INFO("driver " << (driver == loop_driver::flag_readback ? "flag_readback"
+                                                            : "conditional_graph"));
     check_congruence_with(rows, driver, signature);
   }
 }
 
 void check_extract(const raw_rows& rows, const std::vector<double>& cost,
                    const std::vector<std::uint32_t>& roots) {
-  auto cpu = extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
+  auto cpu =
+      extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
   REQUIRE(cpu.has_value());
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     INFO("single_block_max_groups = " << single_block_max);
@@ -164,7 +169,8 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
     if (std::isinf(cpu->root_cost)) {
       CHECK(std::isinf(gpu->root_cost));
     } else {
-      CHECK(std::abs(gpu->root_cost - cpu->root_cost) <= 1e-9 * (std::max)(1.0, std::abs(cpu->root_cost)));
+      CHECK(std::abs(gpu->root_cost - cpu->root_cost) <=
+            1e-9 * (std::max)(1.0, std::abs(cpu->root_cost)));
     }
   }
 }
@@ -226,7 +232,7 @@ TEST_CASE("device build is byte-identical to the host pack", "[gpu][build]") {
   add_row(wide_ids, 5, 1, {});
   add_row(wide_ids, 0xFFFFFFFFu, 1, {});
   check_build(wide_ids);  // sparse ids (the child check searches instead of a bitmap)
-  raw_rows gaps;            // dense ids with gaps, across bitmap word boundaries
+  raw_rows gaps;          // dense ids with gaps, across bitmap word boundaries
   add_row(gaps, 31, 0, {});
   add_row(gaps, 32, 1, {31});
   add_row(gaps, 1000, 2, {32, 31, 32});
@@ -320,7 +326,8 @@ TEST_CASE("device congruence equals the CPU reference on hand-made cases", "[gpu
 TEST_CASE("device congruence equals the CPU reference on synthetic e-graphs", "[gpu][congruence]") {
   for (std::uint64_t seed = 1; seed <= 8; ++seed) {
     INFO("seed " << seed);
-    check_congruence(synthetic(30000, seed, seed % 2 == 0, seed <= 4 ? 2 : 64, seed % 3 == 0 ? 1 : 8).rows);
+    check_congruence(
+        synthetic(30000, seed, seed % 2 == 0, seed <= 4 ? 2 : 64, seed % 3 == 0 ? 1 : 8).rows);
   }
   check_congruence(synthetic(1u << 20, 7, true).rows);
 }
@@ -472,7 +479,8 @@ raw_rows diamond_rows(std::uint32_t pairs) {
 
 // The plan's view against the CPU reference and the one-shot device function.
 template <class Signature>
-void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& rows, cudaStream_t stream) {
+void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& rows,
+                           cudaStream_t stream) {
   auto cpu = congruence_reference(rows.ref());
   REQUIRE(cpu.has_value());
   const device_packed_image image = build_on_device(rows, stream);
@@ -501,7 +509,8 @@ void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& row
 
 void check_plan_extract(extract_plan& plan, const raw_rows& rows, const std::vector<double>& cost,
                         const std::vector<std::uint32_t>& roots, cudaStream_t stream) {
-  auto cpu = extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
+  auto cpu =
+      extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
   REQUIRE(cpu.has_value());
   const device_packed_image image = build_on_device(rows, stream);
   const device_buffer<double> device_cost = upload(cost, stream);
@@ -538,8 +547,10 @@ TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing pas
   check_plan_congruence(plan, chain_rows(511), s.stream);   // exactly a full 1024-row bucket
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     INFO("seed " << seed);
-    check_plan_congruence(plan, synthetic(5000 * static_cast<std::uint32_t>(seed), seed,
-                                          seed % 2 == 0, seed <= 2 ? 2 : 64, seed == 3 ? 1 : 8).rows,
+    check_plan_congruence(plan,
+                          synthetic(5000 * static_cast<std::uint32_t>(seed), seed, seed % 2 == 0,
+                                    seed <= 2 ? 2 : 64, seed == 3 ? 1 : 8)
+                              .rows,
                           s.stream);
   }
   // The same input twice: the replay starts from a clean state.
@@ -725,7 +736,8 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
   stream_guard s;
   congruence_plan<> closure(s.stream);
   extract_plan best(s.stream);
-  for (const auto& entry : vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
+  for (const auto& entry :
+       vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
     INFO(entry.file);
     const auto graph = vyre_test::load_egraph_json((dir / entry.file).string());
     check_plan_congruence(closure, graph.rows, s.stream);

@@ -12,7 +12,8 @@ TEST_CASE("the algorithms link from a second translation unit", "[gpu][odr]") {
   cudaStream_t stream = nullptr;
   REQUIRE(cudaStreamCreate(&stream) == cudaSuccess);
   {
-    const std::vector<std::uint32_t> host{2, 1, 2, 0, 0, 1, 0, 0, 2, 1, 2};  // eclass op lens children
+    const std::vector<std::uint32_t> host{2, 1, 2, 0, 0, 1,
+                                          0, 0, 2, 1, 2};  // eclass op lens children
     auto words = device_buffer<std::uint32_t>::allocate(host.size(), stream, "test rows");
     REQUIRE(words.has_value());
     REQUIRE(cudaMemcpyAsync(words->get(), host.data(), host.size() * 4, cudaMemcpyHostToDevice,

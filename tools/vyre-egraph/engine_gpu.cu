@@ -61,9 +61,9 @@ expected<std::vector<T>> download(const T* device, std::size_t count, cudaStream
   std::vector<T> host;
   VYRE_TRY(vyre::try_resize(host, count, what));
   if (count == 0) return host;
-  VYRE_CUDA_TRY(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost,
-                                stream),
-                what);
+  VYRE_CUDA_TRY(
+      cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost, stream),
+      what);
   VYRE_CUDA_TRY(cudaStreamSynchronize(stream), what);
   return host;
 }
@@ -86,9 +86,8 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
   VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence(session.image, stream));
   congruence_summary summary;
   summary.classes_before = input.image.layout().group_count;
-  VYRE_TRY_ASSIGN(auto representative,
-                  download(found.representative.get(), summary.classes_before, stream,
-                           "congruence: download representatives"));
+  VYRE_TRY_ASSIGN(auto representative, download(found.representative.get(), summary.classes_before,
+                                                stream, "congruence: download representatives"));
   summary.classes_after = distinct_count(std::move(representative));
   const vyre::egraph::image_layout& rebuilt = found.rebuilt.layout();
   summary.nodes_after = rebuilt.row_count;
@@ -116,13 +115,13 @@ expected<extraction_summary> extract_gpu(const graph_input& input) {
   VYRE_TRY_ASSIGN(auto node_cost, device_buffer<double>::allocate(input.node_cost.size(), stream,
                                                                   "extract: node costs"));
   if (!input.node_cost.empty())
-    VYRE_CUDA_TRY(cudaMemcpyAsync(node_cost.get(), input.node_cost.data(),
-                                  input.node_cost.size() * sizeof(double), cudaMemcpyHostToDevice,
-                                  stream),
-                  "extract: upload node costs");
-  VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract(session.image, node_cost.get(),
-                                                        {input.roots.data(), input.roots.size()},
-                                                        stream));
+    VYRE_CUDA_TRY(
+        cudaMemcpyAsync(node_cost.get(), input.node_cost.data(),
+                        input.node_cost.size() * sizeof(double), cudaMemcpyHostToDevice, stream),
+        "extract: upload node costs");
+  VYRE_TRY_ASSIGN(auto found,
+                  vyre::algorithms::extract(session.image, node_cost.get(),
+                                            {input.roots.data(), input.roots.size()}, stream));
   const std::uint32_t classes = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(const auto cost,
                   download(found.cost.get(), classes, stream, "extract: download class costs"));

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Device build: raw rows already on the device (any row order) -> the packed image (docs/image_format.md),
-//! byte-identical to the host pack of the same rows. CUB does the heavy lifting: a radix sort of
-//! (e-class, row) pairs restricted to the bits the ids use, a run-length encode for the groups,
-//! exclusive scans for the children and group offsets; one kernel writes the row columns,
-//! signatures, children and group rows. The image is allocated before the groups are counted
-//! (room for one group per row), so every column but the group offsets is written before the
-//! host needs the count; a bad input frees it. Engines that build repeatedly pass
-//! a `build_workspace` (temporaries, scratch and a pinned readback kept between calls: only the
-//! image is allocated per build).
+//! Device build: raw rows already on the device (any row order) -> the packed image
+//! (docs/image_format.md), byte-identical to the host pack of the same rows. CUB does the heavy
+//! lifting: a radix sort of (e-class, row) pairs restricted to the bits the ids use, a run-length
+//! encode for the groups, exclusive scans for the children and group offsets; one kernel writes the
+//! row columns, signatures, children and group rows. The image is allocated before the groups are
+//! counted (room for one group per row), so every column but the group offsets is written before
+//! the host needs the count; a bad input frees it. Engines that build repeatedly pass a
+//! `build_workspace` (temporaries, scratch and a pinned readback kept between calls: only the image
+//! is allocated per build).
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
@@ -19,18 +19,18 @@
 #pragma nv_diag_suppress 20011, 20013
 #endif
 
+#include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <algorithm>
 #include <utility>
 #include <vector>
 
+#include <cuda_runtime_api.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/bit>
-#include <cuda_runtime_api.h>
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/signature.hpp"
@@ -72,7 +72,8 @@ class device_packed_image {
 inline device_packed_image::device_packed_image() noexcept = default;
 inline device_packed_image::~device_packed_image() = default;
 inline device_packed_image::device_packed_image(device_packed_image&&) noexcept = default;
-inline device_packed_image& device_packed_image::operator=(device_packed_image&&) noexcept = default;
+inline device_packed_image& device_packed_image::operator=(device_packed_image&&) noexcept =
+    default;
 
 //! Whether `build` checks that every child names an e-class that has rows (one bitmap load per
 //! child, or a binary search for very sparse ids; the host pack always checks).
@@ -112,8 +113,8 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
                                    const std::uint32_t* sorted_rows, presence_bitmap groups,
                                    std::uint32_t* image) {
-  const image_layout layout = image_layout::for_counts(rows.row_count, rows.child_count,
-                             static_cast<std::uint32_t>(counters->groups));
+  const image_layout layout = image_layout::for_counts(
+      rows.row_count, rows.child_count, static_cast<std::uint32_t>(counters->groups));
   const std::uint32_t* const offsets = image + layout.offset(image_column::row_children_offsets);
   const std::uint32_t* const __restrict__ in_children = rows.children;
   std::uint32_t* const __restrict__ out_children = image + layout.offset(image_column::children);
@@ -136,7 +137,8 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
     const bool short_column = live && r == rows.row_count - 1 && row_end < rows.child_count;
     const unsigned bad_lanes = __ballot_sync(0xFFFFFFFFu, past_column || short_column);
     if (bad_lanes != 0) {
-      if (lane == static_cast<unsigned>(__ffs(bad_lanes) - 1)) atomicMin(&counters->status.bad_row, r);
+      if (lane == static_cast<unsigned>(__ffs(bad_lanes) - 1))
+        atomicMin(&counters->status.bad_row, r);
       continue;
     }
     const std::uint32_t begin = __shfl_sync(0xFFFFFFFFu, offset, 0);
@@ -177,7 +179,8 @@ VYRE_KERNEL void mark_groups_kernel(const std::uint32_t* group_ids, const int* g
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const unsigned same_word = __match_any_sync(__activemask(), word);
     const std::uint32_t bits = __reduce_or_sync(same_word, bit);
-    if ((threadIdx.x & 31u) == static_cast<unsigned>(__ffs(same_word) - 1)) atomicOr(&present[word], bits);
+    if ((threadIdx.x & 31u) == static_cast<unsigned>(__ffs(same_word) - 1))
+      atomicOr(&present[word], bits);
 #else
     atomicOr(&present[word], bit);
 #endif
@@ -221,7 +224,8 @@ VYRE_KERNEL void init_build_counters_kernel(build_counters* counters) {
 //! The lengths do not add up to `child_count`; `bad_row` is the first row whose children range
 //! runs past the column, or the last row when they fall short. Error path only: it reads the
 //! lengths back to report their sum too (left out if that readback fails).
-inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row, cudaStream_t stream) {
+inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row,
+                                cudaStream_t stream) {
   error reported = error(errc::out_of_range,
                          "build: a row's children range does not match the children column "
                          "(the lengths must add up to child_count)");
@@ -234,8 +238,9 @@ inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row,
     for (const std::uint32_t length : lengths) length_sum += length;
     reported.with("length_sum", length_sum);
   }
-  return reported.fix("pass the children of every row concatenated in row order, and "
-                      "child_count = sum of row_children_lens");
+  return reported.fix(
+      "pass the children of every row concatenated in row order, and "
+      "child_count = sum of row_children_lens");
 }
 
 inline error build_child_error(const device_status& status) {
@@ -268,10 +273,11 @@ class build_workspace {
   //! @throws nothing; errors: more than INT_MAX rows (`errc::abi_limit`), allocation failures.
   expected<void> reserve(std::uint32_t rows) {
     if (rows > static_cast<std::uint32_t>(INT_MAX))
-      return fail(error(errc::abi_limit, "build_workspace: too many rows for CUB's run-length encode")
-                      .with("rows", rows)
-                      .with("max_rows", INT_MAX)
-                      .fix("shard the e-graph into parts of at most 2^31 - 1 rows"));
+      return fail(
+          error(errc::abi_limit, "build_workspace: too many rows for CUB's run-length encode")
+              .with("rows", rows)
+              .with("max_rows", INT_MAX)
+              .fix("shard the e-graph into parts of at most 2^31 - 1 rows"));
     VYRE_TRY(reserve_head(rows));
     return reserve_tail(rows);
   }
@@ -314,9 +320,11 @@ class build_workspace {
                   "build: scratch size (cub::DeviceRunLengthEncode::Encode)");
     VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, none, none, rows, stream_),
                   "build: scratch size (cub::DeviceScan::ExclusiveSum)");
-    const std::size_t need = (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
+    const std::size_t need =
+        (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
     if (need > scratch_.size()) {
-      VYRE_TRY_ASSIGN(scratch_, device_buffer<unsigned char>::allocate(need, stream_, "build: CUB scratch"));
+      VYRE_TRY_ASSIGN(scratch_,
+                      device_buffer<unsigned char>::allocate(need, stream_, "build: CUB scratch"));
     }
     return {};
   }
@@ -419,8 +427,8 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   detail::init_build_counters_kernel<><<<1, 1, 0, stream>>>(on_device);
   VYRE_TRY(detail::launched("build: init counters"));
   std::size_t bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.row_eclass_ids, &on_device->largest_id,
-                                       R, stream),
+  VYRE_CUDA_TRY(cub::DeviceReduce::Max(w.scratch_.get(), bytes, rows.row_eclass_ids,
+                                       &on_device->largest_id, R, stream),
                 "build: e-class id range (cub::DeviceReduce::Max)");
   // Enqueued while the host waits for the id range: the row ids the sort carries along (unless
   // the workspace holds them), then the sort temporaries and the image (sized for one group
@@ -434,8 +442,9 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
       w.identity_rows_ = R;
     }
     VYRE_TRY(w.reserve_tail(R));
-    VYRE_TRY_ASSIGN(image_words, u32_buffer::allocate(static_cast<std::size_t>(largest.word_count()),
-                                                      stream, "build: image"));
+    VYRE_TRY_ASSIGN(image_words,
+                    u32_buffer::allocate(static_cast<std::size_t>(largest.word_count()), stream,
+                                         "build: image"));
     return {};
   };
   if (seen != &pageable) {
@@ -462,18 +471,19 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
                                                 w.sorted_rows_.get(), R, 0, end_bit, stream),
                 "build: group rows (cub::DeviceRadixSort::SortPairs)");
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(w.scratch_.get(), bytes, w.sorted_ids_.get(),
-                                                   group_ids, w.counts_.get(), groups_out,
-                                                   static_cast<int>(R), stream),
-                "build: groups (cub::DeviceRunLengthEncode::Encode)");
+  VYRE_CUDA_TRY(
+      cub::DeviceRunLengthEncode::Encode(w.scratch_.get(), bytes, w.sorted_ids_.get(), group_ids,
+                                         w.counts_.get(), groups_out, static_cast<int>(R), stream),
+      "build: groups (cub::DeviceRunLengthEncode::Encode)");
   detail::presence_bitmap group_bitmap;
   if (checked && detail::bitmap_checks_children(largest_id, R)) {
     const std::uint32_t words = largest_id / 32 + 1;
     VYRE_TRY(w.ensure(w.present_, words, "build: child check bitmap"));
-    VYRE_CUDA_TRY(cudaMemsetAsync(w.present_.get(), 0, std::size_t{words} * sizeof(std::uint32_t), stream),
-                  "build: child check bitmap");
-    detail::mark_groups_kernel<><<<grid_for(R), block_size, 0, stream>>>(group_ids, groups_out,
-                                                                         w.present_.get());
+    VYRE_CUDA_TRY(
+        cudaMemsetAsync(w.present_.get(), 0, std::size_t{words} * sizeof(std::uint32_t), stream),
+        "build: child check bitmap");
+    detail::mark_groups_kernel<>
+        <<<grid_for(R), block_size, 0, stream>>>(group_ids, groups_out, w.present_.get());
     VYRE_TRY(detail::launched("build: child check bitmap"));
     group_bitmap = {w.present_.get(), largest_id};  // the rows kernel checks each child
   } else if (checked) {
@@ -485,11 +495,12 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   // The children offsets, then every column but the group offsets (the rows kernel reads the
   // group count on the device, and checks the lengths).
   bytes = scratch_bytes;
-  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, rows.row_children_lens,
-                                              base + largest.offset(image_column::row_children_offsets), R, stream),
+  VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(
+                    w.scratch_.get(), bytes, rows.row_children_lens,
+                    base + largest.offset(image_column::row_children_offsets), R, stream),
                 "build: children offsets (cub::DeviceScan::ExclusiveSum)");
-  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(rows, on_device, w.sorted_rows_.get(),
-                                                                      group_bitmap, base);
+  detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
+      rows, on_device, w.sorted_rows_.get(), group_bitmap, base);
   VYRE_TRY(detail::launched("build: row columns, signatures, children and group rows"));
   VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read group count and checks"));
   if (seen->status.bad_row != 0xFFFFFFFFu)
@@ -497,10 +508,12 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
 
   // The last column: G group offsets (the rows kernel wrote the closing one).
-  const image_layout layout = image_layout::for_counts(R, rows.child_count, static_cast<std::uint32_t>(seen->groups));
+  const image_layout layout =
+      image_layout::for_counts(R, rows.child_count, static_cast<std::uint32_t>(seen->groups));
   bytes = scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(w.scratch_.get(), bytes, w.counts_.get(),
-                                              base + layout.offset(image_column::group_offsets), layout.group_count, stream),
+                                              base + layout.offset(image_column::group_offsets),
+                                              layout.group_count, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(image_words), layout);
 }

@@ -21,12 +21,12 @@
 #include <cstdint>
 #include <utility>
 
+#include <cuda_runtime_api.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cub/device/device_select.cuh>
 #include <cuda/atomic>
 #include <cuda/functional>
-#include <cuda_runtime_api.h>
 
 #include "vyre/algorithms/build.cuh"
 #include "vyre/algorithms/detail/device_support.cuh"
@@ -55,11 +55,13 @@ struct device_congruence_result {
 };
 inline device_congruence_result::device_congruence_result() = default;
 inline device_congruence_result::~device_congruence_result() = default;
-inline device_congruence_result::device_congruence_result(device_congruence_result&&) noexcept = default;
-inline device_congruence_result& device_congruence_result::operator=(device_congruence_result&&) noexcept = default;
+inline device_congruence_result::device_congruence_result(device_congruence_result&&) noexcept =
+    default;
+inline device_congruence_result& device_congruence_result::operator=(
+    device_congruence_result&&) noexcept = default;
 
-
-//! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense class indices).
+//! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense
+//! class indices).
 struct design_signature {
   VYRE_HOST_DEVICE std::uint32_t operator()(std::uint32_t op, const std::uint32_t* children,
                                             std::uint32_t length) const noexcept {
@@ -92,8 +94,8 @@ VYRE_DEVICE inline void hook(std::uint32_t* parent, std::uint32_t a, std::uint32
     const std::uint32_t high = a > b ? a : b;
     const std::uint32_t low = a > b ? b : a;
     std::uint32_t expected = high;
-    if (atomic_u32(parent[high]).compare_exchange_strong(expected, low,
-                                                         cuda::std::memory_order_relaxed)) {
+    if (atomic_u32(parent[high])
+            .compare_exchange_strong(expected, low, cuda::std::memory_order_relaxed)) {
       atomicAdd(&status->merges, 1ull);
       status->changed = 1;
       return;
@@ -119,7 +121,8 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void check_ranges_kernel(image_columns image, device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
-    if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] > image.child_count())
+    if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] >
+        image.child_count())
       atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
 }
 
@@ -139,7 +142,8 @@ VYRE_KERNEL void sign_kernel(image_columns image, const std::uint32_t* canon, Si
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
     const auto r = static_cast<std::uint32_t>(i);
-    keys[r] = signature(image.row_language_op_ids()[r], canon + image.row_children_offsets()[r], image.row_children_lens()[r]);
+    keys[r] = signature(image.row_language_op_ids()[r], canon + image.row_children_offsets()[r],
+                        image.row_children_lens()[r]);
     rows[r] = r;
   }
 }
@@ -158,7 +162,9 @@ VYRE_KERNEL void run_heads_kernel(const std::uint32_t* sorted_keys, std::uint32_
 VYRE_DEVICE inline bool same_canonical_row(const image_columns& image, const std::uint32_t* canon,
                                            std::uint32_t a, std::uint32_t b) noexcept {
   const std::uint32_t length = image.row_children_lens()[a];
-  if (image.row_language_op_ids()[a] != image.row_language_op_ids()[b] || length != image.row_children_lens()[b]) return false;
+  if (image.row_language_op_ids()[a] != image.row_language_op_ids()[b] ||
+      length != image.row_children_lens()[b])
+    return false;
   const std::uint32_t* ca = canon + image.row_children_offsets()[a];
   const std::uint32_t* cb = canon + image.row_children_offsets()[b];
   for (std::uint32_t k = 0; k < length; ++k)
@@ -201,9 +207,10 @@ VYRE_KERNEL void flatten_kernel(std::uint32_t* parent, std::uint32_t count) {
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void gather_kept_kernel(image_columns image, const std::uint32_t* kept, std::uint32_t kept_count,
-                                    const std::uint32_t* dense_row, const std::uint32_t* parent,
-                                    std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens) {
+VYRE_KERNEL void gather_kept_kernel(image_columns image, const std::uint32_t* kept,
+                                    std::uint32_t kept_count, const std::uint32_t* dense_row,
+                                    const std::uint32_t* parent, std::uint32_t* eclass,
+                                    std::uint32_t* op, std::uint32_t* lens) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < kept_count;
        i += std::uint64_t{gridDim.x} * blockDim.x) {
     const std::uint32_t r = kept[i];
@@ -222,7 +229,8 @@ VYRE_KERNEL void gather_children_kernel(image_columns image, const std::uint32_t
     const std::uint32_t r = kept[i];
     const std::uint32_t* from = canon + image.row_children_offsets()[r];
     std::uint32_t* to = children + new_offsets[i];
-    for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k) to[k] = image.group_eclass_ids()[from[k]];
+    for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k)
+      to[k] = image.group_eclass_ids()[from[k]];
   }
 }
 
@@ -262,7 +270,8 @@ struct graph_owner {
 
 inline error congruence_input_error(const device_status& status, const image_columns& image) {
   if (status.bad_row != 0xFFFFFFFFu)
-    return error(errc::out_of_range, "congruence: a row's children range ends past the children column")
+    return error(errc::out_of_range,
+                 "congruence: a row's children range ends past the children column")
         .with("row", status.bad_row)
         .with("child_count", image.child_count())
         .fix("pass a packed image built by pack or build");
@@ -293,17 +302,23 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
   const std::uint32_t R = image.row_count(), C = image.child_count(), G = image.group_count();
   using u32_buffer = device_buffer<std::uint32_t>;
 
-  VYRE_TRY_ASSIGN(auto status, device_buffer<detail::device_status>::allocate(1, stream, "congruence: status"));
+  VYRE_TRY_ASSIGN(auto status,
+                  device_buffer<detail::device_status>::allocate(1, stream, "congruence: status"));
   VYRE_TRY_ASSIGN(u32_buffer dense_row, u32_buffer::allocate(R, stream, "congruence: row classes"));
-  VYRE_TRY_ASSIGN(u32_buffer dense_child, u32_buffer::allocate(C, stream, "congruence: child classes"));
+  VYRE_TRY_ASSIGN(u32_buffer dense_child,
+                  u32_buffer::allocate(C, stream, "congruence: child classes"));
   VYRE_TRY_ASSIGN(u32_buffer parent, u32_buffer::allocate(G, stream, "congruence: union-find"));
-  VYRE_TRY_ASSIGN(u32_buffer canon, u32_buffer::allocate(C, stream, "congruence: canonical children"));
+  VYRE_TRY_ASSIGN(u32_buffer canon,
+                  u32_buffer::allocate(C, stream, "congruence: canonical children"));
   VYRE_TRY_ASSIGN(u32_buffer keys, u32_buffer::allocate(R, stream, "congruence: signatures"));
   VYRE_TRY_ASSIGN(u32_buffer rows, u32_buffer::allocate(R, stream, "congruence: row ids"));
-  VYRE_TRY_ASSIGN(u32_buffer sorted_keys, u32_buffer::allocate(R, stream, "congruence: sorted signatures"));
-  VYRE_TRY_ASSIGN(u32_buffer sorted_rows, u32_buffer::allocate(R, stream, "congruence: sorted rows"));
+  VYRE_TRY_ASSIGN(u32_buffer sorted_keys,
+                  u32_buffer::allocate(R, stream, "congruence: sorted signatures"));
+  VYRE_TRY_ASSIGN(u32_buffer sorted_rows,
+                  u32_buffer::allocate(R, stream, "congruence: sorted rows"));
   VYRE_TRY_ASSIGN(u32_buffer run_start, u32_buffer::allocate(R, stream, "congruence: run starts"));
-  VYRE_TRY_ASSIGN(auto leader_flag, device_buffer<std::uint8_t>::allocate(R, stream, "congruence: leaders"));
+  VYRE_TRY_ASSIGN(auto leader_flag,
+                  device_buffer<std::uint8_t>::allocate(R, stream, "congruence: leaders"));
   // The WHILE driver's round counter (the graph counts its own rounds).
   const bool while_graph = R != 0 && driver == loop_driver::conditional_graph;
   VYRE_TRY_ASSIGN(u32_buffer rounds_run,
@@ -317,9 +332,10 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
   VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, keys.get(), sorted_keys.get(),
                                                 rows.get(), sorted_rows.get(), R, 0, 32, stream),
                 "congruence: sort scratch size");
-  VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, scan_bytes, run_start.get(), run_start.get(),
-                                               cuda::maximum<std::uint32_t>{}, R, stream),
-                "congruence: scan scratch size");
+  VYRE_CUDA_TRY(
+      cub::DeviceScan::InclusiveScan(nullptr, scan_bytes, run_start.get(), run_start.get(),
+                                     cuda::maximum<std::uint32_t>{}, R, stream),
+      "congruence: scan scratch size");
   VYRE_TRY_ASSIGN(auto scratch, device_buffer<unsigned char>::allocate(
                                     (std::max)((std::max)(sort_bytes, scan_bytes), std::size_t{1}),
                                     stream, "congruence: CUB scratch"));
@@ -327,7 +343,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
   detail::init_status_kernel<><<<1, 1, 0, stream>>>(status.get());
   VYRE_TRY(detail::launched("congruence: init status"));
   if (G != 0) {
-    detail::congruence_setup_kernel<><<<grid_for(G), block_size, 0, stream>>>(image, dense_row.get(), parent.get());
+    detail::congruence_setup_kernel<>
+        <<<grid_for(G), block_size, 0, stream>>>(image, dense_row.get(), parent.get());
     VYRE_TRY(detail::launched("congruence: setup"));
   }
   if (R != 0) {
@@ -335,7 +352,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
     VYRE_TRY(detail::launched("congruence: check ranges"));
   }
   if (C != 0) {
-    detail::dense_children_kernel<><<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
+    detail::dense_children_kernel<>
+        <<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
     VYRE_TRY(detail::launched("congruence: dense children"));
   }
   detail::device_status seen{};
@@ -345,22 +363,25 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
 
   // One round, enqueued on `on` (the caller's stream, or a capturing stream).
   const auto enqueue_round = [&](cudaStream_t on) -> expected<void> {
-    detail::canonicalise_kernel<><<<grid_for(C), block_size, 0, on>>>(dense_child.get(), parent.get(),
-                                                                      canon.get(), C, status.get());
+    detail::canonicalise_kernel<><<<grid_for(C), block_size, 0, on>>>(
+        dense_child.get(), parent.get(), canon.get(), C, status.get());
     VYRE_TRY(detail::launched("congruence: canonicalise children"));
     detail::sign_kernel<<<grid_for(R), block_size, 0, on>>>(image, canon.get(), signature,
                                                             keys.get(), rows.get());
     VYRE_TRY(detail::launched("congruence: sign rows"));
     std::size_t bytes = sort_bytes;
-    VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(scratch.get(), bytes, keys.get(), sorted_keys.get(),
-                                                  rows.get(), sorted_rows.get(), R, 0, 32, on),
-                  "congruence: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
-    detail::run_heads_kernel<><<<grid_for(R), block_size, 0, on>>>(sorted_keys.get(), run_start.get(), R);
+    VYRE_CUDA_TRY(
+        cub::DeviceRadixSort::SortPairs(scratch.get(), bytes, keys.get(), sorted_keys.get(),
+                                        rows.get(), sorted_rows.get(), R, 0, 32, on),
+        "congruence: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
+    detail::run_heads_kernel<>
+        <<<grid_for(R), block_size, 0, on>>>(sorted_keys.get(), run_start.get(), R);
     VYRE_TRY(detail::launched("congruence: signature runs"));
     bytes = scan_bytes;
-    VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(scratch.get(), bytes, run_start.get(), run_start.get(),
-                                                 cuda::maximum<std::uint32_t>{}, R, on),
-                  "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
+    VYRE_CUDA_TRY(
+        cub::DeviceScan::InclusiveScan(scratch.get(), bytes, run_start.get(), run_start.get(),
+                                       cuda::maximum<std::uint32_t>{}, R, on),
+        "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
     detail::leaders_kernel<><<<grid_for(R), block_size, 0, on>>>(
         image, canon.get(), sorted_rows.get(), run_start.get(), dense_row.get(), parent.get(),
         leader_flag.get(), status.get());
@@ -384,7 +405,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
       if (result.rounds == round_limit) return fail(too_many_rounds(result.rounds));
       ++result.rounds;
       VYRE_TRY(enqueue_round(stream));
-      VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
+      VYRE_TRY(
+          detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read round status"));
       changed = seen.changed != 0;
     }
   } else if (while_graph) {
@@ -393,8 +415,9 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
     detail::graph_owner owner;
     VYRE_CUDA_TRY(cudaGraphCreate(&owner.graph, 0), "congruence: create the WHILE graph");
     cudaGraphConditionalHandle handle{};
-    VYRE_CUDA_TRY(cudaGraphConditionalHandleCreate(&handle, owner.graph, 1, cudaGraphCondAssignDefault),
-                  "congruence: create the WHILE condition");
+    VYRE_CUDA_TRY(
+        cudaGraphConditionalHandleCreate(&handle, owner.graph, 1, cudaGraphCondAssignDefault),
+        "congruence: create the WHILE condition");
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
     params.conditional.handle = handle;
@@ -415,8 +438,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
                   "congruence: capture the round");
     auto captured = enqueue_round(owner.capture);
     if (captured) {
-      detail::continue_while_kernel<><<<1, 1, 0, owner.capture>>>(handle, status.get(), rounds_run.get(),
-                                                                 round_limit);
+      detail::continue_while_kernel<>
+          <<<1, 1, 0, owner.capture>>>(handle, status.get(), rounds_run.get(), round_limit);
       captured = detail::launched("congruence: WHILE condition");
     }
     cudaGraph_t ended = nullptr;
@@ -426,7 +449,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
     VYRE_CUDA_TRY(cudaGraphInstantiate(&owner.exec, owner.graph, 0),
                   "congruence: instantiate the WHILE graph (needs CUDA 12.4+ conditional nodes)");
     VYRE_CUDA_TRY(cudaGraphLaunch(owner.exec, stream), "congruence: launch the WHILE graph");
-    VYRE_TRY(detail::copy_to_host(&result.rounds, rounds_run.get(), 1, stream, "congruence: read rounds"));
+    VYRE_TRY(detail::copy_to_host(&result.rounds, rounds_run.get(), 1, stream,
+                                  "congruence: read rounds"));
     VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "congruence: read status"));
     if (seen.changed != 0) return fail(too_many_rounds(result.rounds));
   }
@@ -443,7 +467,8 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
 
   // Rebuilt rows: the final round's leaders, in row order, mapped back to original ids.
   VYRE_TRY_ASSIGN(result.kept_rows, u32_buffer::allocate(R, stream, "congruence: kept rows"));
-  VYRE_TRY_ASSIGN(auto kept_count, device_buffer<std::uint32_t>::allocate(1, stream, "congruence: kept count"));
+  VYRE_TRY_ASSIGN(auto kept_count,
+                  device_buffer<std::uint32_t>::allocate(1, stream, "congruence: kept count"));
   std::uint32_t K = 0;
   if (R != 0) {
     detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(rows.get(), R);
@@ -463,8 +488,9 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
   std::uint32_t* new_offsets = run_start.get();
   std::uint32_t new_child_count = 0;
   if (K != 0) {
-    detail::gather_kept_kernel<><<<grid_for(K), block_size, 0, stream>>>(
-        image, result.kept_rows.get(), K, dense_row.get(), parent.get(), new_eclass, new_op, new_lens);
+    detail::gather_kept_kernel<>
+        <<<grid_for(K), block_size, 0, stream>>>(image, result.kept_rows.get(), K, dense_row.get(),
+                                                 parent.get(), new_eclass, new_op, new_lens);
     VYRE_TRY(detail::launched("congruence: gather kept rows"));
     VYRE_TRY(detail::cub_call(
         [&](void* temp, std::size_t& bytes) {
@@ -472,17 +498,21 @@ expected<device_congruence_result> congruence(const image_columns& image, cudaSt
         },
         stream, "congruence: rebuilt offsets (cub::DeviceScan::ExclusiveSum)"));
     std::uint32_t last[2] = {0, 0};
-    VYRE_TRY(detail::copy_to_host(last, new_offsets + (K - 1), 1, stream, "congruence: read child count"));
-    VYRE_TRY(detail::copy_to_host(last + 1, new_lens + (K - 1), 1, stream, "congruence: read child count"));
+    VYRE_TRY(detail::copy_to_host(last, new_offsets + (K - 1), 1, stream,
+                                  "congruence: read child count"));
+    VYRE_TRY(detail::copy_to_host(last + 1, new_lens + (K - 1), 1, stream,
+                                  "congruence: read child count"));
     new_child_count = last[0] + last[1];
   }
-  VYRE_TRY_ASSIGN(u32_buffer new_children, u32_buffer::allocate(new_child_count, stream, "congruence: rebuilt children"));
+  VYRE_TRY_ASSIGN(u32_buffer new_children,
+                  u32_buffer::allocate(new_child_count, stream, "congruence: rebuilt children"));
   if (K != 0) {
     detail::gather_children_kernel<><<<grid_for(K), block_size, 0, stream>>>(
         image, result.kept_rows.get(), K, new_offsets, canon.get(), new_children.get());
     VYRE_TRY(detail::launched("congruence: gather rebuilt children"));
   }
-  const raw_rows_ref rebuilt_rows{new_eclass, new_op, new_lens, new_children.get(), K, new_child_count};
+  const raw_rows_ref rebuilt_rows{new_eclass,         new_op, new_lens,
+                                  new_children.get(), K,      new_child_count};
   VYRE_TRY_ASSIGN(result.rebuilt, build(rebuilt_rows, stream, child_check::off));
   VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "congruence: finish");
   return result;

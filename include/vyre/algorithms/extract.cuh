@@ -27,12 +27,12 @@
 #include <limits>
 #include <utility>
 
+#include <cuda_runtime_api.h>
 #include <cuda/atomic>
 #include <cuda/std/span>
-#include <cuda_runtime_api.h>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 
@@ -40,10 +40,10 @@ namespace vyre::algorithms {
 
 //! What the device extraction found.
 struct device_extraction_result {
-  device_buffer<double> cost;          //!< per group (e-class ids ascending): tree cost or +inf
-  device_buffer<std::uint32_t> choice; //!< per group: chosen row, or `no_row`
-  double root_cost = 0;                //!< sum of the roots' costs, in the order given
-  std::uint32_t rounds = 0;            //!< rounds until no cost changed (that round included)
+  device_buffer<double> cost;           //!< per group (e-class ids ascending): tree cost or +inf
+  device_buffer<std::uint32_t> choice;  //!< per group: chosen row, or `no_row`
+  double root_cost = 0;                 //!< sum of the roots' costs, in the order given
+  std::uint32_t rounds = 0;             //!< rounds until no cost changed (that round included)
 
   // Host-only special members, defaulted out of line: nvcc would otherwise infer them
   // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
@@ -55,9 +55,10 @@ struct device_extraction_result {
 };
 inline device_extraction_result::device_extraction_result() = default;
 inline device_extraction_result::~device_extraction_result() = default;
-inline device_extraction_result::device_extraction_result(device_extraction_result&&) noexcept = default;
-inline device_extraction_result& device_extraction_result::operator=(device_extraction_result&&) noexcept = default;
-
+inline device_extraction_result::device_extraction_result(device_extraction_result&&) noexcept =
+    default;
+inline device_extraction_result& device_extraction_result::operator=(
+    device_extraction_result&&) noexcept = default;
 
 //! Extraction knobs.
 struct extract_options {
@@ -82,7 +83,8 @@ VYRE_DEVICE inline double row_cost(const image_columns& image, const double* nod
                                    std::uint32_t r) noexcept {
   double total = node_cost[r];
   const std::uint32_t* child = dense_child + image.row_children_offsets()[r];
-  for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k) total += read_cost(cost, child[k]);
+  for (std::uint32_t k = 0; k < image.row_children_lens()[r]; ++k)
+    total += read_cost(cost, child[k]);
   return total;
 }
 
@@ -110,11 +112,15 @@ VYRE_DEVICE inline bool relax_row(const image_columns& image, const double* node
 
 //! The group of group-rows position i: the last g with group_offsets[g] <= i (a binary search,
 //! so no thread walks a whole large group).
-VYRE_DEVICE inline std::uint32_t group_of_position(const image_columns& image, std::uint32_t i) noexcept {
+VYRE_DEVICE inline std::uint32_t group_of_position(const image_columns& image,
+                                                   std::uint32_t i) noexcept {
   std::uint32_t lo = 0, hi = image.group_count();
   while (hi - lo > 1) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
-    if (image.group_offsets()[mid] <= i) lo = mid; else hi = mid;
+    if (image.group_offsets()[mid] <= i)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -186,17 +192,21 @@ VYRE_KERNEL void extract_setup_kernel(image_columns image, const double* node_co
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void relax_round_kernel(image_columns image, const double* node_cost,
-                                    const std::uint32_t* dense_child, const std::uint32_t* dense_row,
-                                    double* cost, device_status* status) {
+                                    const std::uint32_t* dense_child,
+                                    const std::uint32_t* dense_row, double* cost,
+                                    device_status* status) {
   bool dropped = false;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
-    dropped |= relax_row(image, node_cost, dense_child, dense_row, cost, static_cast<std::uint32_t>(i));
+    dropped |=
+        relax_row(image, node_cost, dense_child, dense_row, cost, static_cast<std::uint32_t>(i));
   if (dropped) status->changed = 1;
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void clear_changed_kernel(device_status* status) { status->changed = 0; }
+VYRE_KERNEL void clear_changed_kernel(device_status* status) {
+  status->changed = 0;
+}
 
 //! The whole fixpoint in one block (small e-graphs).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
@@ -215,7 +225,8 @@ VYRE_KERNEL void choose_kernel(image_columns image, const double* node_cost,
                                double* cost, std::uint32_t* choice) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.row_count(); i += std::uint64_t{gridDim.x} * blockDim.x)
-    choose_row(image, node_cost, dense_child, dense_row, cost, choice, static_cast<std::uint32_t>(i));
+    choose_row(image, node_cost, dense_child, dense_row, cost, choice,
+               static_cast<std::uint32_t>(i));
 }
 
 //! Sums the roots' costs in the given order (one thread: the reference's summation order).
@@ -244,9 +255,11 @@ VYRE_KERNEL void root_cost_kernel(image_columns image, const std::uint32_t* root
 //! @throws nothing; errors: a non-finite node cost (`errc::invalid_argument`, naming the row),
 //!         an unknown root or child (`errc::not_found`), costs still decreasing after
 //!         #classes + 1 rounds (`errc::invalid_argument`: a negative-cost cycle), CUDA failures.
-inline expected<device_extraction_result> extract(const image_columns& image, const double* node_cost,
+inline expected<device_extraction_result> extract(const image_columns& image,
+                                                  const double* node_cost,
                                                   cuda::std::span<const std::uint32_t> roots,
-                                                  cudaStream_t stream, extract_options options = {}) {
+                                                  cudaStream_t stream,
+                                                  extract_options options = {}) {
   using detail::block_size;
   using detail::grid_for;
   const std::uint32_t R = image.row_count(), C = image.child_count(), G = image.group_count();
@@ -257,12 +270,16 @@ inline expected<device_extraction_result> extract(const image_columns& image, co
                     .fix("pass at most 2^32 - 1 roots"));
   const auto root_count = static_cast<std::uint32_t>(roots.size());
 
-  VYRE_TRY_ASSIGN(auto status, device_buffer<detail::device_status>::allocate(1, stream, "extract: status"));
-  VYRE_TRY_ASSIGN(u32_buffer dense_child, u32_buffer::allocate(C, stream, "extract: child classes"));
+  VYRE_TRY_ASSIGN(auto status,
+                  device_buffer<detail::device_status>::allocate(1, stream, "extract: status"));
+  VYRE_TRY_ASSIGN(u32_buffer dense_child,
+                  u32_buffer::allocate(C, stream, "extract: child classes"));
   VYRE_TRY_ASSIGN(u32_buffer dense_row, u32_buffer::allocate(R, stream, "extract: row classes"));
-  VYRE_TRY_ASSIGN(u32_buffer device_roots, u32_buffer::allocate(root_count, stream, "extract: roots"));
+  VYRE_TRY_ASSIGN(u32_buffer device_roots,
+                  u32_buffer::allocate(root_count, stream, "extract: roots"));
   VYRE_TRY_ASSIGN(u32_buffer rounds_out, u32_buffer::allocate(1, stream, "extract: rounds"));
-  VYRE_TRY_ASSIGN(auto root_total, device_buffer<double>::allocate(1, stream, "extract: root cost"));
+  VYRE_TRY_ASSIGN(auto root_total,
+                  device_buffer<double>::allocate(1, stream, "extract: root cost"));
   device_extraction_result result;
   VYRE_TRY_ASSIGN(result.cost, device_buffer<double>::allocate(G, stream, "extract: class costs"));
   VYRE_TRY_ASSIGN(result.choice, u32_buffer::allocate(G, stream, "extract: choices"));
@@ -277,7 +294,8 @@ inline expected<device_extraction_result> extract(const image_columns& image, co
       image, node_cost, result.cost.get(), result.choice.get(), dense_row.get(), status.get());
   VYRE_TRY(detail::launched("extract: setup"));
   if (C != 0) {
-    detail::dense_children_kernel<><<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
+    detail::dense_children_kernel<>
+        <<<grid_for(C), block_size, 0, stream>>>(image, dense_child.get(), status.get());
     VYRE_TRY(detail::launched("extract: child classes"));
   }
   detail::device_status seen{};
@@ -298,7 +316,8 @@ inline expected<device_extraction_result> extract(const image_columns& image, co
         image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(),
         static_cast<std::uint32_t>(round_limit), status.get(), rounds_out.get());
     VYRE_TRY(detail::launched("extract: single-block fixpoint"));
-    VYRE_TRY(detail::copy_to_host(&result.rounds, rounds_out.get(), 1, stream, "extract: read rounds"));
+    VYRE_TRY(
+        detail::copy_to_host(&result.rounds, rounds_out.get(), 1, stream, "extract: read rounds"));
     VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "extract: read status"));
     converged = seen.changed == 0;
   } else if (G != 0) {
@@ -325,13 +344,15 @@ inline expected<device_extraction_result> extract(const image_columns& image, co
                     .fix("make node costs non-negative, or at least free of negative cycles"));
   if (G != 0) {
     detail::choose_kernel<><<<grid_for(R), block_size, 0, stream>>>(
-        image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(), result.choice.get());
+        image, node_cost, dense_child.get(), dense_row.get(), result.cost.get(),
+        result.choice.get());
     VYRE_TRY(detail::launched("extract: choose rows"));
   }
-  detail::root_cost_kernel<><<<1, 32, 0, stream>>>(image, device_roots.get(), root_count,
-                                                 result.cost.get(), root_total.get(), status.get());
+  detail::root_cost_kernel<><<<1, 32, 0, stream>>>(
+      image, device_roots.get(), root_count, result.cost.get(), root_total.get(), status.get());
   VYRE_TRY(detail::launched("extract: root cost"));
-  VYRE_TRY(detail::copy_to_host(&result.root_cost, root_total.get(), 1, stream, "extract: read root cost"));
+  VYRE_TRY(detail::copy_to_host(&result.root_cost, root_total.get(), 1, stream,
+                                "extract: read root cost"));
   VYRE_TRY(detail::copy_to_host(&seen, status.get(), 1, stream, "extract: read status"));
   if (seen.bad_root != 0xFFFFFFFFu)
     return fail(error(errc::not_found, "extract: a root names an e-class that has no row")

@@ -52,6 +52,7 @@
 #include <utility>
 #include <vector>
 
+#include <cuda_runtime_api.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
 #include <cub/device/device_scan.cuh>
@@ -59,13 +60,12 @@
 #include <cuda/functional>
 #include <cuda/std/bit>
 #include <cuda/std/span>
-#include <cuda_runtime_api.h>
 
 #include "vyre/algorithms/build.cuh"
 #include "vyre/algorithms/congruence.cuh"
+#include "vyre/algorithms/cpu.hpp"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/extract.cuh"
-#include "vyre/algorithms/cpu.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
@@ -161,8 +161,8 @@ class graph_cache {
 
 //! What every plan kernel reads from device memory: the input of the current call.
 struct plan_params {
-  image_columns image;                  //!< device columns and counts of the input image
-  const double* node_cost = nullptr; //!< extraction: one cost per row (device)
+  image_columns image;                   //!< device columns and counts of the input image
+  const double* node_cost = nullptr;     //!< extraction: one cost per row (device)
   const std::uint32_t* roots = nullptr;  //!< extraction: root e-class ids (device)
   std::uint32_t root_count = 0;
 };
@@ -176,7 +176,7 @@ struct plan_counters {
   std::uint32_t rebuilt_groups = 0;    //!< congruence: its groups
   int runs = 0;                        //!< congruence: runs of the grouping sort (padding included)
   std::uint32_t reserved = 0;
-  double root_cost = 0;                //!< extraction: sum of the roots' costs
+  double root_cost = 0;  //!< extraction: sum of the roots' costs
 };
 
 VYRE_DEVICE inline bool input_ok(const device_status* status) noexcept {
@@ -202,7 +202,8 @@ VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::ui
                                               device_status* status) {
   const image_columns image = params->image;
   VYRE_PLAN_LOOP(i, image.row_count())
-  if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] > image.child_count())
+  if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] >
+      image.child_count())
     atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
   VYRE_PLAN_LOOP(i, image.group_count()) {
     const auto g = static_cast<std::uint32_t>(i);
@@ -211,7 +212,8 @@ VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::ui
       dense_row[image.group_rows()[k]] = g;
   }
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
+    const std::uint32_t g =
+        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
@@ -223,7 +225,8 @@ VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::ui
 
 //! Canonical children (dense class of each child's representative); clears the round's flag.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_canonicalise_kernel(const plan_params* params, const std::uint32_t* dense_child,
+VYRE_KERNEL void plan_canonicalise_kernel(const plan_params* params,
+                                          const std::uint32_t* dense_child,
                                           const std::uint32_t* parent, std::uint32_t* canon,
                                           device_status* status) {
   if (!input_ok(status)) return;
@@ -244,7 +247,8 @@ VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t
   VYRE_PLAN_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
     keys[r] = r < real_rows
-                  ? signature(image.row_language_op_ids()[r], canon + image.row_children_offsets()[r], image.row_children_lens()[r])
+                  ? signature(image.row_language_op_ids()[r],
+                              canon + image.row_children_offsets()[r], image.row_children_lens()[r])
                   : 0xFFFFFFFFu;
     rows[r] = r;
   }
@@ -254,10 +258,10 @@ VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t
 //! after the real ones) only clear their flag.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_leaders_kernel(const plan_params* params, const std::uint32_t* canon,
-                                     const std::uint32_t* sorted_rows, const std::uint32_t* run_start,
-                                     const std::uint32_t* dense_row, std::uint32_t* parent,
-                                     std::uint8_t* leader_flag, std::uint32_t bucket,
-                                     device_status* status) {
+                                     const std::uint32_t* sorted_rows,
+                                     const std::uint32_t* run_start, const std::uint32_t* dense_row,
+                                     std::uint32_t* parent, std::uint8_t* leader_flag,
+                                     std::uint32_t bucket, device_status* status) {
   // A rejected input still gets defined flags (none lead): the selection after this reads them.
   const bool ok = input_ok(status);
   const image_columns image = params->image;
@@ -306,20 +310,21 @@ VYRE_KERNEL void plan_congruence_continue_kernel(cudaGraphConditionalHandle hand
 //! largest key.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::uint32_t* kept,
-                                         const std::uint32_t* dense_row, const std::uint32_t* parent,
-                                         std::uint32_t bucket, std::uint32_t pad_key,
-                                         std::uint32_t* class_ids, std::uint32_t* representative,
-                                         std::uint32_t* eclass, std::uint32_t* op,
-                                         std::uint32_t* lens, std::uint32_t* group_key,
-                                         std::uint32_t* row_ids, const plan_counters* counters) {
+                                         const std::uint32_t* dense_row,
+                                         const std::uint32_t* parent, std::uint32_t bucket,
+                                         std::uint32_t pad_key, std::uint32_t* class_ids,
+                                         std::uint32_t* representative, std::uint32_t* eclass,
+                                         std::uint32_t* op, std::uint32_t* lens,
+                                         std::uint32_t* group_key, std::uint32_t* row_ids,
+                                         const plan_counters* counters) {
   // A rejected input still gets defined sort input (all padding): the sorts after this read it.
   const bool ok = input_ok(&counters->status);
   const image_columns image = params->image;
   const std::uint32_t K = ok ? counters->kept : 0u;
   if (ok) VYRE_PLAN_LOOP(i, image.group_count()) {
-    class_ids[i] = image.group_eclass_ids()[i];
-    representative[i] = image.group_eclass_ids()[parent[i]];
-  }
+      class_ids[i] = image.group_eclass_ids()[i];
+      representative[i] = image.group_eclass_ids()[parent[i]];
+    }
   VYRE_PLAN_LOOP(i, bucket) {
     row_ids[i] = static_cast<std::uint32_t>(i);
     if (i < K) {
@@ -341,9 +346,9 @@ VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::u
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void plan_rebuilt_children_kernel(const plan_params* params, const std::uint32_t* kept,
                                               const std::uint32_t* canon, const std::uint32_t* op,
-                                              const std::uint32_t* lens, const std::uint32_t* offsets,
-                                              std::uint32_t* children, std::uint32_t* signatures,
-                                              plan_counters* counters) {
+                                              const std::uint32_t* lens,
+                                              const std::uint32_t* offsets, std::uint32_t* children,
+                                              std::uint32_t* signatures, plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const image_columns image = params->image;
   const std::uint32_t K = counters->kept;
@@ -362,9 +367,9 @@ VYRE_KERNEL void plan_rebuilt_children_kernel(const plan_params* params, const s
 //! The rebuilt group ids from the grouping sort's runs (the padding run, when there is one,
 //! is the last and is dropped).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params, const std::uint32_t* run_keys,
-                                            std::uint32_t bucket, std::uint32_t* group_ids,
-                                            plan_counters* counters) {
+VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params,
+                                            const std::uint32_t* run_keys, std::uint32_t bucket,
+                                            std::uint32_t* group_ids, plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const std::uint32_t K = counters->kept;
   const auto runs = static_cast<std::uint32_t>(counters->runs);
@@ -383,7 +388,8 @@ VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* co
   VYRE_PLAN_LOOP(i, image.row_count())
   extract_setup_at(image, params->node_cost, i, cost, choice, dense_row, status);
   VYRE_PLAN_LOOP(i, image.child_count()) {
-    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
+    const std::uint32_t g =
+        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
@@ -406,7 +412,8 @@ VYRE_KERNEL void __launch_bounds__(1024)
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params, const std::uint32_t* dense_child,
+VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params,
+                                         const std::uint32_t* dense_child,
                                          const std::uint32_t* dense_row, double* cost,
                                          plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
@@ -450,7 +457,8 @@ VYRE_KERNEL void plan_root_cost_kernel(const plan_params* params, const double* 
   const image_columns image = params->image;
   double total = 0;  // one thread: the reference's summation order
   for (std::uint32_t i = 0; i < params->root_count; ++i) {
-    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), params->roots[i]);
+    const std::uint32_t g =
+        find_sorted(image.group_eclass_ids(), image.group_count(), params->roots[i]);
     if (g == image.group_count()) {
       atomicMin(&counters->status.bad_root, i);
       continue;
@@ -510,7 +518,8 @@ expected<graph::detail::unique_exec> instantiate_loop_graph(cudaStream_t stream,
 #endif
     const cudaGraph_t body_graph = params.conditional.phGraph_out[0];
     if (body_graph == nullptr)
-      return fail(error(errc::cuda_runtime, what).fix("report this: CUDA returned no WHILE body graph"));
+      return fail(
+          error(errc::cuda_runtime, what).fix("report this: CUDA returned no WHILE body graph"));
     VYRE_CUDA_TRY(cudaStreamBeginCaptureToGraph(stream, body_graph, nullptr, nullptr, 0,
                                                 cudaStreamCaptureModeThreadLocal),
                   what);
@@ -536,8 +545,9 @@ inline error plan_capacity_error(const char* what, std::uint32_t rows, std::uint
       .with("children", children)
       .with("capacity_rows", capacity.rows)
       .with("capacity_children", capacity.children)
-      .fix("call reserve() with a larger capacity, or construct the plan with "
-           "plan_growth::reallocate");
+      .fix(
+          "call reserve() with a larger capacity, or construct the plan with "
+          "plan_growth::reallocate");
 }
 
 inline expected<void> check_image_counts(const image_columns& image, const char* what) {
@@ -640,18 +650,19 @@ class congruence_plan {
                                   cudaMemcpyHostToDevice, stream_),
                   "congruence_plan: upload parameters");
     VYRE_CUDA_TRY(cudaGraphLaunch(exec, stream_), "congruence_plan: replay");
-    VYRE_CUDA_TRY(cudaMemcpyAsync(s.host_counters.get(), s.counters.get(), sizeof(detail::plan_counters),
-                                  cudaMemcpyDeviceToHost, stream_),
+    VYRE_CUDA_TRY(cudaMemcpyAsync(s.host_counters.get(), s.counters.get(),
+                                  sizeof(detail::plan_counters), cudaMemcpyDeviceToHost, stream_),
                   "congruence_plan: read counters");
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream_), "congruence_plan: finish");
     const detail::plan_counters seen = *s.host_counters.get();
     if (seen.status.bad_row != 0xFFFFFFFFu || seen.status.bad_child != 0xFFFFFFFFu)
       return fail(detail::congruence_input_error(seen.status, image));
     if (seen.status.changed != 0)
-      return fail(error(errc::invalid_state, "congruence_plan: more rounds than e-classes (a library bug)")
-                      .with("rounds", seen.rounds)
-                      .with("classes", image.group_count())
-                      .fix("report this with the input"));
+      return fail(
+          error(errc::invalid_state, "congruence_plan: more rounds than e-classes (a library bug)")
+              .with("rounds", seen.rounds)
+              .with("classes", image.group_count())
+              .fix("report this with the input"));
     congruence_view view;
     view.eclass_ids = s.class_ids.get();
     view.representative = s.representative.get();
@@ -659,11 +670,13 @@ class congruence_plan {
     view.merges = seen.status.merges;
     view.rounds = image.row_count() == 0 ? 0 : seen.rounds;
     const std::uint32_t K = image.row_count() == 0 ? 0 : seen.kept;
-    const image_layout layout = image_layout::for_counts(K, image.row_count() == 0 ? 0 : seen.rebuilt_children,
-                               image.row_count() == 0 ? 0 : seen.rebuilt_groups);
-    view.rebuilt.pointers = {s.r_eclass.get(),  s.r_op.get(),        s.r_offsets.get(),
-                             s.r_lens.get(),    s.r_signature.get(), s.r_children.get(),
-                             s.r_group_ids.get(), s.r_group_offsets.get(), s.r_group_rows.get()};
+    const image_layout layout =
+        image_layout::for_counts(K, image.row_count() == 0 ? 0 : seen.rebuilt_children,
+                                 image.row_count() == 0 ? 0 : seen.rebuilt_groups);
+    view.rebuilt.pointers = {
+        s.r_eclass.get(),    s.r_op.get(),       s.r_offsets.get(),   s.r_lens.get(),
+        s.r_signature.get(), s.r_children.get(), s.r_group_ids.get(), s.r_group_offsets.get(),
+        s.r_group_rows.get()};
     view.rebuilt.counts = layout.counts();
     view.kept_rows = s.kept.get();
     return view;
@@ -672,7 +685,8 @@ class congruence_plan {
   //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
   //! egraph snapshot's packed image), on the CPU reference or the device as `options` says.
   //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
-  expected<congruence_result> run_host(const image_columns& host_image, dispatch_options options = {}) {
+  expected<congruence_result> run_host(const image_columns& host_image,
+                                       dispatch_options options = {}) {
     if (detail::runs_on_host(options, host_image.row_count(), congruence_host_below_rows))
       return congruence_reference(host_image);
     VYRE_TRY(detail::check_image_counts(host_image, "congruence_plan: more groups than rows"));
@@ -684,18 +698,21 @@ class congruence_plan {
     if (s.input.size() < words) {
       // Room for the largest image the capacity allows: 6R + C + 2G + 1 words, G <= R.
       const std::size_t most = 8 * std::size_t{capacity_.rows} + capacity_.children + 1;
-      VYRE_TRY_ASSIGN(s.input, u32_buffer::allocate(most, stream_, "congruence_plan: uploaded image"));
+      VYRE_TRY_ASSIGN(s.input,
+                      u32_buffer::allocate(most, stream_, "congruence_plan: uploaded image"));
     }
     detail::stage_columns(host_image, s.staging.get());
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
                                   cudaMemcpyHostToDevice, stream_),
                   "congruence_plan: upload the image");
-    VYRE_TRY_ASSIGN(const congruence_view view, run(image_columns::from_words(s.input.get(), layout)));
+    VYRE_TRY_ASSIGN(const congruence_view view,
+                    run(image_columns::from_words(s.input.get(), layout)));
     // One staging block for every result column: G + G + 5K + C' words.
     const std::uint32_t G = view.class_count, K = view.rebuilt.row_count(),
                         C = view.rebuilt.child_count();
     const std::size_t total = 2 * std::size_t{G} + 4 * std::size_t{K} + C;
-    VYRE_TRY(s.staging.ensure((std::max)(total, std::size_t{1}), "congruence_plan: pinned staging"));
+    VYRE_TRY(
+        s.staging.ensure((std::max)(total, std::size_t{1}), "congruence_plan: pinned staging"));
     std::uint32_t* at = s.staging.get();
     const auto fetch = [&](const std::uint32_t* from, std::size_t count) -> expected<void> {
       if (count != 0)
@@ -777,11 +794,12 @@ class congruence_plan {
       VYRE_TRY_ASSIGN(s.params, device_buffer<detail::plan_params>::allocate(1, stream, what));
       VYRE_TRY_ASSIGN(s.counters, device_buffer<detail::plan_counters>::allocate(1, stream, what));
       VYRE_TRY_ASSIGN(s.host_params, detail::pinned_buffer<detail::plan_params>::allocate(1, what));
-      VYRE_TRY_ASSIGN(s.host_counters, detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
-      for (u32_buffer* b : {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys,
-                            &s.sorted_rows, &s.run_start, &s.class_ids, &s.representative, &s.kept,
-                            &s.r_eclass, &s.r_op, &s.r_lens, &s.r_signature, &s.r_group_ids,
-                            &s.r_group_rows}) {
+      VYRE_TRY_ASSIGN(s.host_counters,
+                      detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
+      for (u32_buffer* b :
+           {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys, &s.sorted_rows, &s.run_start,
+            &s.class_ids, &s.representative, &s.kept, &s.r_eclass, &s.r_op, &s.r_lens,
+            &s.r_signature, &s.r_group_ids, &s.r_group_rows}) {
         VYRE_TRY_ASSIGN(*b, u32_buffer::allocate(B, stream, what));
       }
       for (u32_buffer* b : {&s.counts, &s.r_offsets, &s.r_group_offsets}) {
@@ -792,16 +810,18 @@ class congruence_plan {
       }
       VYRE_TRY_ASSIGN(s.leader_flag, device_buffer<std::uint8_t>::allocate(B, stream, what));
       // Stale-but-initialised: the group scan reads counts past the last run.
-      VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, (B + 1) * sizeof(std::uint32_t), stream), what);
+      VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, (B + 1) * sizeof(std::uint32_t), stream),
+                    what);
       // CUB scratch: the largest need over every bucket up to the capacity.
       std::size_t bytes = 1;
       for (std::size_t b = detail::plan_min_bucket; b <= B;
            b = detail::plan_bucket(static_cast<std::uint32_t>(b) + 1)) {
         const auto n = static_cast<std::uint32_t>(b);
         std::size_t need = 0;
-        VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, need, s.keys.get(), s.sorted_keys.get(),
-                                                      s.rows.get(), s.sorted_rows.get(), n, 0, 32, stream),
-                      "congruence_plan: scratch size (cub::DeviceRadixSort::SortPairs)");
+        VYRE_CUDA_TRY(
+            cub::DeviceRadixSort::SortPairs(nullptr, need, s.keys.get(), s.sorted_keys.get(),
+                                            s.rows.get(), s.sorted_rows.get(), n, 0, 32, stream),
+            "congruence_plan: scratch size (cub::DeviceRadixSort::SortPairs)");
         bytes = (std::max)(bytes, need);
         const int group_bits = (cuda::std::max)(1, cuda::std::bit_width(n));
         VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, need, s.keys.get(), s.rows.get(),
@@ -809,22 +829,22 @@ class congruence_plan {
                                                       0, group_bits, stream),
                       "congruence_plan: scratch size (cub::DeviceRadixSort::SortPairs)");
         bytes = (std::max)(bytes, need);
-        VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(nullptr, need, s.run_start.get(), s.run_start.get(),
-                                                     cuda::maximum<std::uint32_t>{}, n, stream),
-                      "congruence_plan: scratch size (cub::DeviceScan::InclusiveScan)");
+        VYRE_CUDA_TRY(
+            cub::DeviceScan::InclusiveScan(nullptr, need, s.run_start.get(), s.run_start.get(),
+                                           cuda::maximum<std::uint32_t>{}, n, stream),
+            "congruence_plan: scratch size (cub::DeviceScan::InclusiveScan)");
         bytes = (std::max)(bytes, need);
         VYRE_CUDA_TRY(cub::DeviceSelect::Flagged(nullptr, need, s.rows.get(), s.leader_flag.get(),
                                                  s.kept.get(), &s.counters.get()->kept, n, stream),
                       "congruence_plan: scratch size (cub::DeviceSelect::Flagged)");
         bytes = (std::max)(bytes, need);
-        VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, need, s.r_lens.get(), s.r_offsets.get(),
-                                                    n, stream),
+        VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, need, s.r_lens.get(),
+                                                    s.r_offsets.get(), n, stream),
                       "congruence_plan: scratch size (cub::DeviceScan::ExclusiveSum)");
         bytes = (std::max)(bytes, need);
-        VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, need, s.sorted_keys.get(),
-                                                         s.run_start.get(), s.counts.get(),
-                                                         &s.counters.get()->runs,
-                                                         static_cast<int>(n), stream),
+        VYRE_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(
+                          nullptr, need, s.sorted_keys.get(), s.run_start.get(), s.counts.get(),
+                          &s.counters.get()->runs, static_cast<int>(n), stream),
                       "congruence_plan: scratch size (cub::DeviceRunLengthEncode::Encode)");
         bytes = (std::max)(bytes, need);
         VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, need, s.counts.get(),
@@ -841,8 +861,8 @@ class congruence_plan {
   };
 
   expected<void> fit(std::uint32_t rows, std::uint32_t children) {
-    if (rows <= detail::plan_max_bucket && storage_.ready && detail::plan_bucket(rows) <= capacity_.rows &&
-        children <= capacity_.children)
+    if (rows <= detail::plan_max_bucket && storage_.ready &&
+        detail::plan_bucket(rows) <= capacity_.rows && children <= capacity_.children)
       return {};
     if (growth_ == plan_growth::fail && storage_.ready)
       return fail(detail::plan_capacity_error("congruence_plan: the input exceeds the capacity",
@@ -863,7 +883,8 @@ class congruence_plan {
     storage& s = storage_;
     const std::uint32_t B = bucket;
     const unsigned rows_grid = grid_for(B);
-    const unsigned child_grid = grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B));
+    const unsigned child_grid =
+        grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B));
     const detail::plan_params* params = s.params.get();
     detail::plan_counters* counters = s.counters.get();
     detail::device_status* status = &counters->status;
@@ -887,22 +908,24 @@ class congruence_plan {
           params, s.canon.get(), signature, B, s.keys.get(), s.rows.get(), status);
       VYRE_TRY(detail::launched("congruence_plan: sign rows"));
       std::size_t bytes = scratch_bytes;
-      VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(s.scratch.get(), bytes, s.keys.get(),
-                                                    s.sorted_keys.get(), s.rows.get(),
-                                                    s.sorted_rows.get(), B, 0, 32, on),
-                    "congruence_plan: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
-      detail::run_heads_kernel<><<<rows_grid, block_size, 0, on>>>(s.sorted_keys.get(), s.run_start.get(), B);
+      VYRE_CUDA_TRY(
+          cub::DeviceRadixSort::SortPairs(s.scratch.get(), bytes, s.keys.get(), s.sorted_keys.get(),
+                                          s.rows.get(), s.sorted_rows.get(), B, 0, 32, on),
+          "congruence_plan: sort rows by signature (cub::DeviceRadixSort::SortPairs)");
+      detail::run_heads_kernel<>
+          <<<rows_grid, block_size, 0, on>>>(s.sorted_keys.get(), s.run_start.get(), B);
       VYRE_TRY(detail::launched("congruence_plan: signature runs"));
       bytes = scratch_bytes;
-      VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(s.scratch.get(), bytes, s.run_start.get(),
-                                                   s.run_start.get(), cuda::maximum<std::uint32_t>{},
-                                                   B, on),
-                    "congruence_plan: signature run starts (cub::DeviceScan::InclusiveScan)");
+      VYRE_CUDA_TRY(
+          cub::DeviceScan::InclusiveScan(s.scratch.get(), bytes, s.run_start.get(),
+                                         s.run_start.get(), cuda::maximum<std::uint32_t>{}, B, on),
+          "congruence_plan: signature run starts (cub::DeviceScan::InclusiveScan)");
       detail::plan_leaders_kernel<><<<rows_grid, block_size, 0, on>>>(
           params, s.canon.get(), s.sorted_rows.get(), s.run_start.get(), s.dense_row.get(),
           s.parent.get(), s.leader_flag.get(), B, status);
       VYRE_TRY(detail::launched("congruence_plan: leaders and unions"));
-      detail::plan_flatten_kernel<><<<rows_grid, block_size, 0, on>>>(params, s.parent.get(), status);
+      detail::plan_flatten_kernel<>
+          <<<rows_grid, block_size, 0, on>>>(params, s.parent.get(), status);
       VYRE_TRY(detail::launched("congruence_plan: flatten"));
       detail::plan_congruence_continue_kernel<><<<1, 1, 0, on>>>(handle, params, counters);
       return detail::launched("congruence_plan: WHILE condition");
@@ -911,10 +934,10 @@ class congruence_plan {
       // Kept rows: the final round's leaders in row order (`rows` holds 0..B-1 from the sign
       // pass; padding rows are never flagged).
       std::size_t bytes = scratch_bytes;
-      VYRE_CUDA_TRY(cub::DeviceSelect::Flagged(s.scratch.get(), bytes, s.rows.get(),
-                                               s.leader_flag.get(), s.kept.get(), &counters->kept,
-                                               B, on),
-                    "congruence_plan: kept rows (cub::DeviceSelect::Flagged)");
+      VYRE_CUDA_TRY(
+          cub::DeviceSelect::Flagged(s.scratch.get(), bytes, s.rows.get(), s.leader_flag.get(),
+                                     s.kept.get(), &counters->kept, B, on),
+          "congruence_plan: kept rows (cub::DeviceSelect::Flagged)");
       detail::plan_gather_kept_kernel<><<<rows_grid, block_size, 0, on>>>(
           params, s.kept.get(), s.dense_row.get(), s.parent.get(), B, pad_key, s.class_ids.get(),
           s.representative.get(), s.r_eclass.get(), s.r_op.get(), s.r_lens.get(), s.keys.get(),
@@ -963,8 +986,8 @@ class congruence_plan {
 //! The device result of one `extract_plan::run`: device pointers into plan memory, valid until
 //! the plan's next run. Same contents as `device_extraction_result`.
 struct extraction_view {
-  const double* cost = nullptr;          //!< per group: tree cost or +inf
-  const std::uint32_t* choice = nullptr; //!< per group: chosen row, or `no_row`
+  const double* cost = nullptr;           //!< per group: tree cost or +inf
+  const std::uint32_t* choice = nullptr;  //!< per group: chosen row, or `no_row`
   std::uint32_t class_count = 0;
   double root_cost = 0;
   std::uint32_t rounds = 0;
@@ -1025,8 +1048,9 @@ class extract_plan {
     storage& s = storage_;
     const auto root_count = static_cast<std::uint32_t>(roots.size());
     if (root_count > s.roots.size()) {
-      VYRE_TRY_ASSIGN(auto bigger, device_buffer<std::uint32_t>::allocate(
-                                       cuda::std::bit_ceil(root_count), stream_, "extract_plan: roots"));
+      VYRE_TRY_ASSIGN(auto bigger,
+                      device_buffer<std::uint32_t>::allocate(cuda::std::bit_ceil(root_count),
+                                                             stream_, "extract_plan: roots"));
       VYRE_TRY(s.host_roots.ensure(bigger.size(), "extract_plan: pinned roots"));
       s.roots = std::move(bigger);
     }
@@ -1050,8 +1074,8 @@ class extract_plan {
                                   cudaMemcpyHostToDevice, stream_),
                   "extract_plan: upload parameters");
     VYRE_CUDA_TRY(cudaGraphLaunch(exec, stream_), "extract_plan: replay");
-    VYRE_CUDA_TRY(cudaMemcpyAsync(s.host_counters.get(), s.counters.get(), sizeof(detail::plan_counters),
-                                  cudaMemcpyDeviceToHost, stream_),
+    VYRE_CUDA_TRY(cudaMemcpyAsync(s.host_counters.get(), s.counters.get(),
+                                  sizeof(detail::plan_counters), cudaMemcpyDeviceToHost, stream_),
                   "extract_plan: read counters");
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream_), "extract_plan: finish");
     const detail::plan_counters seen = *s.host_counters.get();
@@ -1111,14 +1135,15 @@ class extract_plan {
       // Room for the largest image the capacity allows (8R + C + 1 words), one alignment word
       // and the costs (2 words per row).
       const std::size_t most = 10 * std::size_t{capacity_.rows} + capacity_.children + 2;
-      VYRE_TRY_ASSIGN(s.input, device_buffer<std::uint32_t>::allocate(most, stream_,
-                                                                      "extract_plan: uploaded image"));
+      VYRE_TRY_ASSIGN(s.input, device_buffer<std::uint32_t>::allocate(
+                                   most, stream_, "extract_plan: uploaded image"));
     }
     detail::stage_columns(host_image, s.staging.get());
     if (R != 0) std::memcpy(s.staging.get() + cost_at, node_cost.data(), node_cost.size_bytes());
-    VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), (cost_at + 2 * std::size_t{R}) * 4,
-                                  cudaMemcpyHostToDevice, stream_),
-                  "extract_plan: upload the image and costs");
+    VYRE_CUDA_TRY(
+        cudaMemcpyAsync(s.input.get(), s.staging.get(), (cost_at + 2 * std::size_t{R}) * 4,
+                        cudaMemcpyHostToDevice, stream_),
+        "extract_plan: upload the image and costs");
     const auto* device_cost = reinterpret_cast<const double*>(s.input.get() + cost_at);
     VYRE_TRY_ASSIGN(const extraction_view view,
                     run(image_columns::from_words(s.input.get(), layout), device_cost, roots));
@@ -1138,9 +1163,11 @@ class extract_plan {
     VYRE_TRY(try_resize(result.cost, G, "extract_plan: result"));
     VYRE_TRY(try_resize(result.choice, G, "extract_plan: result"));
     if (G != 0) {
-      std::memcpy(result.eclass_ids.data(), host_image.group_eclass_ids(), G * sizeof(std::uint32_t));
+      std::memcpy(result.eclass_ids.data(), host_image.group_eclass_ids(),
+                  G * sizeof(std::uint32_t));
       std::memcpy(result.cost.data(), s.staging.get(), G * sizeof(double));
-      std::memcpy(result.choice.data(), s.staging.get() + 2 * std::size_t{G}, G * sizeof(std::uint32_t));
+      std::memcpy(result.choice.data(), s.staging.get() + 2 * std::size_t{G},
+                  G * sizeof(std::uint32_t));
     }
     result.root_cost = view.root_cost;
     result.rounds = view.rounds;
@@ -1155,8 +1182,8 @@ class extract_plan {
     detail::pinned_buffer<detail::plan_params> host_params;
     detail::pinned_buffer<detail::plan_counters> host_counters;
     detail::pinned_buffer<std::uint32_t> host_roots;
-    detail::pinned_buffer<std::uint32_t> staging;   //!< run_host: image + costs up, results down
-    device_buffer<std::uint32_t> input;     //!< run_host: the uploaded image and costs (lazily)
+    detail::pinned_buffer<std::uint32_t> staging;  //!< run_host: image + costs up, results down
+    device_buffer<std::uint32_t> input;  //!< run_host: the uploaded image and costs (lazily)
     device_buffer<std::uint32_t> roots;
     device_buffer<std::uint32_t> dense_child, dense_row, choice;
     device_buffer<double> cost;
@@ -1169,7 +1196,8 @@ class extract_plan {
       VYRE_TRY_ASSIGN(s.params, device_buffer<detail::plan_params>::allocate(1, stream, what));
       VYRE_TRY_ASSIGN(s.counters, device_buffer<detail::plan_counters>::allocate(1, stream, what));
       VYRE_TRY_ASSIGN(s.host_params, detail::pinned_buffer<detail::plan_params>::allocate(1, what));
-      VYRE_TRY_ASSIGN(s.host_counters, detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
+      VYRE_TRY_ASSIGN(s.host_counters,
+                      detail::pinned_buffer<detail::plan_counters>::allocate(1, what));
       // Image words (<= 8B + C + 1) + alignment word + costs (2 words per row).
       VYRE_TRY_ASSIGN(s.dense_child, device_buffer<std::uint32_t>::allocate(C, stream, what));
       VYRE_TRY_ASSIGN(s.choice, device_buffer<std::uint32_t>::allocate(B, stream, what));
@@ -1182,8 +1210,8 @@ class extract_plan {
   };
 
   expected<void> fit(std::uint32_t rows, std::uint32_t children) {
-    if (rows <= detail::plan_max_bucket && storage_.ready && detail::plan_bucket(rows) <= capacity_.rows &&
-        children <= capacity_.children)
+    if (rows <= detail::plan_max_bucket && storage_.ready &&
+        detail::plan_bucket(rows) <= capacity_.rows && children <= capacity_.children)
       return {};
     if (growth_ == plan_growth::fail && storage_.ready)
       return fail(detail::plan_capacity_error("extract_plan: the input exceeds the capacity", rows,
@@ -1233,8 +1261,8 @@ class extract_plan {
       detail::plan_root_cost_kernel<><<<1, 32, 0, on>>>(params, s.cost.get(), counters);
       return detail::launched("extract_plan: root cost");
     };
-    return detail::instantiate_loop_graph(s.capture.get(), prefix, single ? nullptr : &body,
-                                          suffix, "extract_plan: capture the pipeline");
+    return detail::instantiate_loop_graph(s.capture.get(), prefix, single ? nullptr : &body, suffix,
+                                          "extract_plan: capture the pipeline");
   }
 
   cudaStream_t stream_ = nullptr;

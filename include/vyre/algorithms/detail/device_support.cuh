@@ -18,8 +18,8 @@
 #include <type_traits>
 #include <utility>
 
-#include <cuda/std/atomic>
 #include <cuda_runtime_api.h>
+#include <cuda/std/atomic>
 
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
@@ -61,16 +61,17 @@ class device_buffer {
     buffer.stream_ = stream;
     if (count == 0) return buffer;
     if (count > SIZE_MAX / sizeof(T))
-      return fail(error(errc::overflow, what).with("elements", count).fix(
-          "the buffer size overflows size_t: process the input in smaller shards"));
+      return fail(
+          error(errc::overflow, what)
+              .with("elements", count)
+              .fix("the buffer size overflows size_t: process the input in smaller shards"));
     void* raw = nullptr;
-    const cudaError_t status =
-        testing::inject_allocation_failure(testing::allocation_kind::device)
-            ? cudaErrorMemoryAllocation
-            : cudaMallocAsync(&raw, count * sizeof(T), stream);
+    const cudaError_t status = testing::inject_allocation_failure(testing::allocation_kind::device)
+                                   ? cudaErrorMemoryAllocation
+                                   : cudaMallocAsync(&raw, count * sizeof(T), stream);
     if (status != cudaSuccess)
-      return fail(cuda_error(status, what).with("elements", count).with("bytes",
-                                                                        count * sizeof(T)));
+      return fail(
+          cuda_error(status, what).with("elements", count).with("bytes", count * sizeof(T)));
     buffer.data_ = static_cast<T*>(raw);
     buffer.size_ = count;
     return buffer;
@@ -98,8 +99,8 @@ class device_buffer {
 
 //! How an iterative device algorithm decides to stop.
 enum class loop_driver : std::uint8_t {
-  flag_readback,    //!< one small status readback per round
-  conditional_graph //!< a CUDA graph with a conditional WHILE node (no host round trip)
+  flag_readback,     //!< one small status readback per round
+  conditional_graph  //!< a CUDA graph with a conditional WHILE node (no host round trip)
 };
 
 namespace detail {
@@ -127,14 +128,17 @@ class pinned_buffer {
     pinned_buffer buffer;
     if (count == 0) return buffer;
     if (count > SIZE_MAX / sizeof(T))
-      return fail(error(errc::overflow, what).with("elements", count).fix(
-          "the buffer size overflows size_t: process the input in smaller shards"));
+      return fail(
+          error(errc::overflow, what)
+              .with("elements", count)
+              .fix("the buffer size overflows size_t: process the input in smaller shards"));
     void* raw = nullptr;
     const cudaError_t status = testing::inject_allocation_failure(testing::allocation_kind::pinned)
                                    ? cudaErrorMemoryAllocation
                                    : cudaMallocHost(&raw, count * sizeof(T));
     if (status != cudaSuccess)
-      return fail(cuda_error(status, what).with("elements", count).with("bytes", count * sizeof(T)));
+      return fail(
+          cuda_error(status, what).with("elements", count).with("bytes", count * sizeof(T)));
     buffer.data_ = static_cast<T*>(raw);
     buffer.size_ = count;
     return buffer;
@@ -228,11 +232,11 @@ expected<void> copy_on_device(T* to, const T* from, std::size_t count, cudaStrea
 
 //! Where kernels report bad input: the smallest offending index per kind (u32 max = none).
 struct device_status {
-  std::uint32_t changed;        //!< set when a round changed something
-  std::uint32_t bad_child;      //!< a child entry naming no e-class
-  std::uint32_t bad_row;        //!< a row whose children range is inconsistent / bad cost
-  std::uint32_t bad_root;       //!< a root naming no e-class
-  unsigned long long merges;    //!< successful unions so far
+  std::uint32_t changed;      //!< set when a round changed something
+  std::uint32_t bad_child;    //!< a child entry naming no e-class
+  std::uint32_t bad_row;      //!< a row whose children range is inconsistent / bad cost
+  std::uint32_t bad_root;     //!< a root naming no e-class
+  unsigned long long merges;  //!< successful unions so far
 };
 
 inline constexpr device_status clean_status{0, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0};
@@ -243,7 +247,10 @@ VYRE_HOST_DEVICE inline std::uint32_t find_sorted(const std::uint32_t* ids, std:
   std::uint32_t lo = 0, hi = count;
   while (lo < hi) {
     const std::uint32_t mid = lo + (hi - lo) / 2;
-    if (ids[mid] < id) lo = mid + 1; else hi = mid;
+    if (ids[mid] < id)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < count && ids[lo] == id ? lo : count;
 }
@@ -266,7 +273,8 @@ VYRE_KERNEL void dense_children_kernel(image_columns image, std::uint32_t* dense
                                        device_status* status) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
        i < image.child_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t g = find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
+    const std::uint32_t g =
+        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
       atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
       dense_child[i] = 0;
