@@ -7,19 +7,21 @@
 //!
 //! - e-class ids are densified by a direct index table when they are dense (max id < 2x rows)
 //!   and by an LSD radix sort plus an open-addressing id table otherwise;
-//! - the hash-cons is a flat open-addressing table of (row signature, row) words, sharded by
-//!   signature (one shard per thread), so a probe compares stored signatures and never
-//!   re-hashes a row;
+//! - the hash-cons is a flat open-addressing table of (row signature, row) words, so a probe
+//!   compares stored signatures and never re-hashes a row;
 //! - parent lists are one CSR array whose per-class segments are linked on union; the union-find
 //!   joins by parent count (the smaller side's parents are re-canonicalised) and tracks the
 //!   smallest member, which is the reported representative;
-//! - extraction runs Knuth's generalisation of Dijkstra (a priority queue by cost; a row is
-//!   evaluated once, when every child class is final) when every node cost is non-negative
-//!   (sign bit clear), and the reference's worklist otherwise (negative costs, -0.0).
+//! - the rebuild needs no second hash pass: each row remembers the row it matched when last
+//!   stored, and the first row of each resulting tree is the first occurrence of its key;
+//! - extraction runs Knuth's generalisation of Dijkstra when every node cost is non-negative
+//!   (sign bit clear): a monotone radix heap keyed by the cost's bits hands out classes a batch
+//!   of equal costs at a time, and a row is evaluated once, when its last child class becomes
+//!   final. Negative costs (and -0.0) run the reference's worklist.
 //!
 //! Threads (`threads`, 0 = every core): densify, signatures, per-round canonicalisation, the
-//! first hash-cons pass and the rebuild's duplicate removal (both sharded by signature), the
-//! final row costs. The union-find and the Knuth queue are serial.
+//! first hash-cons pass (sharded by signature, one shard per thread), the rebuild's output, the
+//! final row costs. The union-find, later hash-cons rounds and the Knuth queue are serial.
 //!
 //! `rounds` differs from the references: congruence counts worklist generations (the first
 //! sees every row; later ones the parents of merged classes, canonicalised as a batch);
@@ -33,9 +35,11 @@
 #endif
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
@@ -397,28 +401,12 @@ inline u32 signature_of(const rows_view& rows, const u32* canon, u32 r) noexcept
 }
 
 inline bool same_row(const rows_view& rows, const u32* canon, u32 a, u32 b) noexcept {
-  return rows.op[a] == rows.op[b] && rows.length[a] == rows.length[b] &&
-         std::equal(canon + rows.offset[a], canon + rows.offset[a] + rows.length[a],
-                    canon + rows.offset[b]);
-}
-
-//! Keeps the first row of each distinct (op, `canon` children) key, in parallel: each shard
-//! owns the signatures that map to it and scans the rows in order. Returns keep flags.
-inline void first_occurrences(const rows_view& rows, const u32* canon, const u32* signature,
-                              unsigned threads, std::vector<char>& keep) {
-  const u32 row_count = rows.row_count;
-  const unsigned shards = threads <= 1 || row_count < (1u << 15) ? 1u : shard_count_for(threads);
-  parallel_chunks(shards, shards, [&](unsigned, std::size_t begin, std::size_t end) {
-    for (std::size_t s = begin; s < end; ++s) {
-      row_table table;
-      table.init(row_count / shards + 16);
-      const auto same = [&](u32 a, u32 b) { return same_row(rows, canon, a, b); };
-      for (u32 r = 0; r < row_count; ++r) {
-        if (shards > 1 && shard_of(signature[r], shards) != s) continue;
-        keep[r] = table.find_or_insert(signature[r], r, same, nullptr) == none ? 1 : 0;
-      }
-    }
-  });
+  if (rows.op[a] != rows.op[b] || rows.length[a] != rows.length[b]) return false;
+  const u32* x = canon + rows.offset[a];
+  const u32* y = canon + rows.offset[b];
+  for (u32 k = 0; k < rows.length[a]; ++k)  // short rows: a loop beats a memcmp call
+    if (x[k] != y[k]) return false;
+  return true;
 }
 
 //! Congruence closure over densified rows (see `cpu_engine::congruence`).
@@ -465,6 +453,9 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     };
 
     std::vector<char> queued(row_count, 0), in_memo(row_count, 0);
+    // The row each row matched when last stored (itself when it was stored): rows linked this
+    // way had identical children then, so they have the same key at the fixpoint.
+    std::vector<u32> match_of(row_count);
     std::vector<u32> slot_of(row_count, none);
     std::vector<u32> pending, next;
     // Joins the sets of classes a and b; queues the parents of the side with fewer parents.
@@ -503,6 +494,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         for (u32 r = 0; r < row_count; ++r) {
           if (shards > 1 && shard_of(signature[r], shards) != s) continue;
           const u32 found = memo[s].find_or_insert(signature[r], r, same, slot_of.data());
+          match_of[r] = found == none ? r : found;
           if (found == none)
             in_memo[r] = 1;
           else
@@ -548,6 +540,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         signature[r] = signature_of(rows, canon.data(), r);
         auto& table = memo[shards == 1 ? 0 : shard_of(signature[r], shards)];
         const u32 found = table.find_or_insert(signature[r], r, same, slot_of.data());
+        match_of[r] = found == none ? r : found;
         if (found == none)
           in_memo[r] = 1;
         else
@@ -563,17 +556,27 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     result.representative.resize(class_count);
     for (u32 g = 0; g < class_count; ++g) result.representative[g] = dense.ids[representative[g]];
 
-    // Rebuilt rows: children as representatives; the first row of each key is kept.
-    parallel_chunks(row_chunks, rows.child_count,
-                    [&](unsigned, std::size_t begin, std::size_t end) {
-                      for (std::size_t e = begin; e < end; ++e) canon[e] = representative[canon[e]];
-                    });
+    // Rebuilt rows: the first row of each key is kept. Following `match_of` from any row ends
+    // at a row still stored (a match points at a row stored at the time; one that was stored,
+    // then re-stored later, points onward from a later time, so there are no cycles), and the
+    // stored rows' keys are distinct at the fixpoint: the rows of one tree are exactly the rows
+    // of one key.
+    std::vector<u32>& tree = signature;  // reused: each row's tree root
     parallel_chunks(row_chunks, row_count, [&](unsigned, std::size_t begin, std::size_t end) {
-      for (auto r = static_cast<u32>(begin); r < end; ++r)
-        signature[r] = signature_of(rows, canon.data(), r);
+      for (auto r = static_cast<u32>(begin); r < end; ++r) {
+        u32 x = r;
+        while (match_of[x] != x) x = match_of[x];
+        tree[r] = x;
+      }
     });
-    std::vector<char>& keep = queued;  // reused
-    first_occurrences(rows, canon.data(), signature.data(), threads, keep);
+    std::vector<char>& keep = queued;  // reused: all zero at the fixpoint
+    std::vector<char>& claimed = in_memo;
+    std::fill(claimed.begin(), claimed.end(), 0);
+    for (u32 r = 0; r < row_count; ++r)
+      if (claimed[tree[r]] == 0) {
+        claimed[tree[r]] = 1;
+        keep[r] = 1;
+      }
     std::vector<std::size_t> kept_before(row_chunks + 1, 0), children_before(row_chunks + 1, 0);
     parallel_chunks(row_chunks, row_count, [&](unsigned c, std::size_t begin, std::size_t end) {
       std::size_t kept = 0, children = 0;
@@ -606,7 +609,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         out.row_children_lens[at] = rows.length[r];
         ++at;
         for (u32 k = 0; k < rows.length[r]; ++k)
-          out.children[child_at++] = dense.ids[canon[rows.offset[r] + k]];
+          out.children[child_at++] = dense.ids[representative[canon[rows.offset[r] + k]]];
       }
     });
   } catch (const std::bad_alloc&) {
@@ -616,6 +619,56 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
   }
   return result;
 }
+
+//! A monotone priority queue of (non-negative double, class) (a radix heap): keys compare as
+//! their bit patterns, and every key pushed is at least the last key popped (Knuth's
+//! extraction guarantees it: a row's cost is never below its children's). Equal keys pop in
+//! any order.
+class radix_queue {
+ public:
+  bool empty() const noexcept { return size_ == 0; }
+  void push(double key, u32 value) {
+    const u64 bits = key_bits(key);
+    buckets_[bucket_of(bits)].emplace_back(bits, value);
+    ++size_;
+  }
+  //! Moves every entry with the smallest key into `out` (replacing its contents).
+  //! @pre `!empty()`.
+  void pop_equal(std::vector<std::pair<double, u32>>& out) {
+    if (buckets_[0].empty()) refill();
+    out.clear();
+    double key;
+    std::memcpy(&key, &last_, sizeof key);
+    for (const auto& entry : buckets_[0]) out.emplace_back(key, entry.second);
+    size_ -= buckets_[0].size();
+    buckets_[0].clear();
+  }
+
+ private:
+  //! Moves the entries of the first non-empty bucket down, its smallest key becoming `last_`.
+  void refill() {
+    std::size_t b = 1;
+    while (buckets_[b].empty()) ++b;
+    u64 smallest = ~u64{0};
+    for (const auto& entry : buckets_[b]) smallest = (std::min)(smallest, entry.first);
+    last_ = smallest;
+    for (const auto& entry : buckets_[b]) buckets_[bucket_of(entry.first)].push_back(entry);
+    buckets_[b].clear();
+  }
+  static u64 key_bits(double key) noexcept {
+    u64 bits;
+    std::memcpy(&bits, &key, sizeof bits);
+    return bits;
+  }
+  std::size_t bucket_of(u64 bits) const noexcept {
+    const u64 differ = bits ^ last_;
+    return differ == 0 ? 0 : 64 - static_cast<std::size_t>(std::countl_zero(differ));
+  }
+
+  std::vector<std::pair<u64, u32>> buckets_[65];
+  u64 last_ = 0;
+  std::size_t size_ = 0;
+};
 
 //! Tree-cost extraction over densified rows (see `cpu_engine::extract`).
 inline expected<extraction_result> extract(const rows_view& rows, const dense_map& dense,
@@ -674,35 +727,59 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       // Knuth: a class is final when popped with its least tentative cost; a row is evaluated
       // once, when its last child class becomes final. Sums of non-negative doubles never drop
       // below an operand, so this is the reference's fixpoint, bit for bit.
-      std::vector<u32> waiting(rows.length, rows.length + rows.row_count);
-      std::vector<double> tentative(class_count, infinity);
-      std::vector<char> final_class(class_count, 0);
-      using entry = std::pair<double, u32>;
-      std::vector<entry> heap;
-      const auto later = [](const entry& a, const entry& b) { return a.first > b.first; };
-      const auto offer = [&](u32 r) {
-        const double total = row_cost(r);
-        const u32 g = dense.of_row[r];
-        if (final_class[g] == 0 && total < tentative[g]) {
-          tentative[g] = total;
-          heap.emplace_back(total, g);
-          std::push_heap(heap.begin(), heap.end(), later);
+      // Everything a ready row needs in one record (one cache miss), and both costs of a class
+      // side by side; a class is final once its final cost is finite (only finite totals are
+      // queued).
+      struct row_record {
+        double node_cost;
+        u32 eclass, first, length, waiting;
+      };
+      struct class_state {
+        double tentative = infinity, final_cost = infinity;
+      };
+      std::vector<row_record> record(rows.row_count);
+      parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
+                      [&](unsigned, std::size_t begin, std::size_t end) {
+                        for (auto r = static_cast<u32>(begin); r < end; ++r)
+                          record[r] = {node_cost[r], dense.of_row[r], rows.offset[r],
+                                       rows.length[r], rows.length[r]};
+                      });
+      std::vector<class_state> state(class_count);
+      radix_queue queue;
+      const auto offer = [&](const row_record& row) {
+        double total = row.node_cost;  // children left to right, as the reference sums them
+        for (u32 k = 0; k < row.length; ++k) total += state[of_child[row.first + k]].final_cost;
+        class_state& target = state[row.eclass];
+        if (target.final_cost == infinity && total < target.tentative) {
+          target.tentative = total;
+          queue.push(total, row.eclass);
         }
       };
       for (u32 r = 0; r < rows.row_count; ++r)
-        if (rows.length[r] == 0) offer(r);
-      while (!heap.empty()) {
-        std::pop_heap(heap.begin(), heap.end(), later);
-        const auto [total, g] = heap.back();
-        heap.pop_back();
-        if (final_class[g] != 0 || total > tentative[g]) continue;
-        final_class[g] = 1;
-        cost[g] = total;
-        for (u32 i = parent_start[g]; i < parent_start[g + 1]; ++i) {
-          const u32 p = parent_rows[i];
-          if (--waiting[p] == 0) offer(p);
+        if (record[r].length == 0) offer(record[r]);
+      // Classes leave the queue a batch of equal keys at a time: all of them are final, then
+      // their parents' counts drop, then the rows that became ready are evaluated (three flat
+      // loops whose cache misses overlap; the values equal one-at-a-time Knuth).
+      std::vector<std::pair<double, u32>> batch;
+      std::vector<u32> finalized, ready;
+      while (!queue.empty()) {
+        queue.pop_equal(batch);
+        finalized.clear();
+        for (const auto& [total, g] : batch) {
+          class_state& popped = state[g];
+          if (popped.final_cost != infinity || total > popped.tentative) continue;
+          popped.final_cost = total;
+          finalized.push_back(g);
         }
+        ready.clear();
+        for (const u32 g : finalized)
+          for (u32 i = parent_start[g]; i < parent_start[g + 1]; ++i) {
+            const u32 p = parent_rows[i];
+            if (--record[p].waiting == 0) ready.push_back(p);
+          }
+        for (const u32 p : ready) offer(record[p]);
       }
+      for (u32 g = 0; g < class_count; ++g) cost[g] = state[g].final_cost;
       result.rounds = 1;
     } else {
       // The reference's worklist (passes in the same order, so -0.0 and negative costs give
