@@ -39,16 +39,23 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <new>
 #include <system_error>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include <cuda/std/span>
+
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "vyre/algorithms/cpu.hpp"
 #include "vyre/algorithms/detail/signature.hpp"
@@ -63,6 +70,51 @@ namespace detail {
 using u32 = std::uint32_t;
 using u64 = std::uint64_t;
 inline constexpr u32 none = 0xFFFFFFFFu;
+
+//! Allocates large arrays (4 MiB and up) on 2 MiB boundaries and asks Linux for transparent
+//! huge pages there: the engine's arrays are read at random, and with 4 KiB pages nearly every
+//! access at millions of rows also misses the TLB. Elsewhere it is `std::allocator`.
+template <class T>
+struct huge_allocator {
+  using value_type = T;
+  static constexpr std::size_t huge_page = std::size_t{2} << 20;
+  static constexpr std::size_t threshold = std::size_t{4} << 20;
+
+  huge_allocator() noexcept = default;
+  template <class U>
+  huge_allocator(const huge_allocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) - huge_page) throw std::bad_alloc();
+    const std::size_t bytes = n * sizeof(T);
+#if defined(__linux__)
+    if (bytes >= threshold) {
+      const std::size_t rounded = (bytes + huge_page - 1) / huge_page * huge_page;
+      void* memory = std::aligned_alloc(huge_page, rounded);
+      if (memory == nullptr) throw std::bad_alloc();
+      ::madvise(memory, rounded, MADV_HUGEPAGE);  // advice only: failure changes nothing
+      return static_cast<T*>(memory);
+    }
+#endif
+    return std::allocator<T>().allocate(n);
+  }
+  void deallocate(T* memory, std::size_t n) noexcept {
+#if defined(__linux__)
+    if (n * sizeof(T) >= threshold) {
+      std::free(memory);
+      return;
+    }
+#endif
+    std::allocator<T>().deallocate(memory, n);
+  }
+  template <class U>
+  bool operator==(const huge_allocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+template <class T>
+using big_vector = std::vector<T, huge_allocator<T>>;
 
 //! `threads`, or every core when 0.
 inline unsigned resolve_threads(unsigned threads) noexcept {
@@ -180,10 +232,10 @@ inline unsigned log2_capacity_for(std::size_t count) noexcept {
 //! lookup from id to index (direct table or open addressing).
 struct dense_map {
   std::vector<u32> ids;
-  std::vector<u32> of_row;
-  std::vector<u32> of_child;  //!< indexed like the children column
-  std::vector<u32> direct;    //!< id -> index (or none) when dense
-  std::vector<u64> table;     //!< (id << 32 | index) when sparse; all ones = empty
+  big_vector<u32> of_row;
+  big_vector<u32> of_child;  //!< indexed like the children column
+  big_vector<u32> direct;    //!< id -> index (or none) when dense
+  big_vector<u64> table;     //!< (id << 32 | index) when sparse; all ones = empty
   unsigned table_bits = 0;
 
   u32 index_of(u32 id) const noexcept {
@@ -362,7 +414,7 @@ class row_table {
 
  private:
   void rehash(u32* slot_of) {
-    std::vector<u64> old;
+    big_vector<u64> old;
     old.swap(slots_);
     bits_ = (std::max)(bits_, log2_capacity_for(live_ + 1));
     slots_.assign(std::size_t{1} << bits_, empty);
@@ -377,7 +429,7 @@ class row_table {
     used_ = live_;
   }
 
-  std::vector<u64> slots_;
+  big_vector<u64> slots_;
   unsigned bits_ = 4;
   std::size_t live_ = 0;
   std::size_t used_ = 0;  // live + tombstones
@@ -418,8 +470,8 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
   try {
     // Canonical children (dense indices of union-find roots), rewritten as rows are
     // re-canonicalised; the signature each row was last stored under.
-    std::vector<u32> canon(dense.of_child);
-    std::vector<u32> signature(row_count);
+    big_vector<u32> canon(dense.of_child);
+    big_vector<u32> signature(row_count);
     const unsigned row_chunks = chunk_count(threads, row_count);
     parallel_chunks(row_chunks, row_count, [&](unsigned, std::size_t begin, std::size_t end) {
       for (auto r = static_cast<u32>(begin); r < end; ++r)
@@ -428,17 +480,17 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
 
     // Parents: per class, the rows naming it (one entry per child occurrence), as CSR segments
     // linked into one chain per set on union.
-    std::vector<u32> parent_start(std::size_t{class_count} + 1, 0u);
+    big_vector<u32> parent_start(std::size_t{class_count} + 1, 0u);
     for (const u32 c : dense.of_child) ++parent_start[c + 1];
     for (u32 g = 0; g < class_count; ++g) parent_start[g + 1] += parent_start[g];
-    std::vector<u32> parent_rows(rows.child_count);
+    big_vector<u32> parent_rows(rows.child_count);
     {
-      std::vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
+      big_vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
       for (u32 r = 0; r < row_count; ++r)
         for (u32 k = 0; k < rows.length[r]; ++k)
           parent_rows[cursor[canon[rows.offset[r] + k]]++] = r;
     }
-    std::vector<u32> parent(class_count), weight(class_count), smallest(class_count),
+    big_vector<u32> parent(class_count), weight(class_count), smallest(class_count),
         chain_next(class_count, none), chain_tail(class_count);
     for (u32 g = 0; g < class_count; ++g) {
       parent[g] = smallest[g] = chain_tail[g] = g;
@@ -452,11 +504,11 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
       return x;
     };
 
-    std::vector<char> queued(row_count, 0), in_memo(row_count, 0);
+    big_vector<char> queued(row_count, 0), in_memo(row_count, 0);
     // The row each row matched when last stored (itself when it was stored): rows linked this
     // way had identical children then, so they have the same key at the fixpoint.
-    std::vector<u32> match_of(row_count);
-    std::vector<u32> slot_of(row_count, none);
+    big_vector<u32> match_of(row_count);
+    big_vector<u32> slot_of(row_count, none);
     std::vector<u32> pending, next;
     // Joins the sets of classes a and b; queues the parents of the side with fewer parents.
     const auto unite = [&](u32 a, u32 b) {
@@ -550,7 +602,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     std::vector<row_table>().swap(memo);
 
     // Class map: the smallest member of each set.
-    std::vector<u32> representative(class_count);
+    big_vector<u32> representative(class_count);
     for (u32 g = 0; g < class_count; ++g) representative[g] = smallest[find(g)];
     result.eclass_ids = dense.ids;
     result.representative.resize(class_count);
@@ -561,7 +613,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     // then re-stored later, points onward from a later time, so there are no cycles), and the
     // stored rows' keys are distinct at the fixpoint: the rows of one tree are exactly the rows
     // of one key.
-    std::vector<u32>& tree = signature;  // reused: each row's tree root
+    big_vector<u32>& tree = signature;  // reused: each row's tree root
     parallel_chunks(row_chunks, row_count, [&](unsigned, std::size_t begin, std::size_t end) {
       for (auto r = static_cast<u32>(begin); r < end; ++r) {
         u32 x = r;
@@ -569,8 +621,8 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         tree[r] = x;
       }
     });
-    std::vector<char>& keep = queued;  // reused: all zero at the fixpoint
-    std::vector<char>& claimed = in_memo;
+    big_vector<char>& keep = queued;  // reused: all zero at the fixpoint
+    big_vector<char>& claimed = in_memo;
     std::fill(claimed.begin(), claimed.end(), 0);
     for (u32 r = 0; r < row_count; ++r)
       if (claimed[tree[r]] == 0) {
@@ -604,12 +656,12 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
       for (auto r = static_cast<u32>(begin); r < end; ++r) {
         if (keep[r] == 0) continue;
         result.kept_rows[at] = r;
-        out.row_eclass_ids[at] = dense.ids[representative[dense.of_row[r]]];
+        out.row_eclass_ids[at] = result.representative[dense.of_row[r]];
         out.row_language_op_ids[at] = rows.op[r];
         out.row_children_lens[at] = rows.length[r];
         ++at;
         for (u32 k = 0; k < rows.length[r]; ++k)
-          out.children[child_at++] = dense.ids[representative[canon[rows.offset[r] + k]]];
+          out.children[child_at++] = result.representative[canon[rows.offset[r] + k]];
       }
     });
   } catch (const std::bad_alloc&) {
@@ -712,12 +764,12 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       return total;
     };
     // Parents per class, one entry per child occurrence, rows ascending (CSR).
-    std::vector<u32> parent_start(std::size_t{class_count} + 1, 0u), parent_rows(rows.child_count);
+    big_vector<u32> parent_start(std::size_t{class_count} + 1, 0u), parent_rows(rows.child_count);
     for (u32 r = 0; r < rows.row_count; ++r)
       for (u32 k = 0; k < rows.length[r]; ++k) ++parent_start[of_child[rows.offset[r] + k] + 1];
     for (u32 g = 0; g < class_count; ++g) parent_start[g + 1] += parent_start[g];
     {
-      std::vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
+      big_vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
       for (u32 r = 0; r < rows.row_count; ++r)
         for (u32 k = 0; k < rows.length[r]; ++k)
           parent_rows[cursor[of_child[rows.offset[r] + k]]++] = r;
@@ -737,14 +789,14 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       struct class_state {
         double tentative = infinity, final_cost = infinity;
       };
-      std::vector<row_record> record(rows.row_count);
+      big_vector<row_record> record(rows.row_count);
       parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
                       [&](unsigned, std::size_t begin, std::size_t end) {
                         for (auto r = static_cast<u32>(begin); r < end; ++r)
                           record[r] = {node_cost[r], dense.of_row[r], rows.offset[r],
                                        rows.length[r], rows.length[r]};
                       });
-      std::vector<class_state> state(class_count);
+      big_vector<class_state> state(class_count);
       radix_queue queue;
       const auto offer = [&](const row_record& row) {
         double total = row.node_cost;  // children left to right, as the reference sums them
@@ -819,13 +871,13 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
     }
 
     // Choices from the final costs: the cheapest row, ties to the smallest row index.
-    std::vector<double> totals(rows.row_count);
+    big_vector<double> totals(rows.row_count);
     parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
                     [&](unsigned, std::size_t begin, std::size_t end) {
                       for (auto r = static_cast<u32>(begin); r < end; ++r) totals[r] = row_cost(r);
                     });
     result.choice.assign(class_count, no_row);
-    std::vector<double> best(class_count, infinity);
+    big_vector<double> best(class_count, infinity);
     for (u32 r = 0; r < rows.row_count; ++r) {
       const u32 g = dense.of_row[r];
       if (totals[r] < best[g]) {
