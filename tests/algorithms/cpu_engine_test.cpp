@@ -143,6 +143,20 @@ TEST_CASE("cpu engine: zero-cost cycles and ties between classes", "[cpu_engine]
   check_identical(rows, {0.5, 0.5, 0.25, 0.75, 0, 0}, roots);
 }
 
+TEST_CASE("cpu engine: a tie that becomes ready after its class is final", "[cpu_engine]") {
+  // C's leaf (row 3) makes C final at 2; row 2 (C <- D, cost 0) is ready only once D is final,
+  // also at 2, one zero-cost step later (E -> D). The reference picks row 2, the smaller index.
+  raw_rows rows;
+  add_row(rows, 4, 1, {});      // row 0: E leaf
+  add_row(rows, 3, 2, {4});     // row 1: D <- E
+  add_row(rows, 2, 3, {3});     // row 2: C <- D
+  add_row(rows, 2, 4, {});      // row 3: C leaf
+  add_row(rows, 1, 5, {2, 3});  // row 4: root
+  check_identical(rows, {2, 0, 0, 2, 1}, {1});
+  check_identical(rows, {2, 0, 0, 1, 1}, {1});
+  check_identical(rows, {2, 0, 0, 3, 1}, {1});
+}
+
 TEST_CASE("cpu engine: empty input and a single leaf", "[cpu_engine]") {
   raw_rows empty;
   const auto closure = cpu_engine::congruence(empty.ref(), 2);

@@ -788,6 +788,7 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       };
       struct class_state {
         double tentative = infinity, final_cost = infinity;
+        u32 choice = no_row;
       };
       big_vector<row_record> record(rows.row_count);
       parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
@@ -798,17 +799,23 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
                       });
       big_vector<class_state> state(class_count);
       radix_queue queue;
-      const auto offer = [&](const row_record& row) {
+      // A ready row's total is final (its children are), so the choice is settled here too:
+      // the least total, ties to the smallest row index, as the reference's final pass picks.
+      const auto offer = [&](u32 r) {
+        const row_record& row = record[r];
         double total = row.node_cost;  // children left to right, as the reference sums them
         for (u32 k = 0; k < row.length; ++k) total += state[of_child[row.first + k]].final_cost;
         class_state& target = state[row.eclass];
-        if (target.final_cost == infinity && total < target.tentative) {
+        if (total < target.tentative) {  // never for a final class: total >= its cost
           target.tentative = total;
+          target.choice = r;
           queue.push(total, row.eclass);
+        } else if (total == target.tentative && total < infinity && r < target.choice) {
+          target.choice = r;
         }
       };
       for (u32 r = 0; r < rows.row_count; ++r)
-        if (record[r].length == 0) offer(record[r]);
+        if (record[r].length == 0) offer(r);
       // Classes leave the queue a batch of equal keys at a time: all of them are final, then
       // their parents' counts drop, then the rows that became ready are evaluated (three flat
       // loops whose cache misses overlap; the values equal one-at-a-time Knuth).
@@ -829,9 +836,13 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
             const u32 p = parent_rows[i];
             if (--record[p].waiting == 0) ready.push_back(p);
           }
-        for (const u32 p : ready) offer(record[p]);
+        for (const u32 p : ready) offer(p);
       }
-      for (u32 g = 0; g < class_count; ++g) cost[g] = state[g].final_cost;
+      result.choice.resize(class_count);
+      for (u32 g = 0; g < class_count; ++g) {
+        cost[g] = state[g].final_cost;
+        result.choice[g] = state[g].choice;
+      }
       result.rounds = 1;
     } else {
       // The reference's worklist (passes in the same order, so -0.0 and negative costs give
@@ -868,23 +879,24 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
         }
         pending.swap(next);
       }
-    }
-
-    // Choices from the final costs: the cheapest row, ties to the smallest row index.
-    big_vector<double> totals(rows.row_count);
-    parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
-                    [&](unsigned, std::size_t begin, std::size_t end) {
-                      for (auto r = static_cast<u32>(begin); r < end; ++r) totals[r] = row_cost(r);
-                    });
-    result.choice.assign(class_count, no_row);
-    big_vector<double> best(class_count, infinity);
-    for (u32 r = 0; r < rows.row_count; ++r) {
-      const u32 g = dense.of_row[r];
-      if (totals[r] < best[g]) {
-        best[g] = totals[r];
-        result.choice[g] = r;
+      // Choices from the final costs: the cheapest row, ties to the smallest row index.
+      big_vector<double> totals(rows.row_count);
+      parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
+                      [&](unsigned, std::size_t begin, std::size_t end) {
+                        for (auto r = static_cast<u32>(begin); r < end; ++r)
+                          totals[r] = row_cost(r);
+                      });
+      result.choice.assign(class_count, no_row);
+      big_vector<double> best(class_count, infinity);
+      for (u32 r = 0; r < rows.row_count; ++r) {
+        const u32 g = dense.of_row[r];
+        if (totals[r] < best[g]) {
+          best[g] = totals[r];
+          result.choice[g] = r;
+        }
       }
     }
+
     result.eclass_ids = dense.ids;
   } catch (const std::bad_alloc&) {
     return fail(error(errc::out_of_memory, "cpu engine extract: host memory")
