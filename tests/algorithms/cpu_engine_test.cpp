@@ -98,6 +98,29 @@ TEST_CASE("cpu engine: synthetic e-graphs, 100 k rows (parallel paths)", "[cpu_e
   }
 }
 
+TEST_CASE("cpu engine: more threads than shards divide evenly (3, 5, every core)", "[cpu_engine]") {
+  synthetic_options options;
+  options.rows = 60000;
+  options.seed = 33;
+  const auto graph = make_synthetic_egraph(options);
+  REQUIRE(graph.has_value());
+  const auto closure = congruence_reference(graph->rows.ref());
+  REQUIRE(closure.has_value());
+  const auto extraction =
+      extract_reference(graph->rows.ref(), span_of(graph->cost), span_of(graph->roots));
+  REQUIRE(extraction.has_value());
+  for (const unsigned threads : {3u, 5u, 0u}) {
+    INFO("threads " << threads);
+    const auto engine = cpu_engine::congruence(graph->rows.ref(), threads);
+    REQUIRE(engine.has_value());
+    CHECK(vyre_test::congruence_difference(*engine, *closure) == "");
+    const auto engine_extraction = cpu_engine::extract(graph->rows.ref(), span_of(graph->cost),
+                                                       span_of(graph->roots), threads);
+    REQUIRE(engine_extraction.has_value());
+    CHECK(vyre_test::extraction_difference(*engine_extraction, *extraction) == "");
+  }
+}
+
 TEST_CASE("cpu engine: synthetic e-graphs, 1 M rows, dense and sparse ids", "[cpu_engine][large]") {
   for (const bool sparse : {false, true}) {
     synthetic_options options;

@@ -440,9 +440,11 @@ inline unsigned shard_of(u32 signature, unsigned shard_count) noexcept {
   return static_cast<unsigned>((signature * 0x2545F491u) >> 16) & (shard_count - 1);
 }
 
+//! Hash-cons shards for `threads` workers: a power of two, at most 16 (each shard's worker
+//! reads every row's signature, so more shards cost more than they save).
 inline unsigned shard_count_for(unsigned threads) noexcept {
   unsigned shards = 1;
-  while (shards < threads) shards *= 2;
+  while (shards < threads && shards < 16) shards *= 2;
   return shards;
 }
 
@@ -540,20 +542,21 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     std::vector<row_table> memo(shards);
     const auto same = [&](u32 a, u32 b) { return same_row(rows, canon.data(), a, b); };
     std::vector<std::vector<std::pair<u32, u32>>> matches(shards);
-    parallel_chunks(shards, shards, [&](unsigned, std::size_t begin, std::size_t end) {
-      for (std::size_t s = begin; s < end; ++s) {
-        memo[s].init(row_count / shards + 16);
-        for (u32 r = 0; r < row_count; ++r) {
-          if (shards > 1 && shard_of(signature[r], shards) != s) continue;
-          const u32 found = memo[s].find_or_insert(signature[r], r, same, slot_of.data());
-          match_of[r] = found == none ? r : found;
-          if (found == none)
-            in_memo[r] = 1;
-          else
-            matches[s].emplace_back(r, found);
-        }
-      }
-    });
+    // Each worker owns a range of shards and scans the rows once.
+    parallel_chunks(
+        (std::min)(threads, shards), shards, [&](unsigned, std::size_t begin, std::size_t end) {
+          for (std::size_t s = begin; s < end; ++s) memo[s].init(row_count / shards + 16);
+          for (u32 r = 0; r < row_count; ++r) {
+            const unsigned s = shards == 1 ? 0u : shard_of(signature[r], shards);
+            if (s < begin || s >= end) continue;
+            const u32 found = memo[s].find_or_insert(signature[r], r, same, slot_of.data());
+            match_of[r] = found == none ? r : found;
+            if (found == none)
+              in_memo[r] = 1;
+            else
+              matches[s].emplace_back(r, found);
+          }
+        });
     result.rounds = 1;
     for (const auto& list : matches)
       for (const auto& [r, other] : list) unite(dense.of_row[r], dense.of_row[other]);
