@@ -85,7 +85,8 @@ struct huge_allocator {
   huge_allocator(const huge_allocator<U>&) noexcept {}
 
   T* allocate(std::size_t n) {
-    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T) - huge_page) throw std::bad_alloc();
+    if (n > (std::numeric_limits<std::size_t>::max)() / sizeof(T) - huge_page)
+      throw std::bad_alloc();
     const std::size_t bytes = n * sizeof(T);
 #if defined(__linux__)
     if (bytes >= threshold) {
