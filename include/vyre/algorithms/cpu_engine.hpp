@@ -167,56 +167,8 @@ inline unsigned chunk_count(unsigned threads, std::size_t n,
   return static_cast<unsigned>((std::min)(std::size_t{threads}, most));
 }
 
-//! Rows with explicit children offsets (host pointers).
-struct rows_view {
-  const u32* eclass;
-  const u32* op;
-  const u32* offset;
-  const u32* length;
-  const u32* children;
-  u32 row_count;
-  u32 child_count;
-};
-
-//! Prefix offsets of producer rows, with the references' errors.
-inline expected<std::vector<u32>> prefix_offsets(const raw_rows_ref& rows) {
-  std::vector<u32> offsets;
-  VYRE_TRY(try_resize(offsets, rows.row_count, "cpu engine: children offsets"));
-  u64 running = 0;
-  for (u32 r = 0; r < rows.row_count; ++r) {
-    offsets[r] = static_cast<u32>(running);
-    running += rows.row_children_lens[r];
-    if (running > rows.child_count)
-      return fail(
-          error(errc::out_of_range, "raw rows: children lengths run past the children column")
-              .with("row", r)
-              .with("children_end", running)
-              .with("child_count", rows.child_count)
-              .fix("child_count must equal the sum of children_length over all rows"));
-  }
-  if (running != rows.child_count)
-    return fail(error(errc::invalid_argument,
-                      "raw rows: children lengths do not add up to the children column")
-                    .with("length_sum", running)
-                    .with("child_count", rows.child_count)
-                    .fix("child_count must equal the sum of children_length over all rows"));
-  return offsets;
-}
-
-inline rows_view view_of(const raw_rows_ref& rows, const std::vector<u32>& offsets) noexcept {
-  return {rows.row_eclass_ids, rows.row_language_op_ids, offsets.data(),  rows.row_children_lens,
-          rows.children,       rows.row_count,           rows.child_count};
-}
-
-inline rows_view view_of(const image_columns& image) noexcept {
-  return {image.row_eclass_ids(),
-          image.row_language_op_ids(),
-          image.row_children_offsets(),
-          image.row_children_lens(),
-          image.children(),
-          image.row_count(),
-          image.child_count()};
-}
+// The rows, their offsets and the input checks are the old engine's (cpu.hpp `rows_of`).
+using rows_view = vyre::algorithms::detail::host_rows;
 
 //! Fibonacci hashing of a 32-bit key to `bits` bits.
 inline u64 spread(u32 key, unsigned bits) noexcept {
@@ -284,11 +236,11 @@ inline expected<dense_map> densify(const rows_view& rows, unsigned threads) {
   VYRE_TRY(try_resize(dense.of_row, row_count, "cpu engine: row e-class indices"));
   VYRE_TRY(try_resize(dense.of_child, rows.child_count, "cpu engine: child e-class indices"));
   u32 max_id = 0;
-  for (u32 r = 0; r < row_count; ++r) max_id = (std::max)(max_id, rows.eclass[r]);
+  for (u32 r = 0; r < row_count; ++r) max_id = (std::max)(max_id, rows.row_eclass_ids[r]);
   try {
     if (row_count != 0 && u64{max_id} < 2 * u64{row_count}) {
       dense.direct.assign(std::size_t{max_id} + 1, none);
-      for (u32 r = 0; r < row_count; ++r) dense.direct[rows.eclass[r]] = 0;
+      for (u32 r = 0; r < row_count; ++r) dense.direct[rows.row_eclass_ids[r]] = 0;
       u32 next = 0;
       for (std::size_t id = 0; id < dense.direct.size(); ++id)
         if (dense.direct[id] == 0) {
@@ -297,7 +249,7 @@ inline expected<dense_map> densify(const rows_view& rows, unsigned threads) {
         }
     } else if (row_count != 0) {
       std::vector<u32> scratch;
-      dense.ids.assign(rows.eclass, rows.eclass + row_count);
+      dense.ids.assign(rows.row_eclass_ids, rows.row_eclass_ids + row_count);
       radix_sort(dense.ids, scratch);
       dense.ids.erase(std::unique(dense.ids.begin(), dense.ids.end()), dense.ids.end());
       dense.table_bits = log2_capacity_for(dense.ids.size());
@@ -328,9 +280,9 @@ inline expected<dense_map> densify(const rows_view& rows, unsigned threads) {
   try {
     parallel_chunks(chunks, row_count, [&](unsigned c, std::size_t begin, std::size_t end) {
       for (auto r = static_cast<u32>(begin); r < end; ++r) {
-        dense.of_row[r] = dense.index_of(rows.eclass[r]);
-        for (u32 k = 0; k < rows.length[r]; ++k) {
-          const u64 entry = u64{rows.offset[r]} + k;
+        dense.of_row[r] = dense.index_of(rows.row_eclass_ids[r]);
+        for (u32 k = 0; k < rows.row_children_lens[r]; ++k) {
+          const u64 entry = u64{rows.row_children_offsets[r]} + k;
           if (entry >= rows.child_count) {
             problems[c] = {r, true, 0};
             return;
@@ -355,7 +307,8 @@ inline expected<dense_map> densify(const rows_view& rows, unsigned threads) {
     if (p.past_end)
       return fail(error(errc::out_of_range, "rows: a row's children run past the children column")
                       .with("row", p.row)
-                      .with("children_end", u64{rows.offset[p.row]} + rows.length[p.row])
+                      .with("children_end",
+                            u64{rows.row_children_offsets[p.row]} + rows.row_children_lens[p.row])
                       .with("child_count", rows.child_count)
                       .fix("fix the row's children offset and length"));
     return fail(error(errc::not_found, "rows: a child names an e-class that has no row")
@@ -451,15 +404,17 @@ inline unsigned shard_count_for(unsigned threads) noexcept {
 
 //! Signature of row `r` with children `canon` (indexed like the children column).
 inline u32 signature_of(const rows_view& rows, const u32* canon, u32 r) noexcept {
-  return vyre::algorithms::detail::row_signature(rows.op[r], canon + rows.offset[r],
-                                                 rows.length[r]);
+  return vyre::algorithms::detail::row_signature(
+      rows.row_language_op_ids[r], canon + rows.row_children_offsets[r], rows.row_children_lens[r]);
 }
 
 inline bool same_row(const rows_view& rows, const u32* canon, u32 a, u32 b) noexcept {
-  if (rows.op[a] != rows.op[b] || rows.length[a] != rows.length[b]) return false;
-  const u32* x = canon + rows.offset[a];
-  const u32* y = canon + rows.offset[b];
-  for (u32 k = 0; k < rows.length[a]; ++k)  // short rows: a loop beats a memcmp call
+  if (rows.row_language_op_ids[a] != rows.row_language_op_ids[b] ||
+      rows.row_children_lens[a] != rows.row_children_lens[b])
+    return false;
+  const u32* x = canon + rows.row_children_offsets[a];
+  const u32* y = canon + rows.row_children_offsets[b];
+  for (u32 k = 0; k < rows.row_children_lens[a]; ++k)  // short rows: a loop beats a memcmp call
     if (x[k] != y[k]) return false;
   return true;
 }
@@ -490,8 +445,8 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
     {
       big_vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
       for (u32 r = 0; r < row_count; ++r)
-        for (u32 k = 0; k < rows.length[r]; ++k)
-          parent_rows[cursor[canon[rows.offset[r] + k]]++] = r;
+        for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
+          parent_rows[cursor[canon[rows.row_children_offsets[r] + k]]++] = r;
     }
     big_vector<u32> parent(class_count), weight(class_count), smallest(class_count),
         chain_next(class_count, none), chain_tail(class_count);
@@ -577,8 +532,8 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
       parallel_chunks(chunks, pending.size(), [&](unsigned, std::size_t begin, std::size_t end) {
         for (std::size_t i = begin; i < end; ++i) {
           const u32 r = pending[i];
-          for (u32 k = 0; k < rows.length[r]; ++k) {
-            u32& child = canon[rows.offset[r] + k];
+          for (u32 k = 0; k < rows.row_children_lens[r]; ++k) {
+            u32& child = canon[rows.row_children_offsets[r] + k];
             child = root_of(child);
           }
         }
@@ -589,8 +544,8 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
           memo[shards == 1 ? 0 : shard_of(signature[r], shards)].erase(slot_of[r]);
           in_memo[r] = 0;
         }
-        for (u32 k = 0; k < rows.length[r]; ++k) {
-          u32& child = canon[rows.offset[r] + k];
+        for (u32 k = 0; k < rows.row_children_lens[r]; ++k) {
+          u32& child = canon[rows.row_children_offsets[r] + k];
           child = find(child);
         }
         signature[r] = signature_of(rows, canon.data(), r);
@@ -639,7 +594,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
       for (std::size_t r = begin; r < end; ++r)
         if (keep[r] != 0) {
           ++kept;
-          children += rows.length[r];
+          children += rows.row_children_lens[r];
         }
       kept_before[c + 1] = kept;
       children_before[c + 1] = children;
@@ -661,11 +616,11 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         if (keep[r] == 0) continue;
         result.kept_rows[at] = r;
         out.row_eclass_ids[at] = result.representative[dense.of_row[r]];
-        out.row_language_op_ids[at] = rows.op[r];
-        out.row_children_lens[at] = rows.length[r];
+        out.row_language_op_ids[at] = rows.row_language_op_ids[r];
+        out.row_children_lens[at] = rows.row_children_lens[r];
         ++at;
-        for (u32 k = 0; k < rows.length[r]; ++k)
-          out.children[child_at++] = result.representative[canon[rows.offset[r] + k]];
+        for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
+          out.children[child_at++] = result.representative[canon[rows.row_children_offsets[r] + k]];
       }
     });
   } catch (const std::bad_alloc&) {
@@ -764,19 +719,21 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
     const u32* of_child = dense.of_child.data();
     const auto row_cost = [&](u32 r) {
       double total = node_cost[r];  // children left to right, as the reference sums them
-      for (u32 k = 0; k < rows.length[r]; ++k) total += cost[of_child[rows.offset[r] + k]];
+      for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
+        total += cost[of_child[rows.row_children_offsets[r] + k]];
       return total;
     };
     // Parents per class, one entry per child occurrence, rows ascending (CSR).
     big_vector<u32> parent_start(std::size_t{class_count} + 1, 0u), parent_rows(rows.child_count);
     for (u32 r = 0; r < rows.row_count; ++r)
-      for (u32 k = 0; k < rows.length[r]; ++k) ++parent_start[of_child[rows.offset[r] + k] + 1];
+      for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
+        ++parent_start[of_child[rows.row_children_offsets[r] + k] + 1];
     for (u32 g = 0; g < class_count; ++g) parent_start[g + 1] += parent_start[g];
     {
       big_vector<u32> cursor(parent_start.begin(), parent_start.end() - 1);
       for (u32 r = 0; r < rows.row_count; ++r)
-        for (u32 k = 0; k < rows.length[r]; ++k)
-          parent_rows[cursor[of_child[rows.offset[r] + k]]++] = r;
+        for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
+          parent_rows[cursor[of_child[rows.row_children_offsets[r] + k]]++] = r;
     }
 
     if (non_negative) {
@@ -798,8 +755,8 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       parallel_chunks(chunk_count(threads, rows.row_count), rows.row_count,
                       [&](unsigned, std::size_t begin, std::size_t end) {
                         for (auto r = static_cast<u32>(begin); r < end; ++r)
-                          record[r] = {node_cost[r], dense.of_row[r], rows.offset[r],
-                                       rows.length[r], rows.length[r]};
+                          record[r] = {node_cost[r], dense.of_row[r], rows.row_children_offsets[r],
+                                       rows.row_children_lens[r], rows.row_children_lens[r]};
                       });
       big_vector<class_state> state(class_count);
       radix_queue queue;
@@ -921,8 +878,8 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
 //!         rows (`errc::not_found`), host memory (`errc::out_of_memory`).
 inline expected<congruence_result> congruence(const raw_rows_ref& rows, unsigned threads = 0) {
   const unsigned workers = detail::resolve_threads(threads);
-  VYRE_TRY_ASSIGN(const std::vector<std::uint32_t> offsets, detail::prefix_offsets(rows));
-  const detail::rows_view view = detail::view_of(rows, offsets);
+  std::vector<std::uint32_t> offsets;
+  VYRE_TRY_ASSIGN(const detail::rows_view view, vyre::algorithms::detail::rows_of(rows, offsets));
   VYRE_TRY_ASSIGN(const detail::dense_map dense, detail::densify(view, workers));
   return detail::congruence(view, dense, workers);
 }
@@ -930,7 +887,7 @@ inline expected<congruence_result> congruence(const raw_rows_ref& rows, unsigned
 //! @overload The rows of a packed host image (its explicit children offsets are used).
 inline expected<congruence_result> congruence(const image_columns& image, unsigned threads = 0) {
   const unsigned workers = detail::resolve_threads(threads);
-  const detail::rows_view view = detail::view_of(image);
+  const detail::rows_view view = vyre::algorithms::detail::rows_of(image);
   VYRE_TRY_ASSIGN(const detail::dense_map dense, detail::densify(view, workers));
   return detail::congruence(view, dense, workers);
 }
@@ -949,8 +906,8 @@ inline expected<extraction_result> extract(const raw_rows_ref& rows,
                                            cuda::std::span<const std::uint32_t> roots,
                                            unsigned threads = 0) {
   const unsigned workers = detail::resolve_threads(threads);
-  VYRE_TRY_ASSIGN(const std::vector<std::uint32_t> offsets, detail::prefix_offsets(rows));
-  const detail::rows_view view = detail::view_of(rows, offsets);
+  std::vector<std::uint32_t> offsets;
+  VYRE_TRY_ASSIGN(const detail::rows_view view, vyre::algorithms::detail::rows_of(rows, offsets));
   VYRE_TRY_ASSIGN(const detail::dense_map dense, detail::densify(view, workers));
   return detail::extract(view, dense, node_cost, roots, workers);
 }
@@ -961,7 +918,7 @@ inline expected<extraction_result> extract(const image_columns& image,
                                            cuda::std::span<const std::uint32_t> roots,
                                            unsigned threads = 0) {
   const unsigned workers = detail::resolve_threads(threads);
-  const detail::rows_view view = detail::view_of(image);
+  const detail::rows_view view = vyre::algorithms::detail::rows_of(image);
   VYRE_TRY_ASSIGN(const detail::dense_map dense, detail::densify(view, workers));
   return detail::extract(view, dense, node_cost, roots, workers);
 }
