@@ -10,6 +10,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <type_traits>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -70,6 +72,17 @@ class graph_cache {
     return apply_error_policy<OnError>(get_internal(stream, key, device_bytes, capture));
   }
 
+  //! The graph cached under `key`, or the one `build()` returns on a miss: any builder whose
+  //! result is `vyre::expected<captured_graph_expected>` (a graph assembled from several
+  //! captures, e.g. around a conditional node). Counted as a capture; limits and eviction as
+  //! in `get_or_capture`. A failed or throwing build leaves the cache unchanged.
+  //! @return never null; valid until the next call that inserts, erases or clears.
+  template <class Build>
+  result<graph_type*> get_or_build(const graph_key& key, std::uint64_t device_bytes,
+                                   Build&& build) {
+    return apply_error_policy<OnError>(build_internal(key, device_bytes, build));
+  }
+
   //! `get_or_capture` then `launch(stream)`.
   template <class Capture>
   result<void> launch(cudaStream_t stream, const graph_key& key, std::uint64_t device_bytes,
@@ -101,18 +114,41 @@ class graph_cache {
                                      std::uint64_t device_bytes, Capture& capture) {
     if (graph_type* hit = entries_.find(key)) return hit;
     if (device_bytes > entries_.limits().max_device_bytes)
-      return fail(error(errc::out_of_memory, "graph_cache: one graph holds more device memory "
-                                             "than the whole cache may")
+      return fail(error(errc::out_of_memory,
+                        "graph_cache: one graph holds more device memory "
+                        "than the whole cache may")
                       .with("device_bytes", device_bytes)
                       .with("max_device_bytes", entries_.limits().max_device_bytes)
                       .fix("raise cache_limits::max_device_bytes, or capture this graph "
                            "without the cache"));
-    auto captured =
-        basic_captured_graph<on_error::return_expected>::capture_on_stream(stream, capture,
-                                                                          options_);
+    auto captured = basic_captured_graph<on_error::return_expected>::capture_on_stream(
+        stream, capture, options_);
     if (!captured) return fail(captured.error());
     entries_.count_capture();
     graph_type graph = std::move(*captured).template with_policy<OnError>();
+    return entries_.insert(key, std::move(graph), device_bytes);
+  }
+
+  template <class Build>
+  expected<graph_type*> build_internal(const graph_key& key, std::uint64_t device_bytes,
+                                       Build& build) {
+    static_assert(std::same_as<std::remove_cvref_t<std::invoke_result_t<Build&>>,
+                               expected<basic_captured_graph<on_error::return_expected>>>,
+                  "vyre::graph::graph_cache::get_or_build: build() must return "
+                  "vyre::expected<vyre::graph::captured_graph_expected>");
+    if (graph_type* hit = entries_.find(key)) return hit;
+    if (device_bytes > entries_.limits().max_device_bytes)
+      return fail(error(errc::out_of_memory,
+                        "graph_cache: one graph holds more device memory "
+                        "than the whole cache may")
+                      .with("device_bytes", device_bytes)
+                      .with("max_device_bytes", entries_.limits().max_device_bytes)
+                      .fix("raise cache_limits::max_device_bytes, or build this graph "
+                           "without the cache"));
+    auto built = std::invoke(build);
+    if (!built) return fail(built.error());
+    entries_.count_capture();
+    graph_type graph = std::move(*built).template with_policy<OnError>();
     return entries_.insert(key, std::move(graph), device_bytes);
   }
 
