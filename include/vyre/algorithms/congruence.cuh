@@ -184,6 +184,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   // suffice; a bad input makes the first round a no-op that merges nothing.
   const std::uint32_t round_limit = G + 1;
   std::uint32_t rounds = 0;
+  graph::captured_graph_expected loop;  // kept until the counters are read back
   if (driver == loop_driver::flag_readback) {
     for (bool changed = true; changed;) {
       if (rounds == round_limit)
@@ -207,7 +208,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
       return enqueue_congruence_continue(b, handle, on);
     };
     using no_part = expected<void> (*)(cudaStream_t);
-    VYRE_TRY_ASSIGN(auto loop,
+    VYRE_TRY_ASSIGN(loop,
                     make_loop_graph(capture.get(), static_cast<no_part*>(nullptr), &body,
                                     static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
     VYRE_TRY(loop.launch(stream));

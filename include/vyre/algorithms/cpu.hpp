@@ -47,6 +47,36 @@ struct raw_rows {
   std::vector<std::uint32_t> row_children_lens;
   std::vector<std::uint32_t> children;
 
+  // User-provided special members (not implicit): nvcc infers __host__ __device__ for implicit
+  // ones of a type held in cuda::std::expected and warns (20011, 20013) that they call the
+  // host-only vector members, wherever the translation unit happens to be at the time.
+  raw_rows() noexcept {}  // NOLINT(modernize-use-equals-default)
+  raw_rows(const raw_rows& other)
+      : row_eclass_ids(other.row_eclass_ids),
+        row_language_op_ids(other.row_language_op_ids),
+        row_children_lens(other.row_children_lens),
+        children(other.children) {}
+  raw_rows(raw_rows&& other) noexcept
+      : row_eclass_ids(std::move(other.row_eclass_ids)),
+        row_language_op_ids(std::move(other.row_language_op_ids)),
+        row_children_lens(std::move(other.row_children_lens)),
+        children(std::move(other.children)) {}
+  raw_rows& operator=(const raw_rows& other) {
+    row_eclass_ids = other.row_eclass_ids;
+    row_language_op_ids = other.row_language_op_ids;
+    row_children_lens = other.row_children_lens;
+    children = other.children;
+    return *this;
+  }
+  raw_rows& operator=(raw_rows&& other) noexcept {
+    row_eclass_ids = std::move(other.row_eclass_ids);
+    row_language_op_ids = std::move(other.row_language_op_ids);
+    row_children_lens = std::move(other.row_children_lens);
+    children = std::move(other.children);
+    return *this;
+  }
+  ~raw_rows() {}  // NOLINT(modernize-use-equals-default)
+
   std::uint32_t row_count() const noexcept {
     return static_cast<std::uint32_t>(row_eclass_ids.size());
   }
@@ -60,6 +90,25 @@ struct raw_rows {
 struct host_packed_image {
   std::vector<std::uint32_t> words;
   image_layout layout;
+  // User-provided special members (not implicit): nvcc infers __host__ __device__ for implicit
+  // ones of a type held in cuda::std::expected and warns (20011, 20013) that they call the
+  // host-only vector members, wherever the translation unit happens to be at the time.
+  host_packed_image() noexcept {}  // NOLINT(modernize-use-equals-default)
+  host_packed_image(const host_packed_image& other) : words(other.words), layout(other.layout) {}
+  host_packed_image(host_packed_image&& other) noexcept
+      : words(std::move(other.words)), layout(std::move(other.layout)) {}
+  host_packed_image& operator=(const host_packed_image& other) {
+    words = other.words;
+    layout = other.layout;
+    return *this;
+  }
+  host_packed_image& operator=(host_packed_image&& other) noexcept {
+    words = std::move(other.words);
+    layout = std::move(other.layout);
+    return *this;
+  }
+  ~host_packed_image() {}  // NOLINT(modernize-use-equals-default)
+
   image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
 };
 
@@ -74,6 +123,44 @@ struct congruence_result {
   //! kept rows stay in their original order.
   raw_rows rebuilt;
   std::vector<std::uint32_t> kept_rows;  //!< original index of each rebuilt row
+
+  // User-provided special members (not implicit): nvcc infers __host__ __device__ for implicit
+  // ones of a type held in cuda::std::expected and warns (20011, 20013) that they call the
+  // host-only vector members, wherever the translation unit happens to be at the time.
+  congruence_result() noexcept {}  // NOLINT(modernize-use-equals-default)
+  congruence_result(const congruence_result& other)
+      : eclass_ids(other.eclass_ids),
+        representative(other.representative),
+        merges(other.merges),
+        rounds(other.rounds),
+        rebuilt(other.rebuilt),
+        kept_rows(other.kept_rows) {}
+  congruence_result(congruence_result&& other) noexcept
+      : eclass_ids(std::move(other.eclass_ids)),
+        representative(std::move(other.representative)),
+        merges(std::move(other.merges)),
+        rounds(std::move(other.rounds)),
+        rebuilt(std::move(other.rebuilt)),
+        kept_rows(std::move(other.kept_rows)) {}
+  congruence_result& operator=(const congruence_result& other) {
+    eclass_ids = other.eclass_ids;
+    representative = other.representative;
+    merges = other.merges;
+    rounds = other.rounds;
+    rebuilt = other.rebuilt;
+    kept_rows = other.kept_rows;
+    return *this;
+  }
+  congruence_result& operator=(congruence_result&& other) noexcept {
+    eclass_ids = std::move(other.eclass_ids);
+    representative = std::move(other.representative);
+    merges = std::move(other.merges);
+    rounds = std::move(other.rounds);
+    rebuilt = std::move(other.rebuilt);
+    kept_rows = std::move(other.kept_rows);
+    return *this;
+  }
+  ~congruence_result() {}  // NOLINT(modernize-use-equals-default)
 };
 
 //! What extraction found.
@@ -83,6 +170,40 @@ struct extraction_result {
   std::vector<std::uint32_t> choice;      //!< parallel: chosen row index, or `no_row`
   double root_cost = 0;                   //!< sum of the roots' costs (each root once)
   std::uint32_t rounds = 0;  //!< passes (CPU: worklist passes; GPU: rounds, the last unchanged)
+
+  // User-provided special members (not implicit): nvcc infers __host__ __device__ for implicit
+  // ones of a type held in cuda::std::expected and warns (20011, 20013) that they call the
+  // host-only vector members, wherever the translation unit happens to be at the time.
+  extraction_result() noexcept {}  // NOLINT(modernize-use-equals-default)
+  extraction_result(const extraction_result& other)
+      : eclass_ids(other.eclass_ids),
+        cost(other.cost),
+        choice(other.choice),
+        root_cost(other.root_cost),
+        rounds(other.rounds) {}
+  extraction_result(extraction_result&& other) noexcept
+      : eclass_ids(std::move(other.eclass_ids)),
+        cost(std::move(other.cost)),
+        choice(std::move(other.choice)),
+        root_cost(std::move(other.root_cost)),
+        rounds(std::move(other.rounds)) {}
+  extraction_result& operator=(const extraction_result& other) {
+    eclass_ids = other.eclass_ids;
+    cost = other.cost;
+    choice = other.choice;
+    root_cost = other.root_cost;
+    rounds = other.rounds;
+    return *this;
+  }
+  extraction_result& operator=(extraction_result&& other) noexcept {
+    eclass_ids = std::move(other.eclass_ids);
+    cost = std::move(other.cost);
+    choice = std::move(other.choice);
+    root_cost = std::move(other.root_cost);
+    rounds = std::move(other.rounds);
+    return *this;
+  }
+  ~extraction_result() {}  // NOLINT(modernize-use-equals-default)
 };
 
 namespace detail {
