@@ -126,6 +126,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     plan_counters counters;
   };
   VYRE_TRY_ASSIGN(auto host, pinned_array<staged>::allocate(runtime, 1, "congruence: staging"));
+  wait_on_exit copies_done(stream);  // the parameter upload reads `host`
   VYRE_TRY_ASSIGN(auto params, runtime.allocate<plan_params>(1, stream, what));
   VYRE_TRY_ASSIGN(auto counters, runtime.allocate<plan_counters>(1, stream, what));
   device_array<std::uint32_t> dense_row, parent, dense_child, canon, keys, rows, sorted_keys,
@@ -219,6 +220,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   VYRE_TRY(enqueue_congruence_rebuild(b, R, grids, stream));
   VYRE_TRY(
       copy_to_host(runtime, &h.counters, counters.get(), 1, stream, "congruence: read counters"));
+  copies_done.disarm();
   const plan_counters seen = h.counters;
   VYRE_TRY(congruence_outcome(seen, image));
   result.merges = seen.status.merges;

@@ -92,6 +92,7 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
   VYRE_TRY_ASSIGN(auto host, pinned_array<staged>::allocate(runtime, 1, "extract: staging"));
   VYRE_TRY_ASSIGN(auto host_roots,
                   pinned_array<std::uint32_t>::allocate(runtime, root_count, "extract: roots"));
+  wait_on_exit copies_done(stream);  // the uploads read `host` and `host_roots`
   VYRE_TRY_ASSIGN(auto params, runtime.allocate<plan_params>(1, stream, "extract: parameters"));
   VYRE_TRY_ASSIGN(auto counters, runtime.allocate<plan_counters>(1, stream, "extract: counters"));
   VYRE_TRY_ASSIGN(auto dense_child,
@@ -143,6 +144,7 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
   }
   VYRE_TRY(enqueue_extract_choose(b, rows_grid, stream));
   VYRE_TRY(copy_to_host(runtime, &h.counters, counters.get(), 1, stream, "extract: read counters"));
+  copies_done.disarm();
   const plan_counters seen = h.counters;
   VYRE_TRY(extract_outcome(seen, G, roots.data()));
   result.root_cost = seen.root_cost;

@@ -90,28 +90,28 @@ VYRE_DEVICE inline bool same_canonical_row(const image_columns& image, const std
   return true;
 }
 
-#define VYRE_PLAN_LOOP(i, count)                                                            \
+#define VYRE_GRID_LOOP(i, count)                                                            \
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < (count); \
        i += std::uint64_t{gridDim.x} * blockDim.x)
 
 //! Input checks and the dense indices: rows' children ranges, children naming groups,
 //! dense_row / parent. Every later kernel does nothing when an input check failed.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::uint32_t* dense_row,
-                                              std::uint32_t* parent, std::uint32_t* dense_child,
-                                              device_status* status) {
+VYRE_KERNEL void congruence_setup_kernel(const plan_params* params, std::uint32_t* dense_row,
+                                         std::uint32_t* parent, std::uint32_t* dense_child,
+                                         device_status* status) {
   const image_columns image = params->image;
-  VYRE_PLAN_LOOP(i, image.row_count())
+  VYRE_GRID_LOOP(i, image.row_count())
   if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] >
       image.child_count())
     atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
-  VYRE_PLAN_LOOP(i, image.group_count()) {
+  VYRE_GRID_LOOP(i, image.group_count()) {
     const auto g = static_cast<std::uint32_t>(i);
     parent[g] = g;
     for (std::uint32_t k = image.group_offsets()[g]; k < image.group_offsets()[g + 1]; ++k)
       dense_row[image.group_rows()[k]] = g;
   }
-  VYRE_PLAN_LOOP(i, image.child_count()) {
+  VYRE_GRID_LOOP(i, image.child_count()) {
     const std::uint32_t g =
         find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
@@ -125,26 +125,25 @@ VYRE_KERNEL void plan_congruence_setup_kernel(const plan_params* params, std::ui
 
 //! Canonical children (dense class of each child's representative); clears the round's flag.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_canonicalise_kernel(const plan_params* params,
-                                          const std::uint32_t* dense_child,
-                                          const std::uint32_t* parent, std::uint32_t* canon,
-                                          device_status* status) {
+VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint32_t* dense_child,
+                                     const std::uint32_t* parent, std::uint32_t* canon,
+                                     device_status* status) {
   if (!input_ok(status)) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) status->changed = 0;  // read after this round
-  VYRE_PLAN_LOOP(i, params->image.child_count()) canon[i] = parent[dense_child[i]];
+  VYRE_GRID_LOOP(i, params->image.child_count()) canon[i] = parent[dense_child[i]];
 }
 
 //! Sort keys over the whole bucket: real rows their signature, padding rows the largest key
 //! (stable sort: padding lands after every real row, even one whose signature is the max).
 template <class Signature>
-VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t* canon,
-                                  Signature signature, std::uint32_t bucket, std::uint32_t* keys,
-                                  std::uint32_t* rows, const device_status* status) {
+VYRE_KERNEL void sign_kernel(const plan_params* params, const std::uint32_t* canon,
+                             Signature signature, std::uint32_t bucket, std::uint32_t* keys,
+                             std::uint32_t* rows, const device_status* status) {
   // A rejected input still gets defined keys (all padding): the sort after this reads them.
   const bool ok = input_ok(status);
   const image_columns image = params->image;
   const std::uint32_t real_rows = ok ? image.row_count() : 0u;
-  VYRE_PLAN_LOOP(i, bucket) {
+  VYRE_GRID_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
     keys[r] = r < real_rows
                   ? signature(image.row_language_op_ids()[r],
@@ -157,15 +156,15 @@ VYRE_KERNEL void plan_sign_kernel(const plan_params* params, const std::uint32_t
 //! Leaders and unions over the bucket's sorted positions; padding positions (rows >= R, all
 //! after the real ones) only clear their flag.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_leaders_kernel(const plan_params* params, const std::uint32_t* canon,
-                                     const std::uint32_t* sorted_rows,
-                                     const std::uint32_t* run_start, const std::uint32_t* dense_row,
-                                     std::uint32_t* parent, std::uint8_t* leader_flag,
-                                     std::uint32_t bucket, device_status* status) {
+VYRE_KERNEL void leaders_kernel(const plan_params* params, const std::uint32_t* canon,
+                                const std::uint32_t* sorted_rows, const std::uint32_t* run_start,
+                                const std::uint32_t* dense_row, std::uint32_t* parent,
+                                std::uint8_t* leader_flag, std::uint32_t bucket,
+                                device_status* status) {
   // A rejected input still gets defined flags (none lead): the selection after this reads them.
   const bool ok = input_ok(status);
   const image_columns image = params->image;
-  VYRE_PLAN_LOOP(i, bucket) {
+  VYRE_GRID_LOOP(i, bucket) {
     const auto p = static_cast<std::uint32_t>(i);
     const std::uint32_t r = sorted_rows[p];
     if (!ok || r >= image.row_count()) {
@@ -184,10 +183,10 @@ VYRE_KERNEL void plan_leaders_kernel(const plan_params* params, const std::uint3
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_flatten_kernel(const plan_params* params, std::uint32_t* parent,
-                                     const device_status* status) {
+VYRE_KERNEL void flatten_kernel(const plan_params* params, std::uint32_t* parent,
+                                const device_status* status) {
   if (!input_ok(status)) return;
-  VYRE_PLAN_LOOP(i, params->image.group_count()) {
+  VYRE_GRID_LOOP(i, params->image.group_count()) {
     const auto g = static_cast<std::uint32_t>(i);
     atomic_u32(parent[g]).store(find_root(parent, g), cuda::std::memory_order_relaxed);
   }
@@ -196,9 +195,8 @@ VYRE_KERNEL void plan_flatten_kernel(const plan_params* params, std::uint32_t* p
 //! End of a round: count it; go on while it merged, the input is fine and fewer than G + 1
 //! rounds ran (then `changed` stays set and the host reports it).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_congruence_continue_kernel(cudaGraphConditionalHandle handle,
-                                                 const plan_params* params,
-                                                 plan_counters* counters) {
+VYRE_KERNEL void congruence_continue_kernel(cudaGraphConditionalHandle handle,
+                                            const plan_params* params, plan_counters* counters) {
   const bool ok = input_ok(&counters->status);
   const std::uint32_t done = ok ? ++counters->rounds : counters->rounds;
   const std::uint64_t limit = std::uint64_t{params->image.group_count()} + 1;
@@ -209,23 +207,22 @@ VYRE_KERNEL void plan_congruence_continue_kernel(cudaGraphConditionalHandle hand
 //! grouping key (the dense representative) and row id; padding rows get length 0 and the
 //! largest key.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::uint32_t* kept,
-                                         const std::uint32_t* dense_row,
-                                         const std::uint32_t* parent, std::uint32_t bucket,
-                                         std::uint32_t pad_key, std::uint32_t* class_ids,
-                                         std::uint32_t* representative, std::uint32_t* eclass,
-                                         std::uint32_t* op, std::uint32_t* lens,
-                                         std::uint32_t* group_key, std::uint32_t* row_ids,
-                                         const plan_counters* counters) {
+VYRE_KERNEL void gather_kept_kernel(const plan_params* params, const std::uint32_t* kept,
+                                    const std::uint32_t* dense_row, const std::uint32_t* parent,
+                                    std::uint32_t bucket, std::uint32_t pad_key,
+                                    std::uint32_t* class_ids, std::uint32_t* representative,
+                                    std::uint32_t* eclass, std::uint32_t* op, std::uint32_t* lens,
+                                    std::uint32_t* group_key, std::uint32_t* row_ids,
+                                    const plan_counters* counters) {
   // A rejected input still gets defined sort input (all padding): the sorts after this read it.
   const bool ok = input_ok(&counters->status);
   const image_columns image = params->image;
   const std::uint32_t K = ok ? counters->kept : 0u;
-  if (ok) VYRE_PLAN_LOOP(i, image.group_count()) {
+  if (ok) VYRE_GRID_LOOP(i, image.group_count()) {
       class_ids[i] = image.group_eclass_ids()[i];
       representative[i] = image.group_eclass_ids()[parent[i]];
     }
-  VYRE_PLAN_LOOP(i, bucket) {
+  VYRE_GRID_LOOP(i, bucket) {
     row_ids[i] = static_cast<std::uint32_t>(i);
     if (i < K) {
       const std::uint32_t r = kept[i];
@@ -244,16 +241,16 @@ VYRE_KERNEL void plan_gather_kept_kernel(const plan_params* params, const std::u
 //! The rebuilt children (canonical, as original ids) and signatures; the last kept row records
 //! the rebuilt child count.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_rebuilt_children_kernel(const plan_params* params, const std::uint32_t* kept,
-                                              const std::uint32_t* canon, const std::uint32_t* op,
-                                              const std::uint32_t* lens,
-                                              const std::uint32_t* offsets, std::uint32_t* children,
-                                              std::uint32_t* signatures, plan_counters* counters) {
+VYRE_KERNEL void rebuilt_children_kernel(const plan_params* params, const std::uint32_t* kept,
+                                         const std::uint32_t* canon, const std::uint32_t* op,
+                                         const std::uint32_t* lens, const std::uint32_t* offsets,
+                                         std::uint32_t* children, std::uint32_t* signatures,
+                                         plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const image_columns image = params->image;
   const std::uint32_t K = counters->kept;
   if (K == 0 && blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_children = 0;
-  VYRE_PLAN_LOOP(i, K) {
+  VYRE_GRID_LOOP(i, K) {
     const std::uint32_t r = kept[i];
     const std::uint32_t* from = canon + image.row_children_offsets()[r];
     std::uint32_t* to = children + offsets[i];
@@ -267,18 +264,18 @@ VYRE_KERNEL void plan_rebuilt_children_kernel(const plan_params* params, const s
 //! The rebuilt group ids from the grouping sort's runs (the padding run, when there is one,
 //! is the last and is dropped).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_rebuilt_groups_kernel(const plan_params* params,
-                                            const std::uint32_t* run_keys, std::uint32_t bucket,
-                                            std::uint32_t* group_ids, plan_counters* counters) {
+VYRE_KERNEL void rebuilt_groups_kernel(const plan_params* params, const std::uint32_t* run_keys,
+                                       std::uint32_t bucket, std::uint32_t* group_ids,
+                                       plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const std::uint32_t K = counters->kept;
   const auto runs = static_cast<std::uint32_t>(counters->runs);
   const std::uint32_t groups = K < bucket ? runs - 1 : runs;
   if (blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_groups = groups;
-  VYRE_PLAN_LOOP(g, groups) group_ids[g] = params->image.group_eclass_ids()[run_keys[g]];
+  VYRE_GRID_LOOP(g, groups) group_ids[g] = params->image.group_eclass_ids()[run_keys[g]];
 }
 
-#undef VYRE_PLAN_LOOP
+#undef VYRE_GRID_LOOP
 
 inline error congruence_input_error(const device_status& status, const image_columns& image) {
   if (status.bad_row != 0xFFFFFFFFu)
@@ -380,10 +377,10 @@ inline expected<std::size_t> congruence_scratch_bytes(const congruence_buffers& 
 //! Part 1: clean counters, input checks and the dense indices.
 inline expected<void> enqueue_congruence_checks(const congruence_buffers& b,
                                                 const congruence_grids& grids, cudaStream_t on) {
-  plan_init_kernel<><<<1, 1, 0, on>>>(b.counters);
+  init_counters_kernel<><<<1, 1, 0, on>>>(b.counters);
   VYRE_TRY(launched("congruence: init counters"));
-  plan_congruence_setup_kernel<><<<grids.rows, block_size, 0, on>>>(
-      b.params, b.dense_row, b.parent, b.dense_child, &b.counters->status);
+  congruence_setup_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.dense_row, b.parent,
+                                                               b.dense_child, &b.counters->status);
   return launched("congruence: input checks and dense classes");
 }
 
@@ -394,11 +391,11 @@ expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32
                                         const congruence_grids& grids, Signature signature,
                                         cudaStream_t on) {
   device_status* const status = &b.counters->status;
-  plan_canonicalise_kernel<>
+  canonicalise_kernel<>
       <<<grids.children, block_size, 0, on>>>(b.params, b.dense_child, b.parent, b.canon, status);
   VYRE_TRY(launched("congruence: canonicalise children"));
-  plan_sign_kernel<<<grids.rows, block_size, 0, on>>>(b.params, b.canon, signature, bucket, b.keys,
-                                                      b.rows, status);
+  sign_kernel<<<grids.rows, block_size, 0, on>>>(b.params, b.canon, signature, bucket, b.keys,
+                                                 b.rows, status);
   VYRE_TRY(launched("congruence: sign rows"));
   std::size_t bytes = b.scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(b.scratch, bytes, b.keys, b.sorted_keys, b.rows,
@@ -410,11 +407,11 @@ expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32
   VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(b.scratch, bytes, b.run_start, b.run_start,
                                                cuda::maximum<std::uint32_t>{}, bucket, on),
                 "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
-  plan_leaders_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.canon, b.sorted_rows,
-                                                           b.run_start, b.dense_row, b.parent,
-                                                           b.leader_flag, bucket, status);
+  leaders_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.canon, b.sorted_rows, b.run_start,
+                                                      b.dense_row, b.parent, b.leader_flag, bucket,
+                                                      status);
   VYRE_TRY(launched("congruence: leaders and unions"));
-  plan_flatten_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.parent, status);
+  flatten_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.parent, status);
   return launched("congruence: flatten");
 }
 
@@ -422,7 +419,7 @@ expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32
 inline expected<void> enqueue_congruence_continue(const congruence_buffers& b,
                                                   cudaGraphConditionalHandle handle,
                                                   cudaStream_t on) {
-  plan_congruence_continue_kernel<><<<1, 1, 0, on>>>(handle, b.params, b.counters);
+  congruence_continue_kernel<><<<1, 1, 0, on>>>(handle, b.params, b.counters);
   return launched("congruence: WHILE condition");
 }
 
@@ -438,7 +435,7 @@ inline expected<void> enqueue_congruence_rebuild(const congruence_buffers& b, st
   VYRE_CUDA_TRY(cub::DeviceSelect::Flagged(b.scratch, bytes, b.rows, b.leader_flag, b.kept,
                                            &counters->kept, bucket, on),
                 "congruence: kept rows (cub::DeviceSelect::Flagged)");
-  plan_gather_kept_kernel<><<<grids.rows, block_size, 0, on>>>(
+  gather_kept_kernel<><<<grids.rows, block_size, 0, on>>>(
       b.params, b.kept, b.dense_row, b.parent, bucket, group_pad_key(bucket), b.class_ids,
       b.representative, b.out(image_column::row_eclass_ids),
       b.out(image_column::row_language_op_ids), b.out(image_column::row_children_lens), b.keys,
@@ -449,7 +446,7 @@ inline expected<void> enqueue_congruence_rebuild(const congruence_buffers& b, st
       cub::DeviceScan::ExclusiveSum(b.scratch, bytes, b.out(image_column::row_children_lens),
                                     b.out(image_column::row_children_offsets), bucket, on),
       "congruence: rebuilt offsets (cub::DeviceScan::ExclusiveSum)");
-  plan_rebuilt_children_kernel<><<<grids.rows, block_size, 0, on>>>(
+  rebuilt_children_kernel<><<<grids.rows, block_size, 0, on>>>(
       b.params, b.kept, b.canon, b.out(image_column::row_language_op_ids),
       b.out(image_column::row_children_lens), b.out(image_column::row_children_offsets),
       b.out(image_column::children), b.out(image_column::row_signatures), counters);
@@ -468,7 +465,7 @@ inline expected<void> enqueue_congruence_rebuild(const congruence_buffers& b, st
   VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(b.scratch, bytes, b.counts,
                                               b.out(image_column::group_offsets), bucket + 1, on),
                 "congruence: rebuilt group offsets (cub::DeviceScan::ExclusiveSum)");
-  plan_rebuilt_groups_kernel<><<<grids.rows, block_size, 0, on>>>(
+  rebuilt_groups_kernel<><<<grids.rows, block_size, 0, on>>>(
       b.params, b.run_start, bucket, b.out(image_column::group_eclass_ids), counters);
   return launched("congruence: rebuilt group ids");
 }

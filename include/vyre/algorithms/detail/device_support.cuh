@@ -134,6 +134,24 @@ class pinned_array {
   std::size_t count_ = 0;
 };
 
+//! Waits for `stream` when destroyed while armed. Declared after a leased pinned block that
+//! asynchronous copies use, it keeps the block from going back to the pool before they are
+//! done when a call returns early with an error; `disarm()` once a readback has waited.
+class wait_on_exit {
+ public:
+  explicit wait_on_exit(cudaStream_t stream) noexcept : stream_(stream) {}
+  wait_on_exit(const wait_on_exit&) = delete;
+  wait_on_exit& operator=(const wait_on_exit&) = delete;
+  ~wait_on_exit() {
+    if (armed_) (void)cudaStreamSynchronize(stream_);
+  }
+  void disarm() noexcept { armed_ = false; }
+
+ private:
+  cudaStream_t stream_;
+  bool armed_ = true;
+};
+
 inline constexpr unsigned block_size = 256;
 
 inline unsigned grid_for(std::uint64_t items) noexcept {
@@ -166,6 +184,7 @@ expected<void> copy_to_host(const runtime_ref& runtime, T* host, const T* device
   if (count == 0) return {};
   VYRE_CUDA_TRY(cudaMemcpyAsync(host, device, count * sizeof(T), cudaMemcpyDeviceToHost, stream),
                 what);
+  if (runtime.telemetry != nullptr) runtime.telemetry->record_d2h(count * sizeof(T));
   runtime.synced();
   VYRE_CUDA_TRY(cudaStreamSynchronize(stream), what);
   return {};
@@ -206,32 +225,10 @@ VYRE_HOST_DEVICE inline std::uint32_t find_sorted(const std::uint32_t* ids, std:
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void init_status_kernel(device_status* status) {
-  if (threadIdx.x == 0 && blockIdx.x == 0) *status = clean_status;
-}
-
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void iota_kernel(std::uint32_t* out, std::uint32_t count) {
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < count;
        i += std::uint64_t{gridDim.x} * blockDim.x)
     out[i] = static_cast<std::uint32_t>(i);
-}
-
-//! dense_child[i] = group index of child i (0 plus a status flag when it names no group).
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void dense_children_kernel(image_columns image, std::uint32_t* dense_child,
-                                       device_status* status) {
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
-       i < image.child_count(); i += std::uint64_t{gridDim.x} * blockDim.x) {
-    const std::uint32_t g =
-        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
-    if (g == image.group_count()) {
-      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
-      dense_child[i] = 0;
-    } else {
-      dense_child[i] = g;
-    }
-  }
 }
 
 }  // namespace detail

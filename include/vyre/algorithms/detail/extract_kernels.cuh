@@ -141,18 +141,18 @@ VYRE_DEVICE inline void relax_in_block(const image_columns& image, const double*
   if (threadIdx.x == 0) *rounds_out = rounds;
 }
 
-#define VYRE_PLAN_LOOP(i, count)                                                            \
+#define VYRE_GRID_LOOP(i, count)                                                            \
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < (count); \
        i += std::uint64_t{gridDim.x} * blockDim.x)
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* cost,
-                                           std::uint32_t* choice, std::uint32_t* dense_row,
-                                           std::uint32_t* dense_child, device_status* status) {
+VYRE_KERNEL void extract_setup_kernel(const plan_params* params, double* cost,
+                                      std::uint32_t* choice, std::uint32_t* dense_row,
+                                      std::uint32_t* dense_child, device_status* status) {
   const image_columns image = params->image;
-  VYRE_PLAN_LOOP(i, image.row_count())
+  VYRE_GRID_LOOP(i, image.row_count())
   extract_setup_at(image, params->node_cost, i, cost, choice, dense_row, status);
-  VYRE_PLAN_LOOP(i, image.child_count()) {
+  VYRE_GRID_LOOP(i, image.child_count()) {
     const std::uint32_t g =
         find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
@@ -166,9 +166,9 @@ VYRE_KERNEL void plan_extract_setup_kernel(const plan_params* params, double* co
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void __launch_bounds__(1024)
-    plan_relax_single_block_kernel(const plan_params* params, const std::uint32_t* dense_child,
-                                   const std::uint32_t* dense_row, double* cost,
-                                   plan_counters* counters) {
+    relax_single_block_kernel(const plan_params* params, const std::uint32_t* dense_child,
+                              const std::uint32_t* dense_row, double* cost,
+                              plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const image_columns image = params->image;
   relax_in_block(image, params->node_cost, dense_child, dense_row, cost,
@@ -177,14 +177,13 @@ VYRE_KERNEL void __launch_bounds__(1024)
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params,
-                                         const std::uint32_t* dense_child,
-                                         const std::uint32_t* dense_row, double* cost,
-                                         plan_counters* counters) {
+VYRE_KERNEL void relax_round_kernel(const plan_params* params, const std::uint32_t* dense_child,
+                                    const std::uint32_t* dense_row, double* cost,
+                                    plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const image_columns image = params->image;
   bool dropped = false;
-  VYRE_PLAN_LOOP(i, image.row_count())
+  VYRE_GRID_LOOP(i, image.row_count())
   dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost,
                        static_cast<std::uint32_t>(i));
   if (dropped) counters->status.changed = 1;
@@ -193,8 +192,8 @@ VYRE_KERNEL void plan_relax_round_kernel(const plan_params* params,
 //! End of an extraction round: count it; clear `changed` for the next one unless the round
 //! bound stops the loop with costs still dropping (then it stays set for the host).
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_extract_continue_kernel(cudaGraphConditionalHandle handle,
-                                              const plan_params* params, plan_counters* counters) {
+VYRE_KERNEL void extract_continue_kernel(cudaGraphConditionalHandle handle,
+                                         const plan_params* params, plan_counters* counters) {
   const bool ok = input_ok(&counters->status);
   const std::uint32_t done = ok ? ++counters->rounds : counters->rounds;
   const bool changed = counters->status.changed != 0;
@@ -205,19 +204,19 @@ VYRE_KERNEL void plan_extract_continue_kernel(cudaGraphConditionalHandle handle,
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_choose_kernel(const plan_params* params, const std::uint32_t* dense_child,
-                                    const std::uint32_t* dense_row, double* cost,
-                                    std::uint32_t* choice, const plan_counters* counters) {
+VYRE_KERNEL void choose_kernel(const plan_params* params, const std::uint32_t* dense_child,
+                               const std::uint32_t* dense_row, double* cost, std::uint32_t* choice,
+                               const plan_counters* counters) {
   if (!input_ok(&counters->status) || counters->status.changed != 0) return;
   const image_columns image = params->image;
-  VYRE_PLAN_LOOP(i, image.row_count())
+  VYRE_GRID_LOOP(i, image.row_count())
   choose_row(image, params->node_cost, dense_child, dense_row, cost, choice,
              static_cast<std::uint32_t>(i));
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_root_cost_kernel(const plan_params* params, const double* cost,
-                                       plan_counters* counters) {
+VYRE_KERNEL void root_cost_kernel(const plan_params* params, const double* cost,
+                                  plan_counters* counters) {
   if (threadIdx.x != 0 || blockIdx.x != 0 || !input_ok(&counters->status)) return;
   const image_columns image = params->image;
   double total = 0;  // one thread: the reference's summation order
@@ -233,7 +232,7 @@ VYRE_KERNEL void plan_root_cost_kernel(const plan_params* params, const double* 
   counters->root_cost = total;
 }
 
-#undef VYRE_PLAN_LOOP
+#undef VYRE_GRID_LOOP
 
 //! The device memory one extraction works in (a plan's storage, or a one-shot call's
 //! temporaries; owned elsewhere): per-row `dense_row`, per-child `dense_child`, per-group
@@ -251,13 +250,13 @@ struct extract_buffers {
 //! whole fixpoint in one block.
 inline expected<void> enqueue_extract_setup(const extract_buffers& b, unsigned rows_grid,
                                             bool single, cudaStream_t on) {
-  plan_init_kernel<><<<1, 1, 0, on>>>(b.counters);
+  init_counters_kernel<><<<1, 1, 0, on>>>(b.counters);
   VYRE_TRY(launched("extract: init counters"));
-  plan_extract_setup_kernel<><<<rows_grid, block_size, 0, on>>>(
-      b.params, b.cost, b.choice, b.dense_row, b.dense_child, &b.counters->status);
+  extract_setup_kernel<><<<rows_grid, block_size, 0, on>>>(b.params, b.cost, b.choice, b.dense_row,
+                                                           b.dense_child, &b.counters->status);
   VYRE_TRY(launched("extract: input checks"));
   if (!single) return {};
-  plan_relax_single_block_kernel<>
+  relax_single_block_kernel<>
       <<<1, 1024, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost, b.counters);
   return launched("extract: single-block fixpoint");
 }
@@ -266,7 +265,7 @@ inline expected<void> enqueue_extract_setup(const extract_buffers& b, unsigned r
 //! about the next round clears it).
 inline expected<void> enqueue_extract_round(const extract_buffers& b, unsigned rows_grid,
                                             cudaStream_t on) {
-  plan_relax_round_kernel<>
+  relax_round_kernel<>
       <<<rows_grid, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost, b.counters);
   return launched("extract: relax round");
 }
@@ -275,17 +274,17 @@ inline expected<void> enqueue_extract_round(const extract_buffers& b, unsigned r
 //! lowered a cost.
 inline expected<void> enqueue_extract_continue(const extract_buffers& b,
                                                cudaGraphConditionalHandle handle, cudaStream_t on) {
-  plan_extract_continue_kernel<><<<1, 1, 0, on>>>(handle, b.params, b.counters);
+  extract_continue_kernel<><<<1, 1, 0, on>>>(handle, b.params, b.counters);
   return launched("extract: WHILE condition");
 }
 
 //! Part 3: the choices and the roots' cost.
 inline expected<void> enqueue_extract_choose(const extract_buffers& b, unsigned rows_grid,
                                              cudaStream_t on) {
-  plan_choose_kernel<><<<rows_grid, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row,
-                                                         b.cost, b.choice, b.counters);
+  choose_kernel<><<<rows_grid, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost,
+                                                    b.choice, b.counters);
   VYRE_TRY(launched("extract: choose rows"));
-  plan_root_cost_kernel<><<<1, 32, 0, on>>>(b.params, b.cost, b.counters);
+  root_cost_kernel<><<<1, 32, 0, on>>>(b.params, b.cost, b.counters);
   return launched("extract: root cost");
 }
 

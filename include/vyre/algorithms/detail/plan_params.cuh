@@ -15,7 +15,7 @@
 
 namespace vyre::algorithms::detail {
 
-//! What every plan kernel reads from device memory: the input of the current call.
+//! What every pipeline kernel reads from device memory: the input of the current call.
 struct plan_params {
   image_columns image;                   //!< device columns and counts of the input image
   const double* node_cost = nullptr;     //!< extraction: one cost per row (device)
@@ -23,7 +23,7 @@ struct plan_params {
   std::uint32_t root_count = 0;
 };
 
-//! What a plan's replay writes and the host reads back in one transfer.
+//! What a run writes and the host reads back in one transfer.
 struct plan_counters {
   device_status status;
   std::uint32_t rounds = 0;
@@ -41,7 +41,7 @@ VYRE_DEVICE inline bool input_ok(const device_status* status) noexcept {
 
 //! Starts a run: clean status, zero counters.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void plan_init_kernel(plan_counters* counters) {
+VYRE_KERNEL void init_counters_kernel(plan_counters* counters) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *counters = plan_counters{clean_status};
 }
 
