@@ -356,6 +356,36 @@ TEST_CASE("device congruence never merges on a signature collision alone", "[gpu
   check_congruence(synthetic(4000, 5, true, 4, 3).rows, vyre_test::op_only_signature{});
 }
 
+TEST_CASE("the algorithms allocate from the backend and count into its telemetry",
+          "[gpu][runtime]") {
+  stream_guard s;
+  const auto graph = synthetic(20000, 3, true);
+  device_rows on_device(graph.rows, s.stream);
+  const vyre::device_array<double> cost = upload(graph.cost, s.stream);
+  REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  test_backend& gpu = test_gpu();
+  const std::size_t live_before = gpu.memory().live_allocations();
+  const vyre::telemetry_snapshot before = gpu.telemetry().snapshot();
+  {
+    auto image = build(gpu, on_device.view, s.stream);
+    REQUIRE(image.has_value());
+    CHECK(gpu.memory().live_allocations() == live_before + 1);  // the image, from the pool
+    auto merged = congruence(gpu, image->ref(), s.stream);
+    REQUIRE(merged.has_value());
+    auto best =
+        extract(gpu, image->ref(), cost.get(), {graph.roots.data(), graph.roots.size()}, s.stream);
+    REQUIRE(best.has_value());
+    const vyre::telemetry_snapshot after = gpu.telemetry().snapshot();
+    // Every temporary and result came from the backend's resource; host waits are counted.
+    CHECK(after.allocations > before.allocations + 20);
+    CHECK(after.sync_points > before.sync_points + merged->rounds);
+    CHECK(after.d2h_bytes > before.d2h_bytes);
+    REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  }
+  REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  CHECK(gpu.memory().live_allocations() == live_before);  // results and temporaries returned
+}
+
 TEST_CASE("device congruence rejects a child without rows", "[gpu][congruence][errors]") {
   stream_guard s;
   raw_rows rows;

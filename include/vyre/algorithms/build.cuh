@@ -557,12 +557,11 @@ inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_
 //! stream-ordered result.
 //! @pre `rows` points to device memory readable on the workspace's stream.
 //! @throws / returns (the backend's error policy): lengths that do not add up to `child_count`
-//!         (`errc::out_of_range`,
-//!         naming the first row past the column), a child without rows (`errc::not_found`,
-//!         when `check` is on), more than INT_MAX rows (`errc::abi_limit`), CUDA failures
-//!         (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks; the workspace stays
-//!         usable after an error.
-//!         A workspace made from another backend: `errc::invalid_argument`.
+//!         (`errc::out_of_range`, naming the first row past the column), a child without rows
+//!         (`errc::not_found`, when `check` is on), more than INT_MAX rows (`errc::abi_limit`),
+//!         a workspace made from another backend (`errc::invalid_argument`), allocation
+//!         failures (`errc::out_of_memory`), CUDA failures (`errc::cuda_runtime`). Nothing
+//!         leaks; the workspace stays usable after an error.
 template <policy_bundle P>
 typename backend<P>::template result<device_packed_image> build(
     backend<P>& gpu, const raw_rows_ref& rows, build_workspace<P>& workspace,
