@@ -29,7 +29,7 @@ using probe::check;
 using probe::take;
 
 struct outputs {
-  std::uint32_t *eclass, *op, *lens, *signatures, *children;
+  std::uint32_t *row_eclass_ids, *row_language_op_ids, *lens, *signatures, *children;
 };
 
 __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, outputs out) {
