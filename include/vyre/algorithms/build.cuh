@@ -397,7 +397,7 @@ class build_workspace {
   //! @throws / returns (error policy) more than INT_MAX rows (`errc::abi_limit`), allocation
   //!         failures (`errc::out_of_memory`).
   result<void> reserve(std::uint32_t rows) {
-    return detail::at_boundary<typename P::error_policy>(state_.reserve(rows));
+    return apply_error_policy<typename P::error_policy>(state_.reserve(rows));
   }
 
   //! The workspace's state, for the algorithms.
@@ -571,7 +571,7 @@ typename backend<P>::template result<device_packed_image> build(
                                   "build: the workspace belongs to another backend"));
     return detail::build_into(rows, workspace.state(), check);
   };
-  return detail::at_boundary<typename P::error_policy>(run());
+  return apply_error_policy<typename P::error_policy>(run());
 }
 
 //! One-shot `build` on `stream`: temporaries from `gpu`'s allocation policy (exact sizes,
@@ -582,7 +582,7 @@ typename backend<P>::template result<device_packed_image> build(
     backend<P>& gpu, const raw_rows_ref& rows, cudaStream_t stream,
     child_check check = child_check::on) {
   detail::build_state once(detail::runtime_of(gpu), stream, false);
-  return detail::at_boundary<typename P::error_policy>(detail::build_into(rows, once, check));
+  return apply_error_policy<typename P::error_policy>(detail::build_into(rows, once, check));
 }
 
 }  // namespace vyre::algorithms

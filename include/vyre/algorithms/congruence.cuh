@@ -260,7 +260,7 @@ template <policy_bundle P, class Signature = design_signature>
 typename backend<P>::template result<device_congruence_result> congruence(
     backend<P>& gpu, const image_columns& image, cudaStream_t stream,
     loop_driver driver = loop_driver::flag_readback, Signature signature = {}) {
-  return detail::at_boundary<typename P::error_policy>(
+  return apply_error_policy<typename P::error_policy>(
       detail::congruence_once(detail::runtime_of(gpu), image, stream, driver, signature));
 }
 

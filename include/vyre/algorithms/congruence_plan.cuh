@@ -95,7 +95,7 @@ class congruence_plan {
       VYRE_TRY(plan.grow(capacity));
       return plan;
     };
-    return detail::at_boundary<typename P::error_policy>(made());
+    return apply_error_policy<typename P::error_policy>(made());
   }
   congruence_plan(congruence_plan&&) noexcept = default;
   congruence_plan& operator=(congruence_plan&&) noexcept = default;
@@ -107,7 +107,7 @@ class congruence_plan {
   //! Makes room for `capacity` (rows rounded up to a row bucket >= 1024). Drops the captured
   //! graphs when it reallocates. Strong guarantee: on failure the plan keeps its old storage.
   result<void> reserve(plan_capacity capacity) {
-    return detail::at_boundary<typename P::error_policy>(grow(capacity));
+    return apply_error_policy<typename P::error_policy>(grow(capacity));
   }
 
   //! Congruence closure of the device image `image` (same contract as `congruence`).
@@ -117,7 +117,7 @@ class congruence_plan {
   //!         `plan_growth::fail` (`errc::out_of_range`, naming sizes and capacity), more groups
   //!         than rows (`errc::invalid_layout`), CUDA failures. The plan stays usable.
   result<congruence_view> run(const image_columns& image) {
-    return detail::at_boundary<typename P::error_policy>(run_device(image));
+    return apply_error_policy<typename P::error_policy>(run_device(image));
   }
 
   //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
@@ -125,13 +125,13 @@ class congruence_plan {
   //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
   result<congruence_result> run_host(const image_columns& host_image,
                                      dispatch_options options = {}) {
-    return detail::at_boundary<typename P::error_policy>(run_on_host(host_image, options));
+    return apply_error_policy<typename P::error_policy>(run_on_host(host_image, options));
   }
 
   //! An owning contiguous copy of the last run's rebuilt image (stream-ordered on the plan's
   //! stream, memory from the plan's backend), e.g. to keep it past the next run.
   result<device_packed_image> copy_rebuilt_image(const congruence_view& view) const {
-    return detail::at_boundary<typename P::error_policy>(copy_rebuilt(view));
+    return apply_error_policy<typename P::error_policy>(copy_rebuilt(view));
   }
 
  private:

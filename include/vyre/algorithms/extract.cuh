@@ -169,7 +169,7 @@ template <policy_bundle P>
 typename backend<P>::template result<device_extraction_result> extract(
     backend<P>& gpu, const image_columns& image, const double* node_cost,
     cuda::std::span<const std::uint32_t> roots, cudaStream_t stream, extract_options options = {}) {
-  return detail::at_boundary<typename P::error_policy>(
+  return apply_error_policy<typename P::error_policy>(
       detail::extract_once(detail::runtime_of(gpu), image, node_cost, roots, stream, options));
 }
 

@@ -78,7 +78,7 @@ class extract_plan {
       VYRE_TRY(plan.grow(capacity));
       return plan;
     };
-    return detail::at_boundary<typename P::error_policy>(made());
+    return apply_error_policy<typename P::error_policy>(made());
   }
   extract_plan(extract_plan&&) noexcept = default;
   extract_plan& operator=(extract_plan&&) noexcept = default;
@@ -89,7 +89,7 @@ class extract_plan {
 
   //! As `congruence_plan::reserve`.
   result<void> reserve(plan_capacity capacity) {
-    return detail::at_boundary<typename P::error_policy>(grow(capacity));
+    return apply_error_policy<typename P::error_policy>(grow(capacity));
   }
 
   //! Extraction over the device image `image` with device `node_cost` (one per row) and host
@@ -98,7 +98,7 @@ class extract_plan {
   //!         `congruence_plan::run`.
   result<extraction_view> run(const image_columns& image, const double* node_cost,
                               cuda::std::span<const std::uint32_t> roots) {
-    return detail::at_boundary<typename P::error_policy>(run_device(image, node_cost, roots));
+    return apply_error_policy<typename P::error_policy>(run_device(image, node_cost, roots));
   }
 
   //! Extraction over a host image (host pointers) with host costs and roots, on the CPU
@@ -108,7 +108,7 @@ class extract_plan {
                                      cuda::std::span<const double> node_cost,
                                      cuda::std::span<const std::uint32_t> roots,
                                      dispatch_options options = {}) {
-    return detail::at_boundary<typename P::error_policy>(
+    return apply_error_policy<typename P::error_policy>(
         run_on_host(host_image, node_cost, roots, options));
   }
 

@@ -50,6 +50,32 @@ struct synthetic_egraph {
   std::vector<double> cost;
   std::vector<std::uint32_t> roots;
   std::uint64_t planted_twins = 0;
+
+  // User-provided special members (not implicit): see `raw_rows` in cpu.hpp.
+  synthetic_egraph() noexcept {}  // NOLINT(modernize-use-equals-default)
+  synthetic_egraph(const synthetic_egraph& other)
+      : rows(other.rows), cost(other.cost), roots(other.roots),
+        planted_twins(other.planted_twins) {}
+  synthetic_egraph(synthetic_egraph&& other) noexcept
+      : rows(std::move(other.rows)),
+        cost(std::move(other.cost)),
+        roots(std::move(other.roots)),
+        planted_twins(other.planted_twins) {}
+  synthetic_egraph& operator=(const synthetic_egraph& other) {
+    rows = other.rows;
+    cost = other.cost;
+    roots = other.roots;
+    planted_twins = other.planted_twins;
+    return *this;
+  }
+  synthetic_egraph& operator=(synthetic_egraph&& other) noexcept {
+    rows = std::move(other.rows);
+    cost = std::move(other.cost);
+    roots = std::move(other.roots);
+    planted_twins = other.planted_twins;
+    return *this;
+  }
+  ~synthetic_egraph() {}  // NOLINT(modernize-use-equals-default)
 };
 
 namespace detail {

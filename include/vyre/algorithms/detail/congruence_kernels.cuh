@@ -130,7 +130,10 @@ VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint3
                                      device_status* status) {
   if (!input_ok(status)) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) status->changed = 0;  // read after this round
-  VYRE_GRID_LOOP(i, params->image.child_count()) canon[i] = parent[dense_child[i]];
+  // Inputs read once into registers: the stores below may alias `params` as far as the
+  // compiler knows, and would make it read them again on every iteration.
+  const std::uint32_t children = params->image.child_count();
+  VYRE_GRID_LOOP(i, children) canon[i] = parent[dense_child[i]];
 }
 
 //! Sort keys over the whole bucket: real rows their signature, padding rows the largest key
@@ -186,7 +189,8 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void flatten_kernel(const plan_params* params, std::uint32_t* parent,
                                 const device_status* status) {
   if (!input_ok(status)) return;
-  VYRE_GRID_LOOP(i, params->image.group_count()) {
+  const std::uint32_t groups = params->image.group_count();
+  VYRE_GRID_LOOP(i, groups) {
     const auto g = static_cast<std::uint32_t>(i);
     atomic_u32(parent[g]).store(find_root(parent, g), cuda::std::memory_order_relaxed);
   }
@@ -272,7 +276,8 @@ VYRE_KERNEL void rebuilt_groups_kernel(const plan_params* params, const std::uin
   const auto runs = static_cast<std::uint32_t>(counters->runs);
   const std::uint32_t groups = K < bucket ? runs - 1 : runs;
   if (blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_groups = groups;
-  VYRE_GRID_LOOP(g, groups) group_ids[g] = params->image.group_eclass_ids()[run_keys[g]];
+  const std::uint32_t* const ids = params->image.group_eclass_ids();
+  VYRE_GRID_LOOP(g, groups) group_ids[g] = ids[run_keys[g]];
 }
 
 #undef VYRE_GRID_LOOP

@@ -41,19 +41,6 @@ enum class loop_driver : std::uint8_t {
 
 namespace detail {
 
-//! `apply_error_policy` for the algorithms' public calls: the same, but instantiated here, where
-//! nvcc's inferred host-device special members of the host-only results (vectors, device
-//! arrays) are known to run on the host only (warnings 20011/20013 are suppressed here).
-template <class OnError, class T>
-result_t<OnError, T> at_boundary(expected<T>&& result) {
-  if constexpr (std::same_as<OnError, on_error::return_expected>) {
-    return std::move(result);
-  } else {
-    if (!result) throw error_exception(result.error());
-    if constexpr (!std::is_void_v<T>) return std::move(*result);
-  }
-}
-
 //! The runtime services the algorithms draw on, taken from one backend: its allocation
 //! policy's device resource, pinned staging pool, stream and event pools and telemetry. A
 //! plain view: the backend must outlive every object made with it.

@@ -149,9 +149,12 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void extract_setup_kernel(const plan_params* params, double* cost,
                                       std::uint32_t* choice, std::uint32_t* dense_row,
                                       std::uint32_t* dense_child, device_status* status) {
+  // Inputs read once into registers: the stores below may alias `params` as far as the
+  // compiler knows, and would make it read them again on every iteration.
   const image_columns image = params->image;
+  const double* const node_cost = params->node_cost;
   VYRE_GRID_LOOP(i, image.row_count())
-  extract_setup_at(image, params->node_cost, i, cost, choice, dense_row, status);
+  extract_setup_at(image, node_cost, i, cost, choice, dense_row, status);
   VYRE_GRID_LOOP(i, image.child_count()) {
     const std::uint32_t g =
         find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
@@ -182,10 +185,11 @@ VYRE_KERNEL void relax_round_kernel(const plan_params* params, const std::uint32
                                     plan_counters* counters) {
   if (!input_ok(&counters->status)) return;
   const image_columns image = params->image;
+  const double* const node_cost = params->node_cost;  // read once (see extract_setup_kernel)
   bool dropped = false;
   VYRE_GRID_LOOP(i, image.row_count())
-  dropped |= relax_row(image, params->node_cost, dense_child, dense_row, cost,
-                       static_cast<std::uint32_t>(i));
+  dropped |=
+      relax_row(image, node_cost, dense_child, dense_row, cost, static_cast<std::uint32_t>(i));
   if (dropped) counters->status.changed = 1;
 }
 
@@ -209,9 +213,9 @@ VYRE_KERNEL void choose_kernel(const plan_params* params, const std::uint32_t* d
                                const plan_counters* counters) {
   if (!input_ok(&counters->status) || counters->status.changed != 0) return;
   const image_columns image = params->image;
+  const double* const node_cost = params->node_cost;  // read once (see extract_setup_kernel)
   VYRE_GRID_LOOP(i, image.row_count())
-  choose_row(image, params->node_cost, dense_child, dense_row, cost, choice,
-             static_cast<std::uint32_t>(i));
+  choose_row(image, node_cost, dense_child, dense_row, cost, choice, static_cast<std::uint32_t>(i));
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
