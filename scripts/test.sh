@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
+bash scripts/check-format.sh  # clang-format 14 over every tracked C++ file, before the long build
 cmake --preset default
 cmake --build --preset default
 ctest --preset default "$@"

@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,17 @@ namespace {
 
 bool build_only = false;  // --parts build: the build lines only
 bool skip_cpu = false;    // --parts gpu: no CPU baselines (their lines report 0 ns)
+
+// Every algorithm allocates from one backend: the caching pool keeping everything freed (an
+// engine running them repeatedly would), so the timings measure the algorithms rather than
+// the driver mapping memory again after each synchronisation. Errors come back as values.
+using bench_policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
+                                      vyre::on_error::return_expected>;
+using bench_backend = vyre::backend<bench_policies>;
+bench_backend* bench_gpu_instance = nullptr;
+bench_backend& bench_gpu() {
+  return *bench_gpu_instance;
+}
 
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
@@ -95,7 +107,8 @@ double host_clock_median_ns(int repeats, Work&& work) {
   for (int i = 0; i < repeats; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     work();
-    times.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    times.push_back(
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
   }
   return median(times);
 }
@@ -116,90 +129,126 @@ std::string device_name() {
 
 void emit(const char* name, const std::string& params, const std::string& device, double median_ns,
           const char* baseline, double baseline_ns, const std::string& extra = "") {
-  std::printf("{\"name\":\"%s\",\"params\":{%s},\"device\":\"%s\",\"median_ns\":%.0f,"
-              "\"baseline\":\"%s\",\"baseline_median_ns\":%.0f,\"ratio\":%.4f%s}\n",
-              name, params.c_str(), device.c_str(), median_ns, baseline, baseline_ns,
-              median_ns > 0 ? baseline_ns / median_ns : 0.0, extra.c_str());
+  std::printf(
+      "{\"name\":\"%s\",\"params\":{%s},\"device\":\"%s\",\"median_ns\":%.0f,"
+      "\"baseline\":\"%s\",\"baseline_median_ns\":%.0f,\"ratio\":%.4f%s}\n",
+      name, params.c_str(), device.c_str(), median_ns, baseline, baseline_ns,
+      median_ns > 0 ? baseline_ns / median_ns : 0.0, extra.c_str());
   std::fflush(stdout);
 }
 
 template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = take(device_buffer<T>::allocate(host.size(), stream, "bench upload"), "upload");
+vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  auto buffer = take(vyre::device_array<T>::allocate(bench_gpu().memory_ref(), host.size(), stream,
+                                                     "bench upload"),
+                     "upload");
   if (!host.empty())
-    check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice, stream), "upload");
+    check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T),
+                          cudaMemcpyHostToDevice, stream),
+          "upload");
   return buffer;
 }
 
 struct on_device {
-  device_buffer<std::uint32_t> eclass, op, lens, children;
-  device_buffer<double> cost;
+  vyre::device_array<std::uint32_t> eclass, op, lens, children;
+  vyre::device_array<double> cost;
   raw_rows_ref rows;
 };
 
 on_device upload_graph(const raw_rows& rows, const std::vector<double>& cost, cudaStream_t stream) {
-  on_device d{upload(rows.row_eclass_ids, stream), upload(rows.row_language_op_ids, stream), upload(rows.row_children_lens, stream),
-              upload(rows.children, stream), upload(cost, stream), {}};
-  d.rows = {d.eclass.get(), d.op.get(), d.lens.get(), d.children.get(), rows.row_count(),
-            static_cast<std::uint32_t>(rows.children.size())};
+  on_device d{upload(rows.row_eclass_ids, stream),
+              upload(rows.row_language_op_ids, stream),
+              upload(rows.row_children_lens, stream),
+              upload(rows.children, stream),
+              upload(cost, stream),
+              {}};
+  d.rows = {d.eclass.get(),   d.op.get(),       d.lens.get(),
+            d.children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
   return d;
 }
 
 // The CUB primitives `build` runs, each timed alone with preallocated scratch.
 double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stream, int repeats) {
   const std::uint32_t R = d.rows.row_count;
-  auto keys_out = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto vals_in = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto vals_out = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto unique = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto counts = take(device_buffer<std::uint32_t>::allocate(R + 1, stream, "p"), "p");
-  auto offsets = take(device_buffer<std::uint32_t>::allocate(R + 1, stream, "p"), "p");
-  auto runs = take(device_buffer<int>::allocate(1, stream, "p"), "p");
-  auto max_id = take(device_buffer<std::uint32_t>::allocate(1, stream, "p"), "p");
+  auto keys_out = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto vals_in = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto vals_out = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto unique = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto counts = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R + 1, stream, "p"),
+      "p");
+  auto offsets = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R + 1, stream, "p"),
+      "p");
+  auto runs =
+      take(vyre::device_array<int>::allocate(bench_gpu().memory_ref(), 1, stream, "p"), "p");
+  auto max_id = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), 1, stream, "p"), "p");
   std::size_t b_max = 0, b_sort = 0, b_rle = 0, b_scan = 0, b_gscan = 0;
-  check(cub::DeviceReduce::Max(nullptr, b_max, d.rows.row_eclass_ids, max_id.get(), R, stream), "size");
-  check(cub::DeviceRadixSort::SortPairs(nullptr, b_sort, d.rows.row_eclass_ids, keys_out.get(), vals_in.get(),
-                                        vals_out.get(), R, 0, 32, stream), "size");
-  check(cub::DeviceRunLengthEncode::Encode(nullptr, b_rle, keys_out.get(), unique.get(), counts.get(),
-                                           runs.get(), static_cast<int>(R), stream), "size");
-  check(cub::DeviceScan::ExclusiveSum(nullptr, b_scan, d.rows.row_children_lens, offsets.get(), R, stream), "size");
-  check(cub::DeviceScan::ExclusiveSum(nullptr, b_gscan, counts.get(), offsets.get(), groups + 1, stream), "size");
+  check(cub::DeviceReduce::Max(nullptr, b_max, d.rows.row_eclass_ids, max_id.get(), R, stream),
+        "size");
+  check(cub::DeviceRadixSort::SortPairs(nullptr, b_sort, d.rows.row_eclass_ids, keys_out.get(),
+                                        vals_in.get(), vals_out.get(), R, 0, 32, stream),
+        "size");
+  check(cub::DeviceRunLengthEncode::Encode(nullptr, b_rle, keys_out.get(), unique.get(),
+                                           counts.get(), runs.get(), static_cast<int>(R), stream),
+        "size");
+  check(cub::DeviceScan::ExclusiveSum(nullptr, b_scan, d.rows.row_children_lens, offsets.get(), R,
+                                      stream),
+        "size");
+  check(cub::DeviceScan::ExclusiveSum(nullptr, b_gscan, counts.get(), offsets.get(), groups + 1,
+                                      stream),
+        "size");
   const std::size_t bytes = std::max({b_max, b_sort, b_rle, b_scan, b_gscan, std::size_t{1}});
-  auto temp = take(device_buffer<unsigned char>::allocate(bytes, stream, "p"), "p");
+  auto temp = take(
+      vyre::device_array<unsigned char>::allocate(bench_gpu().memory_ref(), bytes, stream, "p"),
+      "p");
   std::uint32_t host_max = 0;
-  check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.row_eclass_ids, max_id.get(), R, stream), "max");
+  check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.row_eclass_ids, max_id.get(), R, stream),
+        "max");
   check(cudaMemcpyAsync(&host_max, max_id.get(), 4, cudaMemcpyDeviceToHost, stream), "max");
   check(cudaStreamSynchronize(stream), "max");
   const int end_bit = std::max(1, 32 - __builtin_clz(host_max | 1u));
   double total = 0;
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceReduce::Max(temp.get(), b, d.rows.row_eclass_ids, max_id.get(), R, stream), "max");
+    check(cub::DeviceReduce::Max(temp.get(), b, d.rows.row_eclass_ids, max_id.get(), R, stream),
+          "max");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceRadixSort::SortPairs(temp.get(), b, d.rows.row_eclass_ids, keys_out.get(), vals_in.get(),
-                                          vals_out.get(), R, 0, end_bit, stream), "sort");
+    check(cub::DeviceRadixSort::SortPairs(temp.get(), b, d.rows.row_eclass_ids, keys_out.get(),
+                                          vals_in.get(), vals_out.get(), R, 0, end_bit, stream),
+          "sort");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceRunLengthEncode::Encode(temp.get(), b, keys_out.get(), unique.get(), counts.get(),
-                                             runs.get(), static_cast<int>(R), stream), "rle");
+    check(cub::DeviceRunLengthEncode::Encode(temp.get(), b, keys_out.get(), unique.get(),
+                                             counts.get(), runs.get(), static_cast<int>(R), stream),
+          "rle");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, d.rows.row_children_lens, offsets.get(), R, stream), "scan");
+    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, d.rows.row_children_lens, offsets.get(), R,
+                                        stream),
+          "scan");
   });
   total += gpu_median_ns(stream, repeats, [&] {
     std::size_t b = bytes;
-    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, counts.get(), offsets.get(), groups + 1, stream), "scan");
+    check(cub::DeviceScan::ExclusiveSum(temp.get(), b, counts.get(), offsets.get(), groups + 1,
+                                        stream),
+          "scan");
   });
   return total;
 }
 
 struct plans {
-  congruence_plan<> closure;
-  extract_plan best;
+  congruence_plan<bench_policies> closure;
+  extract_plan<bench_policies> best;
 };
 
 // Per real file: row count, run_host(device) and CPU medians (for the crossover lines).
@@ -224,9 +273,10 @@ std::uint32_t crossover_rows(std::vector<dispatch_sample> samples) {
 void emit_crossover(const char* name, const std::vector<dispatch_sample>& samples,
                     std::uint32_t default_rows, const std::string& device) {
   const std::uint32_t rows = crossover_rows(samples);
-  std::printf("{\"name\":\"%s\",\"params\":{\"files\":%zu,\"crossover_rows\":%u,"
-              "\"default_host_below_rows\":%u},\"device\":\"%s\",\"crossover_rows\":%u}\n",
-              name, samples.size(), rows, default_rows, device.c_str(), rows);
+  std::printf(
+      "{\"name\":\"%s\",\"params\":{\"files\":%zu,\"crossover_rows\":%u,"
+      "\"default_host_below_rows\":%u},\"device\":\"%s\",\"crossover_rows\":%u}\n",
+      name, samples.size(), rows, default_rows, device.c_str(), rows);
   std::fflush(stdout);
 }
 
@@ -256,22 +306,27 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const std::string params = "\"input\":\"" + label + "\",\"rows\":" + std::to_string(R) +
                              ",\"children\":" + std::to_string(rows.children.size());
   on_device d = upload_graph(rows, cost, stream);
-  device_packed_image image = take(build(d.rows, stream), "build");
+  device_packed_image image = take(build(bench_gpu(), d.rows, stream), "build");
   const std::uint32_t G = image.layout().group_count;
 
   // Build.
-  const double build_ns = gpu_median_ns(stream, repeats, [&] { (void)take(build(d.rows, stream), "build"); });
-  const double build_unchecked_ns = gpu_median_ns(
-      stream, repeats, [&] { (void)take(build(d.rows, stream, child_check::off), "build"); });
-  const double pack_ns = cpu_median_ns(cpu_repeats, [&] { (void)take(pack_reference(rows.ref()), "pack"); });
+  const double build_ns = gpu_median_ns(
+      stream, repeats, [&] { (void)take(build(bench_gpu(), d.rows, stream), "build"); });
+  const double build_unchecked_ns = gpu_median_ns(stream, repeats, [&] {
+    (void)take(build(bench_gpu(), d.rows, stream, child_check::off), "build");
+  });
+  const double pack_ns =
+      cpu_median_ns(cpu_repeats, [&] { (void)take(pack_reference(rows.ref()), "pack"); });
   if (with_primitives) {
     // A reused workspace: the temporaries and CUB scratch stay allocated between builds, as
     // the primitives' scratch does in the baseline; only the image is allocated per call.
-    build_workspace workspace(stream);
-    const double build_reused_ns = gpu_median_ns(
-        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::off), "build"); });
-    const double build_reused_checked_ns = gpu_median_ns(
-        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::on), "build"); });
+    build_workspace<bench_policies> workspace(bench_gpu(), stream);
+    const double build_reused_ns = gpu_median_ns(stream, repeats, [&] {
+      (void)take(build(bench_gpu(), d.rows, workspace, child_check::off), "build");
+    });
+    const double build_reused_checked_ns = gpu_median_ns(stream, repeats, [&] {
+      (void)take(build(bench_gpu(), d.rows, workspace, child_check::on), "build");
+    });
     const double cub_ns = primitives_ns(d, G, stream, repeats);
     const auto line = [&](const char* check, const char* workspace_mode, double ns) {
       emit("build_vs_cub_primitives",
@@ -292,12 +347,13 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   std::uint32_t rounds = 0;
   std::uint64_t merges = 0;
   const double congruence_ns = gpu_median_ns(stream, repeats, [&] {
-    auto result = take(congruence(image.ref(), stream), "congruence");
+    auto result = take(congruence(bench_gpu(), image.ref(), stream), "congruence");
     rounds = result.rounds;
     merges = result.merges;
   });
   const double while_ns = gpu_median_ns(stream, repeats, [&] {
-    (void)take(congruence(image.ref(), stream, loop_driver::conditional_graph), "congruence (WHILE)");
+    (void)take(congruence(bench_gpu(), image.ref(), stream, loop_driver::conditional_graph),
+               "congruence (WHILE)");
   });
   emit("congruence_while_graph_vs_flag_readback", params, device, while_ns,
        "congruence with one flag readback per round", congruence_ns,
@@ -309,20 +365,25 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const double per_round = congruence_ns / std::max(1u, rounds);
   emit("congruence_vs_cpu", params + ",\"merges\":" + std::to_string(merges), device, congruence_ns,
        "congruence_reference (1 CPU thread)", cpu_congruence_ns,
-       ",\"gpu_rounds\":" + std::to_string(rounds) + ",\"cpu_rounds\":" + std::to_string(cpu_rounds) +
-           ",\"ns_per_round\":" + std::to_string(per_round) +
+       ",\"gpu_rounds\":" + std::to_string(rounds) + ",\"cpu_rounds\":" +
+           std::to_string(cpu_rounds) + ",\"ns_per_round\":" + std::to_string(per_round) +
            ",\"enodes_per_s_per_round\":" + std::to_string(R / (per_round * 1e-9)));
 
   // Extraction.
   std::uint32_t extract_rounds = 0;
   const double extract_ns = gpu_median_ns(stream, repeats, [&] {
-    extract_rounds = take(extract(image.ref(), d.cost.get(), {roots.data(), roots.size()}, stream), "extract").rounds;
+    extract_rounds =
+        take(extract(bench_gpu(), image.ref(), d.cost.get(), {roots.data(), roots.size()}, stream),
+             "extract")
+            .rounds;
   });
   const double cpu_extract_ns = cpu_median_ns(cpu_repeats, [&] {
-    (void)take(extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()}), "extract_reference");
+    (void)take(
+        extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()}),
+        "extract_reference");
   });
-  emit("extract_vs_cpu", params, device, extract_ns, "extract_reference (1 CPU thread)", cpu_extract_ns,
-       ",\"gpu_rounds\":" + std::to_string(extract_rounds));
+  emit("extract_vs_cpu", params, device, extract_ns, "extract_reference (1 CPU thread)",
+       cpu_extract_ns, ",\"gpu_rounds\":" + std::to_string(extract_rounds));
 
   // Plans on the resident image: one replay + one readback per call.
   const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
@@ -378,7 +439,8 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const auto side = [&](std::uint32_t crossover) {
     return wall + ",\"automatic_runs_on\":\"" + (R < crossover ? "host" : "device") + "\"";
   };
-  emit("congruence_plan_vs_cpu", wall, device, plan_congruence_ns, cpu_congruence, cpu_packed_congruence_ns);
+  emit("congruence_plan_vs_cpu", wall, device, plan_congruence_ns, cpu_congruence,
+       cpu_packed_congruence_ns);
   emit("congruence_host_device_vs_cpu", wall, device, host_device_congruence_ns, cpu_congruence,
        cpu_packed_congruence_ns);
   emit("congruence_auto_vs_cpu", side(congruence_host_below_rows), device, auto_congruence_ns,
@@ -415,8 +477,9 @@ int main(int argc, char** argv) {
       build_only = value == "build";
       skip_cpu = value == "gpu";
     } else {
-      std::fprintf(stderr, "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
-                           "[--parts all|build|gpu]\n");
+      std::fprintf(stderr,
+                   "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
+                   "[--parts all|build|gpu]\n");
       return 2;
     }
   }
@@ -428,24 +491,16 @@ int main(int argc, char** argv) {
   const std::string device = device_name();
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  // The device algorithms allocate with cudaMallocAsync from the device's default pool; keep
-  // freed memory there between calls (as an engine running them repeatedly would), so the
-  // timings measure the algorithms rather than the driver re-mapping memory after each sync.
-  // The CUB-primitive baselines run on preallocated scratch.
-  {
-    cudaMemPool_t pool = nullptr;
-    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
-    std::uint64_t keep_all = UINT64_MAX;
-    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
-          "cudaMemPoolSetAttribute(release threshold)");
-  }
+  vyre::backend_options options;
+  options.memory.retained_cap = SIZE_MAX;  // keep all freed memory, like a max release threshold
+  auto acquired = bench_backend::acquire(0, options);
+  bench_gpu_instance = new bench_backend(take(std::move(acquired), "backend::acquire"));
   // One plan of each kind for the whole run, as an engine would hold them (they grow as the
   // inputs need; each size's graph is captured in its warm-up call).
-  plans plan{congruence_plan<>(stream), extract_plan(stream)};
-  if (!plan.closure.valid() || !plan.best.valid()) {
-    std::fprintf(stderr, "bench_algorithms: plan allocation failed\n");
-    return 1;
-  }
+  std::optional<plans> plan_storage;
+  plan_storage.emplace(plans{take(make_congruence_plan(bench_gpu(), stream), "congruence_plan"),
+                             take(make_extract_plan(bench_gpu(), stream), "extract_plan")});
+  plans& plan = *plan_storage;
   for (const std::uint32_t m : sizes_m) {
     synthetic_options options;
     options.rows = m << 20;
@@ -458,19 +513,22 @@ int main(int argc, char** argv) {
   const std::filesystem::path dir{data_dir};
   if (std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
     std::vector<dispatch_sample> congruence_samples, extract_samples;
-    for (const auto& entry : vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
+    for (const auto& entry :
+         vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
       const auto graph = vyre_test::load_egraph_json((dir / entry.file).string());
-      bench_graph(entry.file, graph.rows, graph.cost, graph.roots, stream, repeats, 5, false, device,
-                  plan, &congruence_samples, &extract_samples);
+      bench_graph(entry.file, graph.rows, graph.cost, graph.roots, stream, repeats, 5, false,
+                  device, plan, &congruence_samples, &extract_samples);
     }
-    emit_crossover("congruence_dispatch_crossover", congruence_samples, congruence_host_below_rows, device);
+    emit_crossover("congruence_dispatch_crossover", congruence_samples, congruence_host_below_rows,
+                   device);
     emit_crossover("extract_dispatch_crossover", extract_samples, extract_host_below_rows, device);
   } else {
     std::printf("{\"skipped\":\"no e-graph data in %s\"}\n", data_dir.c_str());
   }
 #endif
-  plan = plans{};  // free the plans' memory (stream-ordered) while their stream exists
+  plan_storage.reset();  // free the plans' memory (stream-ordered) while their stream exists
   check(cudaStreamSynchronize(stream), "stream");
   check(cudaStreamDestroy(stream), "stream");
+  delete bench_gpu_instance;
   return 0;
 }

@@ -12,7 +12,7 @@ namespace example {
 
 struct egraph_file {
   std::string name;
-  vyre::egraph::host_image image;  // the packed image (host memory)
+  vyre::egraph::host_image image;    // the packed image (host memory)
   std::vector<double> node_cost;     // one per row
   std::vector<std::uint32_t> roots;  // root e-class ids
 };

@@ -5,6 +5,6 @@
 //! The device versions are in `vyre/algorithms.cuh`.
 #pragma once
 
-#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/algorithms/synthetic.hpp"

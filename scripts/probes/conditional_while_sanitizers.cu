@@ -17,18 +17,18 @@
 // them; argv[2] is the number of rounds (default 2), argv[3] how many times the rounds run
 // (default 1; each time starts from the same input). Every mode prints "ok" when the results
 // are right.
-#include <cub/cub.cuh>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cub/cub.cuh>
 
-#define CHECK(x)                                                                  \
-  do {                                                                            \
-    cudaError_t e = (x);                                                          \
-    if (e != cudaSuccess) {                                                       \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e));                         \
-      return 1;                                                                   \
-    }                                                                             \
+#define CHECK(x)                                          \
+  do {                                                    \
+    cudaError_t e = (x);                                  \
+    if (e != cudaSuccess) {                               \
+      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
+      return 1;                                           \
+    }                                                     \
   } while (0)
 
 __global__ void write_all(unsigned* next, const unsigned* current, int n) {
@@ -81,8 +81,8 @@ int main(int argc, char** argv) {
   CHECK(cudaStreamCreate(&s));
   void* temp = nullptr;
   size_t temp_bytes = 0;
-  CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_out, next, vals_out, n, 0,
-                                        7, s));
+  CHECK(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys, keys_out, next, vals_out, n, 0, 7,
+                                        s));
   CHECK(cudaMalloc(&temp, temp_bytes));
 
   auto round = [&](cudaStream_t stream) -> cudaError_t {

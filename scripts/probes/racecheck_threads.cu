@@ -20,7 +20,8 @@
 #include <vector>
 
 __global__ void stamp(unsigned* out, size_t words, unsigned tag) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words; i += size_t{gridDim.x} * blockDim.x)
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
+       i += size_t{gridDim.x} * blockDim.x)
     out[i] = tag ^ static_cast<unsigned>(i);
 }
 
@@ -43,19 +44,23 @@ int main(int argc, char** argv) {
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 1;
 
   const auto release = [&](const parcel& p, cudaStream_t on) {
-    if ((async ? cudaFreeAsync(p.data, on) : cudaFree(p.data)) != cudaSuccess) failures.fetch_add(1);
+    if ((async ? cudaFreeAsync(p.data, on) : cudaFree(p.data)) != cudaSuccess)
+      failures.fetch_add(1);
   };
   const auto verify = [&](const parcel& p, cudaStream_t on) {
     unsigned ends[2] = {0, 0};
     if (cudaStreamSynchronize(p.stream) != cudaSuccess ||
         cudaMemcpyAsync(&ends[0], p.data, 4, cudaMemcpyDeviceToHost, on) != cudaSuccess ||
-        cudaMemcpyAsync(&ends[1], p.data + p.words - 1, 4, cudaMemcpyDeviceToHost, on) != cudaSuccess ||
+        cudaMemcpyAsync(&ends[1], p.data + p.words - 1, 4, cudaMemcpyDeviceToHost, on) !=
+            cudaSuccess ||
         cudaStreamSynchronize(on) != cudaSuccess) {
       failures.fetch_add(1);
       return;
     }
-    if (ends[0] != p.tag || ends[1] != (p.tag ^ static_cast<unsigned>(p.words - 1))) failures.fetch_add(1);
-    else verified.fetch_add(1);
+    if (ends[0] != p.tag || ends[1] != (p.tag ^ static_cast<unsigned>(p.words - 1)))
+      failures.fetch_add(1);
+    else
+      verified.fetch_add(1);
   };
 
   std::vector<std::thread> workers;
@@ -98,7 +103,8 @@ int main(int argc, char** argv) {
   if (cudaDeviceSynchronize() != cudaSuccess) failures.fetch_add(1);
   for (auto& s : streams) cudaStreamDestroy(s);
   const bool ok = failures.load() == 0 && verified.load() == threads * iterations;
-  std::printf("%s: %d threads x %d iterations (%s), %d verified, %d failures\n", ok ? "ok" : "FAILED",
-              threads, iterations, async ? "async" : "direct", verified.load(), failures.load());
+  std::printf("%s: %d threads x %d iterations (%s), %d verified, %d failures\n",
+              ok ? "ok" : "FAILED", threads, iterations, async ? "async" : "direct",
+              verified.load(), failures.load());
   return ok ? 0 : 1;
 }

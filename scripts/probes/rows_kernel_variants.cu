@@ -29,7 +29,7 @@ using probe::check;
 using probe::take;
 
 struct outputs {
-  std::uint32_t *eclass, *op, *lens, *signatures, *children;
+  std::uint32_t *row_eclass_ids, *row_language_op_ids, *lens, *signatures, *children;
 };
 
 __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, outputs out) {
@@ -53,7 +53,8 @@ __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, ou
   }
 }
 
-__global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__ offsets, outputs out) {
+__global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__ offsets,
+                               outputs out) {
   const std::uint32_t* __restrict__ in_children = rows.children;
   std::uint32_t* __restrict__ out_children = out.children;
   for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < rows.row_count;
@@ -85,7 +86,8 @@ __global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restric
 
 // One row per thread, and the warp's children range (contiguous: offsets are prefix sums in
 // row order) copied by the whole warp. Needs blockDim a multiple of 32 and no grid stride.
-__global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__ offsets, outputs out) {
+__global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__ offsets,
+                            outputs out) {
   const std::uint32_t* __restrict__ in_children = rows.children;
   std::uint32_t* __restrict__ out_children = out.children;
   const std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x;
@@ -105,7 +107,8 @@ __global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__
   for (std::uint32_t k = begin + lane; k < end; k += 32) out_children[k] = __ldg(in_children + k);
   if (!live) return;
   std::uint32_t signature = signature_begin(row_op, length);
-  for (std::uint32_t k = 0; k < length; ++k) signature = signature_fold(signature, __ldg(in_children + offset + k));
+  for (std::uint32_t k = 0; k < length; ++k)
+    signature = signature_fold(signature, __ldg(in_children + offset + k));
   out.row_eclass_ids[r] = row_eclass;
   out.row_language_op_ids[r] = row_op;
   out.lens[r] = length;
@@ -121,17 +124,25 @@ int main(int argc, char** argv) {
   const probe::synthetic_rows on_device(millions, stream);
   const raw_rows_ref& ref = on_device.ref;
   const std::uint32_t R = ref.row_count, C = ref.child_count;
-  build_workspace workspace(stream);
-  auto reference = take(build(ref, workspace, child_check::off), "build");
+  build_workspace<probe::policies> workspace(probe::gpu(), stream);
+  auto reference = take(build(probe::gpu(), ref, workspace, child_check::off), "build");
   const image_layout layout = reference.layout();
   std::vector<std::uint32_t> expected(layout.word_count());
-  check(cudaMemcpyAsync(expected.data(), reference.words(), expected.size() * 4, cudaMemcpyDeviceToHost, stream), "read");
-  const std::uint32_t* offsets = reference.words() + layout.offset(vyre::egraph::image_column::row_children_offsets);
+  check(cudaMemcpyAsync(expected.data(), reference.words(), expected.size() * 4,
+                        cudaMemcpyDeviceToHost, stream),
+        "read");
+  const std::uint32_t* offsets =
+      reference.words() + layout.offset(vyre::egraph::image_column::row_children_offsets);
 
-  auto scratch = take(device_buffer<std::uint32_t>::allocate(layout.word_count(), stream, "out"), "out");
+  auto scratch = take(vyre::device_array<std::uint32_t>::allocate(
+                          probe::gpu().memory_ref(), layout.word_count(), stream, "out"),
+                      "out");
   std::uint32_t* base = scratch.get();
-  const outputs out{base + layout.offset(vyre::egraph::image_column::row_eclass_ids), base + layout.offset(vyre::egraph::image_column::row_language_op_ids),
-                    base + layout.offset(vyre::egraph::image_column::row_children_lens), base + layout.offset(vyre::egraph::image_column::row_signatures), base + layout.offset(vyre::egraph::image_column::children)};
+  const outputs out{base + layout.offset(vyre::egraph::image_column::row_eclass_ids),
+                    base + layout.offset(vyre::egraph::image_column::row_language_op_ids),
+                    base + layout.offset(vyre::egraph::image_column::row_children_lens),
+                    base + layout.offset(vyre::egraph::image_column::row_signatures),
+                    base + layout.offset(vyre::egraph::image_column::children)};
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -156,12 +167,15 @@ int main(int argc, char** argv) {
     }
     std::sort(times.begin(), times.end());
     std::vector<std::uint32_t> got(layout.offset(vyre::egraph::image_column::children) + C);
-    check(cudaMemcpyAsync(got.data(), base, got.size() * 4, cudaMemcpyDeviceToHost, stream), "read");
+    check(cudaMemcpyAsync(got.data(), base, got.size() * 4, cudaMemcpyDeviceToHost, stream),
+          "read");
     check(cudaStreamSynchronize(stream), "sync");
     const bool same = std::equal(got.begin(), got.begin() + 2 * std::size_t{R}, expected.begin()) &&
-                      std::equal(got.begin() + 3 * std::size_t{R}, got.end(), expected.begin() + 3 * std::size_t{R});
+                      std::equal(got.begin() + 3 * std::size_t{R}, got.end(),
+                                 expected.begin() + 3 * std::size_t{R});
     const double us = times[times.size() / 2] * 1000.0;
-    std::printf("%-8s median %.1f us  %.2f TB/s  %s\n", name, us, bytes / (us * 1e6), same ? "same words" : "WRONG");
+    std::printf("%-8s median %.1f us  %.2f TB/s  %s\n", name, us, bytes / (us * 1e6),
+                same ? "same words" : "WRONG");
   }
   return 0;
 }

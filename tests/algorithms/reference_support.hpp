@@ -113,7 +113,8 @@ inline std::string congruence_mismatch(const raw_rows& rows,
             std::vector<std::uint32_t>(key.begin() + 2, key.end()));
   }
   const raw_rows& got = result.rebuilt;
-  if (result.kept_rows != expected_kept || got.row_eclass_ids != expected.row_eclass_ids || got.row_language_op_ids != expected.row_language_op_ids ||
+  if (result.kept_rows != expected_kept || got.row_eclass_ids != expected.row_eclass_ids ||
+      got.row_language_op_ids != expected.row_language_op_ids ||
       got.row_children_lens != expected.row_children_lens || got.children != expected.children) {
     out << "rebuilt rows differ from the oracle's: result " << got.row_count() << " rows ("
         << result.kept_rows.size() << " kept), oracle " << expected.row_count() << " rows";
@@ -128,7 +129,8 @@ inline std::string congruence_mismatch(const raw_rows& rows,
   at = 0;
   for (std::uint32_t r = 0; r < got.row_count(); ++r) {
     if (!is_representative(got.row_eclass_ids[r])) {
-      out << "rebuilt row " << r << ": e-class " << got.row_eclass_ids[r] << " is not a representative";
+      out << "rebuilt row " << r << ": e-class " << got.row_eclass_ids[r]
+          << " is not a representative";
       return out.str();
     }
     std::vector<std::uint32_t> key{got.row_language_op_ids[r], got.row_children_lens[r]};

@@ -71,9 +71,12 @@ TEST_CASE("pack_reference reproduces the format's worked example", "[pack]") {
                                       w.begin() + static_cast<std::ptrdiff_t>(offset + length));
   };
   CHECK(column(at.offset(image_column::row_eclass_ids), 3) == std::vector<std::uint32_t>{2, 1, 2});
-  CHECK(column(at.offset(image_column::row_language_op_ids), 3) == std::vector<std::uint32_t>{0, 0, 1});
-  CHECK(column(at.offset(image_column::row_children_offsets), 3) == std::vector<std::uint32_t>{0, 0, 0});
-  CHECK(column(at.offset(image_column::row_children_lens), 3) == std::vector<std::uint32_t>{0, 0, 2});
+  CHECK(column(at.offset(image_column::row_language_op_ids), 3) ==
+        std::vector<std::uint32_t>{0, 0, 1});
+  CHECK(column(at.offset(image_column::row_children_offsets), 3) ==
+        std::vector<std::uint32_t>{0, 0, 0});
+  CHECK(column(at.offset(image_column::row_children_lens), 3) ==
+        std::vector<std::uint32_t>{0, 0, 2});
   CHECK(column(at.offset(image_column::children), 2) == std::vector<std::uint32_t>{1, 2});
   CHECK(column(at.offset(image_column::group_eclass_ids), 2) == std::vector<std::uint32_t>{1, 2});
   CHECK(column(at.offset(image_column::group_offsets), 3) == std::vector<std::uint32_t>{0, 1, 3});
@@ -290,7 +293,8 @@ TEST_CASE("congruence: a long cascade over synthetic e-graphs matches the naive 
     std::size_t at = 0;
     const auto map = class_map(result);
     for (std::uint32_t r = 0; r < result.rebuilt.row_count(); ++r) {
-      std::vector<std::uint32_t> key{result.rebuilt.row_eclass_ids[r], result.rebuilt.row_language_op_ids[r]};
+      std::vector<std::uint32_t> key{result.rebuilt.row_eclass_ids[r],
+                                     result.rebuilt.row_language_op_ids[r]};
       CHECK(map.at(result.rebuilt.row_eclass_ids[r]) == result.rebuilt.row_eclass_ids[r]);
       for (std::uint32_t k = 0; k < result.rebuilt.row_children_lens[r]; ++k) {
         const std::uint32_t child = result.rebuilt.children[at + k];

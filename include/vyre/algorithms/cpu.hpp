@@ -51,8 +51,12 @@ struct raw_rows {
     return static_cast<std::uint32_t>(row_eclass_ids.size());
   }
   raw_rows_ref ref() const noexcept {
-    return {row_eclass_ids.data(), row_language_op_ids.data(), row_children_lens.data(),
-            children.data(),       row_count(),                static_cast<std::uint32_t>(children.size())};
+    return {row_eclass_ids.data(),
+            row_language_op_ids.data(),
+            row_children_lens.data(),
+            children.data(),
+            row_count(),
+            static_cast<std::uint32_t>(children.size())};
   }
 
   // Host-only special members, defaulted out of line: nvcc would otherwise infer them
@@ -72,11 +76,11 @@ inline raw_rows::raw_rows(raw_rows&&) noexcept = default;
 inline raw_rows& raw_rows::operator=(const raw_rows&) = default;
 inline raw_rows& raw_rows::operator=(raw_rows&&) noexcept = default;
 
-
 //! An owning host packed image: the words plus where the columns are.
 struct host_packed_image {
   std::vector<std::uint32_t> words;
   image_layout layout;
+
   image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
 
   // Host-only special members, defaulted out of line: nvcc would otherwise infer them
@@ -95,7 +99,6 @@ inline host_packed_image::host_packed_image(const host_packed_image&) = default;
 inline host_packed_image::host_packed_image(host_packed_image&&) noexcept = default;
 inline host_packed_image& host_packed_image::operator=(const host_packed_image&) = default;
 inline host_packed_image& host_packed_image::operator=(host_packed_image&&) noexcept = default;
-
 
 //! What congruence closure found.
 struct congruence_result {
@@ -126,7 +129,6 @@ inline congruence_result::congruence_result(congruence_result&&) noexcept = defa
 inline congruence_result& congruence_result::operator=(const congruence_result&) = default;
 inline congruence_result& congruence_result::operator=(congruence_result&&) noexcept = default;
 
-
 //! What extraction found.
 struct extraction_result {
   std::vector<std::uint32_t> eclass_ids;  //!< every e-class id, ascending
@@ -152,7 +154,6 @@ inline extraction_result::extraction_result(extraction_result&&) noexcept = defa
 inline extraction_result& extraction_result::operator=(const extraction_result&) = default;
 inline extraction_result& extraction_result::operator=(extraction_result&&) noexcept = default;
 
-
 namespace detail {
 
 //! Rows with explicit children offsets, host pointers: what the references iterate over.
@@ -175,12 +176,12 @@ inline expected<std::vector<std::uint32_t>> prefix_offsets(const raw_rows_ref& r
     offsets[r] = static_cast<std::uint32_t>(running);
     running += rows.row_children_lens[r];
     if (running > rows.child_count)
-      return fail(error(errc::out_of_range,
-                        "raw rows: children lengths run past the children column")
-                      .with("row", r)
-                      .with("children_end", running)
-                      .with("child_count", rows.child_count)
-                      .fix("child_count must equal the sum of children_length over all rows"));
+      return fail(
+          error(errc::out_of_range, "raw rows: children lengths run past the children column")
+              .with("row", r)
+              .with("children_end", running)
+              .with("child_count", rows.child_count)
+              .fix("child_count must equal the sum of children_length over all rows"));
   }
   if (running != rows.child_count)
     return fail(error(errc::invalid_argument,
@@ -214,7 +215,6 @@ inline dense_classes::dense_classes(dense_classes&&) noexcept = default;
 inline dense_classes& dense_classes::operator=(const dense_classes&) = default;
 inline dense_classes& dense_classes::operator=(dense_classes&&) noexcept = default;
 
-
 inline expected<dense_classes> densify(const host_rows& rows) {
   dense_classes dense;
   VYRE_TRY(try_resize(dense.ids, rows.row_count, "reference: e-class ids"));
@@ -224,8 +224,8 @@ inline expected<dense_classes> densify(const host_rows& rows) {
   VYRE_TRY(try_resize(dense.of_row, rows.row_count, "reference: row e-class indices"));
   VYRE_TRY(try_resize(dense.of_child, rows.child_count, "reference: child e-class indices"));
   const auto index_of = [&](std::uint32_t id) {
-    return static_cast<std::uint32_t>(
-        std::lower_bound(dense.ids.begin(), dense.ids.end(), id) - dense.ids.begin());
+    return static_cast<std::uint32_t>(std::lower_bound(dense.ids.begin(), dense.ids.end(), id) -
+                                      dense.ids.begin());
   };
   for (std::uint32_t r = 0; r < rows.row_count; ++r) {
     dense.of_row[r] = index_of(rows.row_eclass_ids[r]);
@@ -234,7 +234,8 @@ inline expected<dense_classes> densify(const host_rows& rows) {
       if (entry >= rows.child_count)
         return fail(error(errc::out_of_range, "rows: a row's children run past the children column")
                         .with("row", r)
-                        .with("children_end", std::uint64_t{rows.row_children_offsets[r]} + rows.row_children_lens[r])
+                        .with("children_end", std::uint64_t{rows.row_children_offsets[r]} +
+                                                  rows.row_children_lens[r])
                         .with("child_count", rows.child_count)
                         .fix("fix the row's children offset and length"));
       const std::uint32_t child = rows.children[entry];
@@ -252,13 +253,18 @@ inline expected<dense_classes> densify(const host_rows& rows) {
 
 inline expected<host_rows> rows_of(const raw_rows_ref& rows, std::vector<std::uint32_t>& offsets) {
   VYRE_TRY_ASSIGN(offsets, prefix_offsets(rows));
-  return host_rows{rows.row_eclass_ids,          rows.row_language_op_ids,        offsets.data(), rows.row_children_lens,
-                   rows.children,        rows.row_count, rows.child_count};
+  return host_rows{
+      rows.row_eclass_ids, rows.row_language_op_ids, offsets.data(),  rows.row_children_lens,
+      rows.children,       rows.row_count,           rows.child_count};
 }
 
 inline host_rows rows_of(const image_columns& image) noexcept {
-  return host_rows{image.row_eclass_ids(),    image.row_language_op_ids(), image.row_children_offsets(),
-                   image.row_children_lens(), image.children(),            image.row_count(),
+  return host_rows{image.row_eclass_ids(),
+                   image.row_language_op_ids(),
+                   image.row_children_offsets(),
+                   image.row_children_lens(),
+                   image.children(),
+                   image.row_count(),
                    image.child_count()};
 }
 
@@ -298,15 +304,18 @@ struct canonical_row_hash {
   const host_rows* rows;
   const std::uint32_t* canon;
   std::size_t operator()(std::uint32_t r) const noexcept {
-    return row_signature(rows->row_language_op_ids[r], canon + rows->row_children_offsets[r], rows->row_children_lens[r]);
+    return row_signature(rows->row_language_op_ids[r], canon + rows->row_children_offsets[r],
+                         rows->row_children_lens[r]);
   }
 };
 struct canonical_row_equal {
   const host_rows* rows;
   const std::uint32_t* canon;
   bool operator()(std::uint32_t a, std::uint32_t b) const noexcept {
-    return rows->row_language_op_ids[a] == rows->row_language_op_ids[b] && rows->row_children_lens[a] == rows->row_children_lens[b] &&
-           std::equal(canon + rows->row_children_offsets[a], canon + rows->row_children_offsets[a] + rows->row_children_lens[a],
+    return rows->row_language_op_ids[a] == rows->row_language_op_ids[b] &&
+           rows->row_children_lens[a] == rows->row_children_lens[b] &&
+           std::equal(canon + rows->row_children_offsets[a],
+                      canon + rows->row_children_offsets[a] + rows->row_children_lens[a],
                       canon + rows->row_children_offsets[b]);
   }
 };
@@ -429,8 +438,8 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
 
 }  // namespace detail
 
-//! Packs raw rows into the nine-column image (docs/image_format.md): the reference of the device `build`
-//! (children offsets are the prefix sums of the lengths; groups list rows ascending).
+//! Packs raw rows into the nine-column image (docs/image_format.md): the reference of the device
+//! `build` (children offsets are the prefix sums of the lengths; groups list rows ascending).
 //! @throws nothing; errors: lengths that do not add up to `child_count`
 //!         (`errc::invalid_argument` / `errc::out_of_range`), a child naming an e-class without
 //!         rows (`errc::not_found`), host allocation failure (`errc::out_of_memory`).
@@ -440,7 +449,7 @@ inline expected<host_packed_image> pack_reference(const raw_rows_ref& rows) {
   VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
   host_packed_image image;
   image.layout = image_layout::for_counts(rows.row_count, rows.child_count,
-                               static_cast<std::uint32_t>(dense.ids.size()));
+                                          static_cast<std::uint32_t>(dense.ids.size()));
   VYRE_TRY(try_resize(image.words, static_cast<std::size_t>(image.layout.word_count()),
                       "pack_reference: image words"));
   std::uint32_t* words = image.words.data();
@@ -450,10 +459,11 @@ inline expected<host_packed_image> pack_reference(const raw_rows_ref& rows) {
     words[at.offset(image_column::row_language_op_ids) + r] = rows.row_language_op_ids[r];
     words[at.offset(image_column::row_children_offsets) + r] = offsets[r];
     words[at.offset(image_column::row_children_lens) + r] = rows.row_children_lens[r];
-    words[at.offset(image_column::row_signatures) + r] =
-        detail::row_signature(rows.row_language_op_ids[r], rows.children + offsets[r], rows.row_children_lens[r]);
+    words[at.offset(image_column::row_signatures) + r] = detail::row_signature(
+        rows.row_language_op_ids[r], rows.children + offsets[r], rows.row_children_lens[r]);
   }
-  std::copy(rows.children, rows.children + rows.child_count, words + at.offset(image_column::children));
+  std::copy(rows.children, rows.children + rows.child_count,
+            words + at.offset(image_column::children));
   std::copy(dense.ids.begin(), dense.ids.end(), words + at.offset(image_column::group_eclass_ids));
   // Counting sort of row indices by dense class: stable, so rows ascend inside each group.
   std::uint32_t* group_offsets = words + at.offset(image_column::group_offsets);

@@ -30,18 +30,18 @@
 namespace vyre::algorithms {
 
 struct synthetic_options {
-  std::uint32_t rows = 1u << 20;     //!< approximate number of rows
+  std::uint32_t rows = 1u << 20;  //!< approximate number of rows
   std::uint64_t seed = 1;
-  double twin_fraction = 0.25;       //!< template classes that get a congruent twin class
-  double twin_child_fraction = 0.75; //!< twin children that point at a twin when one exists
-  double extra_fraction = 0.25;      //!< extra rows (per template row) in existing classes
-  std::uint32_t max_children = 3;    //!< children per row: 0..max_children
-  std::uint32_t op_count = 8;        //!< ops of inner rows (leaves get unique ops)
+  double twin_fraction = 0.25;        //!< template classes that get a congruent twin class
+  double twin_child_fraction = 0.75;  //!< twin children that point at a twin when one exists
+  double extra_fraction = 0.25;       //!< extra rows (per template row) in existing classes
+  std::uint32_t max_children = 3;     //!< children per row: 0..max_children
+  std::uint32_t op_count = 8;         //!< ops of inner rows (leaves get unique ops)
   //! Template children come from the previous `window` classes (uniformly from all earlier
   //! ones by default, which keeps trees shallow; a small window makes long chains).
   std::uint32_t window = 0xFFFFFFFFu;
-  bool sparse_ids = false;           //!< spread e-class ids over the u32 range
-  bool shuffle = true;               //!< shuffle the row order
+  bool sparse_ids = false;  //!< spread e-class ids over the u32 range
+  bool shuffle = true;      //!< shuffle the row order
 };
 
 //! A generated e-graph: rows, one cost per row (small integers, so ties happen) and roots.
@@ -50,7 +50,21 @@ struct synthetic_egraph {
   std::vector<double> cost;
   std::vector<std::uint32_t> roots;
   std::uint64_t planted_twins = 0;
+
+  // Host-only special members, defaulted out of line: see `raw_rows` in cpu.hpp.
+  synthetic_egraph();
+  ~synthetic_egraph();
+  synthetic_egraph(const synthetic_egraph&);
+  synthetic_egraph(synthetic_egraph&&) noexcept;
+  synthetic_egraph& operator=(const synthetic_egraph&);
+  synthetic_egraph& operator=(synthetic_egraph&&) noexcept;
 };
+inline synthetic_egraph::synthetic_egraph() = default;
+inline synthetic_egraph::~synthetic_egraph() = default;
+inline synthetic_egraph::synthetic_egraph(const synthetic_egraph&) = default;
+inline synthetic_egraph::synthetic_egraph(synthetic_egraph&&) noexcept = default;
+inline synthetic_egraph& synthetic_egraph::operator=(const synthetic_egraph&) = default;
+inline synthetic_egraph& synthetic_egraph::operator=(synthetic_egraph&&) noexcept = default;
 
 namespace detail {
 struct split_mix {
@@ -73,8 +87,9 @@ struct split_mix {
 //!         `errc::out_of_memory` when host memory runs out.
 inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options& options) {
   if (options.rows == 0 || options.op_count == 0 || options.window == 0)
-    return fail(error(errc::invalid_argument, "make_synthetic_egraph: rows, op_count and window "
-                                              "must be positive")
+    return fail(error(errc::invalid_argument,
+                      "make_synthetic_egraph: rows, op_count and window "
+                      "must be positive")
                     .with("rows", options.rows)
                     .with("op_count", options.op_count)
                     .with("window", options.window)
@@ -145,7 +160,8 @@ inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options&
       rows.row_eclass_ids.push_back(id_of(d.eclass));
       rows.row_language_op_ids.push_back(d.op);
       rows.row_children_lens.push_back(d.length);
-      for (std::uint32_t k = 0; k < d.length; ++k) rows.children.push_back(id_of(kids[d.first + k]));
+      for (std::uint32_t k = 0; k < d.length; ++k)
+        rows.children.push_back(id_of(kids[d.first + k]));
       out.cost.push_back(static_cast<double>(1 + rng.below(8)));
     }
     out.roots.push_back(id_of(templates - 1));

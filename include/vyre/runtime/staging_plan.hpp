@@ -6,6 +6,7 @@
 //! core/byte_order.hpp's business, not this file's.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <thread>
 
