@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,17 @@ namespace {
 
 bool build_only = false;  // --parts build: the build lines only
 bool skip_cpu = false;    // --parts gpu: no CPU baselines (their lines report 0 ns)
+
+// Every algorithm allocates from one backend: the caching pool keeping everything freed (an
+// engine running them repeatedly would), so the timings measure the algorithms rather than
+// the driver mapping memory again after each synchronisation. Errors come back as values.
+using bench_policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
+                                      vyre::on_error::return_expected>;
+using bench_backend = vyre::backend<bench_policies>;
+bench_backend* bench_gpu_instance = nullptr;
+bench_backend& bench_gpu() {
+  return *bench_gpu_instance;
+}
 
 void check(cudaError_t status, const char* what) {
   if (status == cudaSuccess) return;
@@ -126,8 +138,10 @@ void emit(const char* name, const std::string& params, const std::string& device
 }
 
 template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = take(device_buffer<T>::allocate(host.size(), stream, "bench upload"), "upload");
+vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  auto buffer = take(vyre::device_array<T>::allocate(bench_gpu().memory_ref(), host.size(), stream,
+                                                     "bench upload"),
+                     "upload");
   if (!host.empty())
     check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T),
                           cudaMemcpyHostToDevice, stream),
@@ -136,8 +150,8 @@ device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
 }
 
 struct on_device {
-  device_buffer<std::uint32_t> eclass, op, lens, children;
-  device_buffer<double> cost;
+  vyre::device_array<std::uint32_t> eclass, op, lens, children;
+  vyre::device_array<double> cost;
   raw_rows_ref rows;
 };
 
@@ -156,14 +170,24 @@ on_device upload_graph(const raw_rows& rows, const std::vector<double>& cost, cu
 // The CUB primitives `build` runs, each timed alone with preallocated scratch.
 double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stream, int repeats) {
   const std::uint32_t R = d.rows.row_count;
-  auto keys_out = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto vals_in = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto vals_out = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto unique = take(device_buffer<std::uint32_t>::allocate(R, stream, "p"), "p");
-  auto counts = take(device_buffer<std::uint32_t>::allocate(R + 1, stream, "p"), "p");
-  auto offsets = take(device_buffer<std::uint32_t>::allocate(R + 1, stream, "p"), "p");
-  auto runs = take(device_buffer<int>::allocate(1, stream, "p"), "p");
-  auto max_id = take(device_buffer<std::uint32_t>::allocate(1, stream, "p"), "p");
+  auto keys_out = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto vals_in = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto vals_out = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto unique = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R, stream, "p"), "p");
+  auto counts = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R + 1, stream, "p"),
+      "p");
+  auto offsets = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), R + 1, stream, "p"),
+      "p");
+  auto runs =
+      take(vyre::device_array<int>::allocate(bench_gpu().memory_ref(), 1, stream, "p"), "p");
+  auto max_id = take(
+      vyre::device_array<std::uint32_t>::allocate(bench_gpu().memory_ref(), 1, stream, "p"), "p");
   std::size_t b_max = 0, b_sort = 0, b_rle = 0, b_scan = 0, b_gscan = 0;
   check(cub::DeviceReduce::Max(nullptr, b_max, d.rows.row_eclass_ids, max_id.get(), R, stream),
         "size");
@@ -180,7 +204,9 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
                                       stream),
         "size");
   const std::size_t bytes = std::max({b_max, b_sort, b_rle, b_scan, b_gscan, std::size_t{1}});
-  auto temp = take(device_buffer<unsigned char>::allocate(bytes, stream, "p"), "p");
+  auto temp = take(
+      vyre::device_array<unsigned char>::allocate(bench_gpu().memory_ref(), bytes, stream, "p"),
+      "p");
   std::uint32_t host_max = 0;
   check(cub::DeviceReduce::Max(temp.get(), b_max, d.rows.row_eclass_ids, max_id.get(), R, stream),
         "max");
@@ -221,8 +247,8 @@ double primitives_ns(const on_device& d, std::uint32_t groups, cudaStream_t stre
 }
 
 struct plans {
-  congruence_plan<> closure;
-  extract_plan best;
+  congruence_plan<bench_policies> closure;
+  extract_plan<bench_policies> best;
 };
 
 // Per real file: row count, run_host(device) and CPU medians (for the crossover lines).
@@ -280,24 +306,27 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const std::string params = "\"input\":\"" + label + "\",\"rows\":" + std::to_string(R) +
                              ",\"children\":" + std::to_string(rows.children.size());
   on_device d = upload_graph(rows, cost, stream);
-  device_packed_image image = take(build(d.rows, stream), "build");
+  device_packed_image image = take(build(bench_gpu(), d.rows, stream), "build");
   const std::uint32_t G = image.layout().group_count;
 
   // Build.
-  const double build_ns =
-      gpu_median_ns(stream, repeats, [&] { (void)take(build(d.rows, stream), "build"); });
-  const double build_unchecked_ns = gpu_median_ns(
-      stream, repeats, [&] { (void)take(build(d.rows, stream, child_check::off), "build"); });
+  const double build_ns = gpu_median_ns(
+      stream, repeats, [&] { (void)take(build(bench_gpu(), d.rows, stream), "build"); });
+  const double build_unchecked_ns = gpu_median_ns(stream, repeats, [&] {
+    (void)take(build(bench_gpu(), d.rows, stream, child_check::off), "build");
+  });
   const double pack_ns =
       cpu_median_ns(cpu_repeats, [&] { (void)take(pack_reference(rows.ref()), "pack"); });
   if (with_primitives) {
     // A reused workspace: the temporaries and CUB scratch stay allocated between builds, as
     // the primitives' scratch does in the baseline; only the image is allocated per call.
-    build_workspace workspace(stream);
-    const double build_reused_ns = gpu_median_ns(
-        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::off), "build"); });
-    const double build_reused_checked_ns = gpu_median_ns(
-        stream, repeats, [&] { (void)take(build(d.rows, workspace, child_check::on), "build"); });
+    build_workspace<bench_policies> workspace(bench_gpu(), stream);
+    const double build_reused_ns = gpu_median_ns(stream, repeats, [&] {
+      (void)take(build(bench_gpu(), d.rows, workspace, child_check::off), "build");
+    });
+    const double build_reused_checked_ns = gpu_median_ns(stream, repeats, [&] {
+      (void)take(build(bench_gpu(), d.rows, workspace, child_check::on), "build");
+    });
     const double cub_ns = primitives_ns(d, G, stream, repeats);
     const auto line = [&](const char* check, const char* workspace_mode, double ns) {
       emit("build_vs_cub_primitives",
@@ -318,12 +347,12 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   std::uint32_t rounds = 0;
   std::uint64_t merges = 0;
   const double congruence_ns = gpu_median_ns(stream, repeats, [&] {
-    auto result = take(congruence(image.ref(), stream), "congruence");
+    auto result = take(congruence(bench_gpu(), image.ref(), stream), "congruence");
     rounds = result.rounds;
     merges = result.merges;
   });
   const double while_ns = gpu_median_ns(stream, repeats, [&] {
-    (void)take(congruence(image.ref(), stream, loop_driver::conditional_graph),
+    (void)take(congruence(bench_gpu(), image.ref(), stream, loop_driver::conditional_graph),
                "congruence (WHILE)");
   });
   emit("congruence_while_graph_vs_flag_readback", params, device, while_ns,
@@ -344,7 +373,8 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   std::uint32_t extract_rounds = 0;
   const double extract_ns = gpu_median_ns(stream, repeats, [&] {
     extract_rounds =
-        take(extract(image.ref(), d.cost.get(), {roots.data(), roots.size()}, stream), "extract")
+        take(extract(bench_gpu(), image.ref(), d.cost.get(), {roots.data(), roots.size()}, stream),
+             "extract")
             .rounds;
   });
   const double cpu_extract_ns = cpu_median_ns(cpu_repeats, [&] {
@@ -461,24 +491,16 @@ int main(int argc, char** argv) {
   const std::string device = device_name();
   cudaStream_t stream;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
-  // The device algorithms allocate with cudaMallocAsync from the device's default pool; keep
-  // freed memory there between calls (as an engine running them repeatedly would), so the
-  // timings measure the algorithms rather than the driver re-mapping memory after each sync.
-  // The CUB-primitive baselines run on preallocated scratch.
-  {
-    cudaMemPool_t pool = nullptr;
-    check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
-    std::uint64_t keep_all = UINT64_MAX;
-    check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all),
-          "cudaMemPoolSetAttribute(release threshold)");
-  }
+  vyre::backend_options options;
+  options.memory.retained_cap = SIZE_MAX;  // keep all freed memory, like a max release threshold
+  auto acquired = bench_backend::acquire(0, options);
+  bench_gpu_instance = new bench_backend(take(std::move(acquired), "backend::acquire"));
   // One plan of each kind for the whole run, as an engine would hold them (they grow as the
   // inputs need; each size's graph is captured in its warm-up call).
-  plans plan{congruence_plan<>(stream), extract_plan(stream)};
-  if (!plan.closure.valid() || !plan.best.valid()) {
-    std::fprintf(stderr, "bench_algorithms: plan allocation failed\n");
-    return 1;
-  }
+  std::optional<plans> plan_storage;
+  plan_storage.emplace(plans{take(make_congruence_plan(bench_gpu(), stream), "congruence_plan"),
+                             take(make_extract_plan(bench_gpu(), stream), "extract_plan")});
+  plans& plan = *plan_storage;
   for (const std::uint32_t m : sizes_m) {
     synthetic_options options;
     options.rows = m << 20;
@@ -504,8 +526,9 @@ int main(int argc, char** argv) {
     std::printf("{\"skipped\":\"no e-graph data in %s\"}\n", data_dir.c_str());
   }
 #endif
-  plan = plans{};  // free the plans' memory (stream-ordered) while their stream exists
+  plan_storage.reset();  // free the plans' memory (stream-ordered) while their stream exists
   check(cudaStreamSynchronize(stream), "stream");
   check(cudaStreamDestroy(stream), "stream");
+  delete bench_gpu_instance;
   return 0;
 }

@@ -17,9 +17,11 @@
 // On the built-in e-graph: root tree cost 11, then 8 -> 6 e-nodes, 6 -> 4 e-classes, 2 merges,
 // and root tree cost 9 after congruence (g(f(x)) may now use the cheap h for f).
 //
-// The algorithms take the image's columns (`vyre::egraph::image_columns`, what the checked
+// The algorithms take the backend (their memory comes from its allocation policy, so its
+// budget, telemetry and fault injection see it; their errors follow its error policy, here:
+// throw) and the image's columns (`vyre::egraph::image_columns`, what the checked
 // `kernel_view` wraps), so they run on a resident image as well as on an image built on the
-// device, and return `vyre::expected`.
+// device.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -34,13 +36,6 @@ namespace {
 
 namespace alg = vyre::algorithms;
 
-// Unwraps an algorithm's result or throws its error (this example uses the throwing policy).
-template <class T>
-T value_of(vyre::expected<T> result) {
-  if (!result) throw vyre::error_exception(result.error());
-  return std::move(*result);
-}
-
 template <class T>
 std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream) {
   std::vector<T> host(count);
@@ -53,9 +48,12 @@ std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream)
   return host;
 }
 
-template <class T>
-alg::device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = value_of(alg::device_buffer<T>::allocate(host.size(), stream, "example upload"));
+template <class Backend, class T>
+vyre::device_array<T> upload(Backend& gpu, const std::vector<T>& host, cudaStream_t stream) {
+  // Library code composes the backend's components (`vyre::expected`); the boundary applies
+  // the backend's error policy.
+  auto buffer = vyre::apply_error_policy<typename Backend::error_policy>(
+      vyre::device_array<T>::allocate(gpu.memory_ref(), host.size(), stream, "example upload"));
   if (!host.empty())
     vyre::cuda_check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T),
                                      cudaMemcpyHostToDevice, stream),
@@ -80,8 +78,8 @@ int run(const char* path) {
   }
 
   // 2. A backend for device 0, a stream from its pool, and the image made resident. The
-  //    algorithms free their buffers in stream order, so everything they return must go before
-  //    the stream does: declared after it, destroyed before it.
+  //    algorithms allocate from the backend and free in stream order, so everything they
+  //    return must go before the stream does: declared after it, destroyed before it.
   auto gpu = vyre::backend<vyre::policies<>>::acquire(0);
   const vyre::stream_lease stream_lease = gpu.acquire_stream();
   const cudaStream_t stream = stream_lease.get();
@@ -90,13 +88,13 @@ int run(const char* path) {
   const vyre::egraph::image_columns image = gpu.kernel_view(resident).columns();
 
   // 3. Extraction on the image as loaded.
-  const auto node_cost = upload(file.node_cost, stream);
-  const auto before = value_of(
-      alg::extract(image, node_cost.get(), {file.roots.data(), file.roots.size()}, stream));
+  const auto node_cost = upload(gpu, file.node_cost, stream);
+  const auto before =
+      alg::extract(gpu, image, node_cost.get(), {file.roots.data(), file.roots.size()}, stream);
   std::printf("extraction:  root tree cost %g (%u rounds)\n", before.root_cost, before.rounds);
 
   // 4. Congruence closure.
-  const auto closed = value_of(alg::congruence(image, stream));
+  const auto closed = alg::congruence(gpu, image, stream);
   const vyre::egraph::image_layout& rebuilt = closed.rebuilt.layout();
   std::printf("congruence:  %u -> %u e-nodes, %u -> %u e-classes, %llu merges in %u rounds\n",
               layout.row_count, rebuilt.row_count, layout.group_count, rebuilt.group_count,
@@ -115,18 +113,20 @@ int run(const char* path) {
     const auto at = std::lower_bound(class_ids.begin(), class_ids.end(), root) - class_ids.begin();
     kept_roots.push_back(representative[static_cast<std::size_t>(at)]);
   }
-  const auto rebuilt_cost = upload(kept_cost, stream);
-  const auto after = value_of(alg::extract(closed.rebuilt.ref(), rebuilt_cost.get(),
-                                           {kept_roots.data(), kept_roots.size()}, stream));
+  const auto rebuilt_cost = upload(gpu, kept_cost, stream);
+  const auto after = alg::extract(gpu, closed.rebuilt.ref(), rebuilt_cost.get(),
+                                  {kept_roots.data(), kept_roots.size()}, stream);
   std::printf("extraction:  root tree cost %g after congruence (%u rounds)\n", after.root_cost,
               after.rounds);
 
-  // 6. The CPU references compute the same things on the host copy of the image.
+  // 6. The CPU references compute the same things on the host copy of the image (they return
+  //    `vyre::expected`; the boundary applies the same throwing policy).
+  using throwing = vyre::on_error::throw_exception;
   const vyre::egraph::image_columns host_image = file.image.ref().columns();
-  const auto cpu_extract =
-      value_of(alg::extract_reference(host_image, {file.node_cost.data(), file.node_cost.size()},
-                                      {file.roots.data(), file.roots.size()}));
-  const auto cpu_closed = value_of(alg::congruence_reference(host_image));
+  const auto cpu_extract = vyre::apply_error_policy<throwing>(
+      alg::extract_reference(host_image, {file.node_cost.data(), file.node_cost.size()},
+                             {file.roots.data(), file.roots.size()}));
+  const auto cpu_closed = vyre::apply_error_policy<throwing>(alg::congruence_reference(host_image));
   const bool same = cpu_extract.root_cost == before.root_cost &&
                     cpu_closed.merges == closed.merges &&
                     cpu_closed.rebuilt.row_count() == rebuilt.row_count &&

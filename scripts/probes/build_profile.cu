@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   const probe::synthetic_rows on_device(millions, stream);
   const raw_rows_ref& ref = on_device.ref;
 
-  build_workspace workspace(stream);
+  build_workspace<probe::policies> workspace(probe::gpu(), stream);
   cudaEvent_t start, stop;
   check(cudaEventCreate(&start), "event");
   check(cudaEventCreate(&stop), "event");
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
     std::vector<float> times;
     for (int i = 0; i < 21; ++i) {
       check(cudaEventRecord(start, stream), "record");
-      auto image = take(build(ref, workspace, mode), "build");
+      auto image = take(build(probe::gpu(), ref, workspace, mode), "build");
       check(cudaEventRecord(stop, stream), "record");
       check(cudaEventSynchronize(stop), "sync");
       float ms = 0;
@@ -61,8 +61,9 @@ int main(int argc, char** argv) {
   }
   check(cudaProfilerStart(), "profiler start");
   {
-    auto image =
-        take(build(ref, workspace, profile_checked ? child_check::on : child_check::off), "build");
+    auto image = take(
+        build(probe::gpu(), ref, workspace, profile_checked ? child_check::on : child_check::off),
+        "build");
   }
   check(cudaStreamSynchronize(stream), "sync");
   check(cudaProfilerStop(), "profiler stop");

@@ -4,6 +4,7 @@
 // is included by path, not installed.
 #pragma once
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
@@ -28,10 +29,23 @@ T take(vyre::expected<T>&& value, const char* what) {
   }
   return std::move(*value);
 }
+//! The probes' backend: the caching pool keeping everything freed, errors as values.
+using policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
+                                vyre::on_error::return_expected>;
+inline vyre::backend<policies>& gpu() {
+  static vyre::backend<policies>* const instance = [] {
+    vyre::backend_options options;
+    options.memory.retained_cap = SIZE_MAX;
+    return new vyre::backend<policies>(
+        take(vyre::backend<policies>::acquire(0, options), "acquire"));
+  }();
+  return *instance;
+}
+
 template <class T>
-vyre::algorithms::device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer =
-      take(vyre::algorithms::device_buffer<T>::allocate(host.size(), stream, "upload"), "upload");
+vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  auto buffer = take(
+      vyre::device_array<T>::allocate(gpu().memory_ref(), host.size(), stream, "upload"), "upload");
   check(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
                         stream),
         "upload");
@@ -40,7 +54,7 @@ vyre::algorithms::device_buffer<T> upload(const std::vector<T>& host, cudaStream
 
 //! The synthetic e-graph of `millions` Mi rows (seed 42), its raw rows on the device.
 struct synthetic_rows {
-  vyre::algorithms::device_buffer<std::uint32_t> eclass, op, lens, children;
+  vyre::device_array<std::uint32_t> eclass, op, lens, children;
   vyre::algorithms::raw_rows_ref ref;
 
   synthetic_rows(std::uint32_t millions, cudaStream_t stream) {
@@ -49,9 +63,9 @@ struct synthetic_rows {
     options.seed = 42;
     const auto graph = take(vyre::algorithms::make_synthetic_egraph(options), "generator");
     const vyre::algorithms::raw_rows& rows = graph.rows;
-    eclass = upload(rows.eclass, stream);
-    op = upload(rows.op, stream);
-    lens = upload(rows.children_length, stream);
+    eclass = upload(rows.row_eclass_ids, stream);
+    op = upload(rows.row_language_op_ids, stream);
+    lens = upload(rows.row_children_lens, stream);
     children = upload(rows.children, stream);
     ref = {eclass.get(),   op.get(),         lens.get(),
            children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};

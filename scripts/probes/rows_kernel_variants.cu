@@ -29,7 +29,7 @@ using probe::check;
 using probe::take;
 
 struct outputs {
-  std::uint32_t *eclass, *op, *lens, *signatures, *children;
+  std::uint32_t *row_eclass_ids, *row_language_op_ids, *lens, *signatures, *children;
 };
 
 __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, outputs out) {
@@ -124,8 +124,8 @@ int main(int argc, char** argv) {
   const probe::synthetic_rows on_device(millions, stream);
   const raw_rows_ref& ref = on_device.ref;
   const std::uint32_t R = ref.row_count, C = ref.child_count;
-  build_workspace workspace(stream);
-  auto reference = take(build(ref, workspace, child_check::off), "build");
+  build_workspace<probe::policies> workspace(probe::gpu(), stream);
+  auto reference = take(build(probe::gpu(), ref, workspace, child_check::off), "build");
   const image_layout layout = reference.layout();
   std::vector<std::uint32_t> expected(layout.word_count());
   check(cudaMemcpyAsync(expected.data(), reference.words(), expected.size() * 4,
@@ -134,8 +134,9 @@ int main(int argc, char** argv) {
   const std::uint32_t* offsets =
       reference.words() + layout.offset(vyre::egraph::image_column::row_children_offsets);
 
-  auto scratch =
-      take(device_buffer<std::uint32_t>::allocate(layout.word_count(), stream, "out"), "out");
+  auto scratch = take(vyre::device_array<std::uint32_t>::allocate(
+                          probe::gpu().memory_ref(), layout.word_count(), stream, "out"),
+                      "out");
   std::uint32_t* base = scratch.get();
   const outputs out{base + layout.offset(vyre::egraph::image_column::row_eclass_ids),
                     base + layout.offset(vyre::egraph::image_column::row_language_op_ids),

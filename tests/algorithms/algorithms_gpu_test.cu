@@ -43,6 +43,30 @@ struct op_only_signature {
 
 namespace {
 
+// One backend for the whole test program: a dedicated stream-ordered pool that keeps what is
+// freed (so the poison below stays in it), errors returned as values.
+using test_policies = vyre::policies<vyre::alloc::stream_ordered, vyre::staging::little_endian,
+                                     vyre::on_error::return_expected>;
+using test_backend = vyre::backend<test_policies>;
+
+test_backend& test_gpu() {
+  static test_backend* const instance = [] {
+    vyre::backend_options options;
+    options.memory.retained_cap = std::size_t{1} << 40;
+    auto acquired = test_backend::acquire(0, options);
+    REQUIRE(acquired.has_value());
+    return new test_backend(std::move(*acquired));  // lives until exit, like the context
+  }();
+  return *instance;
+}
+
+// The value of a call that must succeed.
+template <class Result>
+auto made(Result&& result) {
+  if (!result) FAIL(result.error().message());
+  return std::move(*result);
+}
+
 template <class Signature>
 void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature signature);
 raw_rows diamond_rows(std::uint32_t pairs);
@@ -51,19 +75,13 @@ struct stream_guard {
   cudaStream_t stream = nullptr;
   stream_guard() {
     REQUIRE(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) == cudaSuccess);
-    // Poison the pool: keep freed memory in the pool, then allocate, fill with 0xA5 and free a
-    // block, so later stream-ordered allocations hand out poisoned memory.
-    int device = 0;
-    cudaMemPool_t pool = nullptr;
-    std::uint64_t keep_all = UINT64_MAX;
-    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
-    REQUIRE(cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess);
-    REQUIRE(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_all) ==
-            cudaSuccess);
-    void* block = nullptr;
-    REQUIRE(cudaMallocAsync(&block, std::size_t{256} << 20, stream) == cudaSuccess);
-    REQUIRE(cudaMemsetAsync(block, 0xA5, std::size_t{256} << 20, stream) == cudaSuccess);
-    REQUIRE(cudaFreeAsync(block, stream) == cudaSuccess);
+    // Poison the backend's pool: allocate, fill with 0xA5 and free a block, so later
+    // allocations (which reuse it: the pool keeps freed memory) hand out poisoned memory.
+    constexpr std::size_t poison_bytes = std::size_t{256} << 20;
+    auto block = test_gpu().memory().try_allocate(poison_bytes, stream);
+    REQUIRE(block.has_value());
+    REQUIRE(cudaMemsetAsync(*block, 0xA5, poison_bytes, stream) == cudaSuccess);
+    REQUIRE(test_gpu().memory().try_deallocate(*block, poison_bytes, stream).has_value());
   }
   ~stream_guard() {
     (void)cudaStreamSynchronize(stream);
@@ -72,8 +90,9 @@ struct stream_guard {
 };
 
 template <class T>
-device_buffer<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer = device_buffer<T>::allocate(host.size(), stream, "test upload");
+vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  auto buffer =
+      vyre::device_array<T>::allocate(test_gpu().memory_ref(), host.size(), stream, "test upload");
   REQUIRE(buffer.has_value());
   if (!host.empty())
     REQUIRE(cudaMemcpyAsync(buffer->get(), host.data(), host.size() * sizeof(T),
@@ -92,7 +111,7 @@ std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream)
 }
 
 struct device_rows {
-  device_buffer<std::uint32_t> eclass, op, lens, children;
+  vyre::device_array<std::uint32_t> eclass, op, lens, children;
   raw_rows_ref view;
   device_rows(const raw_rows& rows, cudaStream_t stream)
       : eclass(upload(rows.row_eclass_ids, stream)),
@@ -106,7 +125,7 @@ struct device_rows {
 
 device_packed_image build_on_device(const raw_rows& rows, cudaStream_t stream) {
   device_rows on_device(rows, stream);
-  auto image = build(on_device.view, stream);
+  auto image = build(test_gpu(), on_device.view, stream);
   if (!image) FAIL(image.error().message());
   return std::move(*image);
 }
@@ -152,9 +171,9 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
     INFO("single_block_max_groups = " << single_block_max);
     stream_guard s;
     const device_packed_image image = build_on_device(rows, s.stream);
-    const device_buffer<double> device_cost = upload(cost, s.stream);
-    auto gpu = extract(image.ref(), device_cost.get(), {roots.data(), roots.size()}, s.stream,
-                       extract_options{single_block_max, single_block_max});
+    const vyre::device_array<double> device_cost = upload(cost, s.stream);
+    auto gpu = extract(test_gpu(), image.ref(), device_cost.get(), {roots.data(), roots.size()},
+                       s.stream, extract_options{single_block_max, single_block_max});
     if (!gpu) FAIL(gpu.error().message());
     const std::size_t G = cpu->eclass_ids.size();
     const auto costs = download(gpu->cost.get(), G, s.stream);
@@ -181,7 +200,7 @@ void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature s
   auto cpu = congruence_reference(rows.ref());
   REQUIRE(cpu.has_value());
   const device_packed_image image = build_on_device(rows, s.stream);
-  auto gpu = congruence(image.ref(), s.stream, driver, signature);
+  auto gpu = congruence(test_gpu(), image.ref(), s.stream, driver, signature);
   if (!gpu) FAIL(gpu.error().message());
   const std::size_t G = cpu->eclass_ids.size();
   CHECK(download(gpu->eclass_ids.get(), G, s.stream) == cpu->eclass_ids);
@@ -246,7 +265,7 @@ TEST_CASE("device build is byte-identical to the host pack", "[gpu][build]") {
 
 TEST_CASE("device build of an empty table is the one-word image", "[gpu][build]") {
   stream_guard s;
-  auto image = build(raw_rows_ref{}, s.stream);
+  auto image = build(test_gpu(), raw_rows_ref{}, s.stream);
   REQUIRE(image.has_value());
   CHECK(download(image->words(), 1, s.stream) == std::vector<std::uint32_t>{0});
 }
@@ -256,11 +275,11 @@ TEST_CASE("device build rejects bad rows with the values named", "[gpu][build][e
   raw_rows rows;
   add_row(rows, 1, 0, {7});
   device_rows missing(rows, s.stream);
-  auto no_class = build(missing.view, s.stream);
+  auto no_class = build(test_gpu(), missing.view, s.stream);
   REQUIRE_FALSE(no_class.has_value());
   CHECK(no_class.error().code() == errc::not_found);
   CHECK(no_class.error().value_or("child_entry", 9) == 0);
-  CHECK(build(missing.view, s.stream, child_check::off).has_value());
+  CHECK(build(test_gpu(), missing.view, s.stream, child_check::off).has_value());
 
   // A child inside the id range that has no row (dense ids: a clear bit in the presence
   // bitmap), and one past a sparse id range (binary search): the first bad entry is named.
@@ -268,7 +287,7 @@ TEST_CASE("device build rejects bad rows with the values named", "[gpu][build][e
   add_row(hole, 0, 0, {});
   add_row(hole, 5, 1, {0, 3, 5, 2});
   device_rows hole_rows(hole, s.stream);
-  auto in_hole = build(hole_rows.view, s.stream);
+  auto in_hole = build(test_gpu(), hole_rows.view, s.stream);
   REQUIRE_FALSE(in_hole.has_value());
   CHECK(in_hole.error().code() == errc::not_found);
   CHECK(in_hole.error().value_or("child_entry", 9) == 1);
@@ -276,21 +295,21 @@ TEST_CASE("device build rejects bad rows with the values named", "[gpu][build][e
   add_row(sparse_hole, 0xFFFFFFF0u, 0, {});
   add_row(sparse_hole, 7, 1, {7, 0xFFFFFFF0u, 0xFFFFFFF1u});
   device_rows sparse_rows(sparse_hole, s.stream);
-  auto past_sparse = build(sparse_rows.view, s.stream);
+  auto past_sparse = build(test_gpu(), sparse_rows.view, s.stream);
   REQUIRE_FALSE(past_sparse.has_value());
   CHECK(past_sparse.error().code() == errc::not_found);
   CHECK(past_sparse.error().value_or("child_entry", 9) == 2);
 
   raw_rows_ref short_children = missing.view;
   short_children.child_count = 0;
-  auto overrun = build(short_children, s.stream);
+  auto overrun = build(test_gpu(), short_children, s.stream);
   REQUIRE_FALSE(overrun.has_value());
   CHECK(overrun.error().code() == errc::out_of_range);
   CHECK(overrun.error().value_or("row", 9) == 0);
 
   raw_rows_ref no_rows{};
   no_rows.child_count = 3;
-  CHECK(build(no_rows, s.stream).error().code() == errc::invalid_argument);
+  CHECK(build(test_gpu(), no_rows, s.stream).error().code() == errc::invalid_argument);
 }
 
 TEST_CASE("device congruence equals the CPU reference on hand-made cases", "[gpu][congruence]") {
@@ -337,14 +356,44 @@ TEST_CASE("device congruence never merges on a signature collision alone", "[gpu
   check_congruence(synthetic(4000, 5, true, 4, 3).rows, vyre_test::op_only_signature{});
 }
 
+TEST_CASE("the algorithms allocate from the backend and count into its telemetry",
+          "[gpu][runtime]") {
+  stream_guard s;
+  const auto graph = synthetic(20000, 3, true);
+  device_rows on_device(graph.rows, s.stream);
+  const vyre::device_array<double> cost = upload(graph.cost, s.stream);
+  REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  test_backend& gpu = test_gpu();
+  const std::size_t live_before = gpu.memory().live_allocations();
+  const vyre::telemetry_snapshot before = gpu.telemetry().snapshot();
+  {
+    auto image = build(gpu, on_device.view, s.stream);
+    REQUIRE(image.has_value());
+    CHECK(gpu.memory().live_allocations() == live_before + 1);  // the image, from the pool
+    auto merged = congruence(gpu, image->ref(), s.stream);
+    REQUIRE(merged.has_value());
+    auto best =
+        extract(gpu, image->ref(), cost.get(), {graph.roots.data(), graph.roots.size()}, s.stream);
+    REQUIRE(best.has_value());
+    const vyre::telemetry_snapshot after = gpu.telemetry().snapshot();
+    // Every temporary and result came from the backend's resource; host waits are counted.
+    CHECK(after.allocations > before.allocations + 20);
+    CHECK(after.sync_points > before.sync_points + merged->rounds);
+    CHECK(after.d2h_bytes > before.d2h_bytes);
+    REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  }
+  REQUIRE(cudaStreamSynchronize(s.stream) == cudaSuccess);
+  CHECK(gpu.memory().live_allocations() == live_before);  // results and temporaries returned
+}
+
 TEST_CASE("device congruence rejects a child without rows", "[gpu][congruence][errors]") {
   stream_guard s;
   raw_rows rows;
   add_row(rows, 1, 0, {7});
   device_rows on_device(rows, s.stream);
-  auto image = build(on_device.view, s.stream, child_check::off);
+  auto image = build(test_gpu(), on_device.view, s.stream, child_check::off);
   REQUIRE(image.has_value());
-  auto result = congruence(image->ref(), s.stream);
+  auto result = congruence(test_gpu(), image->ref(), s.stream);
   REQUIRE_FALSE(result.has_value());
   CHECK(result.error().code() == errc::not_found);
 }
@@ -387,8 +436,8 @@ TEST_CASE("device extraction errors", "[gpu][extract][errors]") {
     const device_packed_image image = build_on_device(rows, s.stream);
     const std::vector<std::uint32_t> roots{1};
     const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
-      const device_buffer<double> device_cost = upload(cost, s.stream);
-      return extract(image.ref(), device_cost.get(), {r.data(), r.size()}, s.stream,
+      const vyre::device_array<double> device_cost = upload(cost, s.stream);
+      return extract(test_gpu(), image.ref(), device_cost.get(), {r.data(), r.size()}, s.stream,
                      extract_options{single_block_max});
     };
     auto negative = run({-3, 1, 0}, roots);
@@ -423,8 +472,9 @@ TEST_CASE("every real e-graph: device congruence and extraction equal the CPU", 
     check_extract(graph.rows, graph.cost, graph.roots);
     stream_guard s;
     const device_packed_image image = build_on_device(graph.rows, s.stream);
-    const device_buffer<double> cost = upload(graph.cost, s.stream);
-    auto gpu = extract(image.ref(), cost.get(), {graph.roots.data(), graph.roots.size()}, s.stream);
+    const vyre::device_array<double> cost = upload(graph.cost, s.stream);
+    auto gpu = extract(test_gpu(), image.ref(), cost.get(),
+                       {graph.roots.data(), graph.roots.size()}, s.stream);
     REQUIRE(gpu.has_value());
     CHECK(std::abs(gpu->root_cost - entry.root_tree_cost) <=
           1e-9 * (std::max)(1.0, std::abs(entry.root_tree_cost)));
@@ -479,7 +529,7 @@ raw_rows diamond_rows(std::uint32_t pairs) {
 
 // The plan's view against the CPU reference and the one-shot device function.
 template <class Signature>
-void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& rows,
+void check_plan_congruence(congruence_plan<test_policies, Signature>& plan, const raw_rows& rows,
                            cudaStream_t stream) {
   auto cpu = congruence_reference(rows.ref());
   REQUIRE(cpu.has_value());
@@ -502,18 +552,19 @@ void check_plan_congruence(congruence_plan<Signature>& plan, const raw_rows& row
   CHECK(download(copy->words(), static_cast<std::size_t>(copy->word_count()), stream) ==
         expected_rebuilt->words);
   // Same rounds as the one-shot function (the partition after each round is deterministic).
-  auto once = congruence(image.ref(), stream, loop_driver::flag_readback, Signature{});
+  auto once = congruence(test_gpu(), image.ref(), stream, loop_driver::flag_readback, Signature{});
   REQUIRE(once.has_value());
   CHECK(view->rounds == once->rounds);
 }
 
-void check_plan_extract(extract_plan& plan, const raw_rows& rows, const std::vector<double>& cost,
-                        const std::vector<std::uint32_t>& roots, cudaStream_t stream) {
+void check_plan_extract(extract_plan<test_policies>& plan, const raw_rows& rows,
+                        const std::vector<double>& cost, const std::vector<std::uint32_t>& roots,
+                        cudaStream_t stream) {
   auto cpu =
       extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
   REQUIRE(cpu.has_value());
   const device_packed_image image = build_on_device(rows, stream);
-  const device_buffer<double> device_cost = upload(cost, stream);
+  const vyre::device_array<double> device_cost = upload(cost, stream);
   auto view = plan.run(image.ref(), device_cost.get(), {roots.data(), roots.size()});
   if (!view) FAIL(view.error().message());
   const std::size_t G = cpu->eclass_ids.size();
@@ -533,8 +584,8 @@ void check_plan_extract(extract_plan& plan, const raw_rows& rows, const std::vec
 TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing past its capacity",
           "[gpu][plan][congruence][sort_in_while]") {
   stream_guard s;
-  congruence_plan<> plan(s.stream, {.rows = 16, .children = 16});
-  REQUIRE(plan.valid());
+  auto plan = made(
+      congruence_plan<test_policies>::create(test_gpu(), s.stream, {.rows = 16, .children = 16}));
   const plan_capacity first = plan.capacity();
   CHECK(first.rows == 1024);
   check_plan_congruence(plan, design_example(), s.stream);
@@ -562,7 +613,8 @@ TEST_CASE("congruence_plan runs inputs of varying sizes in sequence, growing pas
 TEST_CASE("congruence_plan never merges on a signature collision alone",
           "[gpu][plan][congruence][sort_in_while]") {
   stream_guard s;
-  congruence_plan<vyre_test::op_only_signature> plan(s.stream);
+  auto plan = made(
+      congruence_plan<test_policies, vyre_test::op_only_signature>::create(test_gpu(), s.stream));
   check_plan_congruence(plan, synthetic(4000, 5, true, 4, 3).rows, s.stream);
   const auto hit = vyre_test::colliding_children(4);
   raw_rows rows;
@@ -571,19 +623,19 @@ TEST_CASE("congruence_plan never merges on a signature collision alone",
     add_row(rows, c, leaf_op++, {});
   add_row(rows, 5000u, 4, {hit.a0, hit.a1});
   add_row(rows, 6000u, 4, {hit.b0, hit.b1});
-  congruence_plan<> design(s.stream);
+  auto design = made(congruence_plan<test_policies>::create(test_gpu(), s.stream));
   check_plan_congruence(design, rows, s.stream);
 }
 
 TEST_CASE("congruence_plan errors name the values and leave the plan usable",
           "[gpu][plan][congruence][errors][sort_in_while]") {
   stream_guard s;
-  congruence_plan<> plan(s.stream, {.rows = 1024, .children = 4096}, plan_growth::fail);
-  REQUIRE(plan.valid());
+  auto plan = made(congruence_plan<test_policies>::create(
+      test_gpu(), s.stream, {.rows = 1024, .children = 4096}, plan_growth::fail));
   raw_rows missing;
   add_row(missing, 1, 0, {7});
   device_rows on_device(missing, s.stream);
-  auto broken = build(on_device.view, s.stream, child_check::off);
+  auto broken = build(test_gpu(), on_device.view, s.stream, child_check::off);
   REQUIRE(broken.has_value());
   auto bad_child = plan.run(broken->ref());
   REQUIRE_FALSE(bad_child.has_value());
@@ -607,7 +659,7 @@ TEST_CASE("congruence_plan errors name the values and leave the plan usable",
 TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
           "[gpu][plan][dispatch][sort_in_while]") {
   stream_guard s;
-  congruence_plan<> plan(s.stream);
+  auto plan = made(congruence_plan<test_policies>::create(test_gpu(), s.stream));
   for (const raw_rows& rows : {design_example(), chain_rows(300), diamond_rows(300),
                                synthetic(20000, 4, true, 2, 8).rows}) {
     auto image = pack_reference(rows.ref());
@@ -634,9 +686,9 @@ TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     INFO("single_block_max_groups = " << single_block_max);
     stream_guard s;
-    extract_plan plan(s.stream, {}, plan_growth::reallocate,
-                      extract_options{single_block_max, single_block_max});
-    REQUIRE(plan.valid());
+    auto plan = made(
+        extract_plan<test_policies>::create(test_gpu(), s.stream, {}, plan_growth::reallocate,
+                                            extract_options{single_block_max, single_block_max}));
     raw_rows ties;
     add_row(ties, 0, 0, {1, 1});
     add_row(ties, 0, 1, {});
@@ -669,11 +721,12 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
   add_row(rows, 2, 1, {});
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     stream_guard s;
-    extract_plan plan(s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
-                      extract_options{single_block_max, single_block_max});
+    auto plan = made(extract_plan<test_policies>::create(
+        test_gpu(), s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
+        extract_options{single_block_max, single_block_max}));
     const device_packed_image image = build_on_device(rows, s.stream);
     const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
-      const device_buffer<double> device_cost = upload(cost, s.stream);
+      const vyre::device_array<double> device_cost = upload(cost, s.stream);
       return plan.run(image.ref(), device_cost.get(), {r.data(), r.size()});
     };
     auto negative = run({-3, 1, 0}, {1});
@@ -692,7 +745,7 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
     CHECK(bad_root.error().value_or("eclass", 0) == 99);
     const auto big = synthetic(5000, 1, false);
     const device_packed_image big_image = build_on_device(big.rows, s.stream);
-    const device_buffer<double> big_cost = upload(big.cost, s.stream);
+    const vyre::device_array<double> big_cost = upload(big.cost, s.stream);
     auto too_big = plan.run(big_image.ref(), big_cost.get(), {big.roots.data(), big.roots.size()});
     REQUIRE_FALSE(too_big.has_value());
     CHECK(too_big.error().code() == errc::out_of_range);
@@ -703,7 +756,7 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
 
 TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][plan][dispatch]") {
   stream_guard s;
-  extract_plan plan(s.stream);
+  auto plan = made(extract_plan<test_policies>::create(test_gpu(), s.stream));
   for (std::uint64_t seed = 1; seed <= 3; ++seed) {
     const auto graph = synthetic(seed == 1 ? 100 : 20000, seed, seed % 2 == 1);
     auto image = pack_reference(graph.rows.ref());
@@ -734,8 +787,8 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
   if (!std::filesystem::exists(dir / "expected_tree_cost.tsv"))
     FAIL("no e-graph data in " << dir << ". Fix: set VYRE_EGRAPH_DATA_DIR, or filter out ~[data]");
   stream_guard s;
-  congruence_plan<> closure(s.stream);
-  extract_plan best(s.stream);
+  auto closure = made(congruence_plan<test_policies>::create(test_gpu(), s.stream));
+  auto best = made(extract_plan<test_policies>::create(test_gpu(), s.stream));
   for (const auto& entry :
        vyre_test::load_expected_costs((dir / "expected_tree_cost.tsv").string())) {
     INFO(entry.file);
@@ -763,7 +816,7 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
 
 TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu][build]") {
   stream_guard s;
-  build_workspace workspace(s.stream);
+  build_workspace<test_policies> workspace(test_gpu(), s.stream);
   REQUIRE(workspace.reserve(16).has_value());
   CHECK(workspace.capacity() >= 16u);
   CHECK(workspace.reserve(0x80000000u).error().code() == errc::abi_limit);
@@ -771,7 +824,7 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
     auto expected_image = pack_reference(rows.ref());
     REQUIRE(expected_image.has_value());
     device_rows on_device(rows, s.stream);
-    auto image = build(on_device.view, workspace);
+    auto image = build(test_gpu(), on_device.view, workspace);
     if (!image) FAIL(image.error().message());
     CHECK(image->layout() == expected_image->layout);
     CHECK(download(image->words(), static_cast<std::size_t>(image->word_count()), s.stream) ==
@@ -790,13 +843,13 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
   raw_rows missing;
   add_row(missing, 1, 0, {7});
   device_rows bad(missing, s.stream);
-  auto no_class = build(bad.view, workspace);
+  auto no_class = build(test_gpu(), bad.view, workspace);
   REQUIRE_FALSE(no_class.has_value());
   CHECK(no_class.error().code() == errc::not_found);
   CHECK(no_class.error().value_or("child_entry", 9) == 0);
   raw_rows_ref short_children = bad.view;
   short_children.child_count = 0;
-  auto overrun = build(short_children, workspace);
+  auto overrun = build(test_gpu(), short_children, workspace);
   REQUIRE_FALSE(overrun.has_value());
   CHECK(overrun.error().code() == errc::out_of_range);
   CHECK(overrun.error().value_or("row", 9) == 0);
@@ -807,13 +860,13 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
 TEST_CASE("a build_workspace build without the child check is byte-identical to the host packs",
           "[gpu][build]") {
   stream_guard s;
-  build_workspace workspace(s.stream);
+  build_workspace<test_policies> workspace(test_gpu(), s.stream);
   const auto check_with = [&](const raw_rows& rows) {
     INFO(rows.row_count() << " rows");
     auto expected_image = pack_reference(rows.ref());
     REQUIRE(expected_image.has_value());
     device_rows on_device(rows, s.stream);
-    auto image = build(on_device.view, workspace, child_check::off);
+    auto image = build(test_gpu(), on_device.view, workspace, child_check::off);
     if (!image) FAIL(image.error().message());
     CHECK(image->layout() == expected_image->layout);
     const auto words =
@@ -854,12 +907,12 @@ TEST_CASE("device build names the first row whose children run past the column",
   device_rows on_device(rows, s.stream);
   raw_rows_ref view = on_device.view;
   view.child_count = 2;  // row 1's range [1, 3) runs past 2
-  auto past = build(view, s.stream);
+  auto past = build(test_gpu(), view, s.stream);
   REQUIRE_FALSE(past.has_value());
   CHECK(past.error().code() == errc::out_of_range);
   CHECK(past.error().value_or("row", 9) == 1);
   view.child_count = 9;  // the lengths fall short: the last row is named
-  auto short_sum = build(view, s.stream);
+  auto short_sum = build(test_gpu(), view, s.stream);
   REQUIRE_FALSE(short_sum.has_value());
   CHECK(short_sum.error().value_or("row", 9) == 2);
   CHECK(short_sum.error().value_or("length_sum", 0) == 4);
@@ -873,7 +926,7 @@ TEST_CASE("device build names the first row whose children run past the column",
   raw_rows_ref wrapping_view = wrapping_on_device.view;
   wrapping_view.child_count = 1;
   for (const child_check check : {child_check::on, child_check::off}) {
-    auto wrapped = build(wrapping_view, s.stream, check);
+    auto wrapped = build(test_gpu(), wrapping_view, s.stream, check);
     REQUIRE_FALSE(wrapped.has_value());
     CHECK(wrapped.error().code() == errc::out_of_range);
     CHECK(wrapped.error().value_or("row", 9) == 0);

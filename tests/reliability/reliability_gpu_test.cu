@@ -234,13 +234,14 @@ alg::raw_rows sample_rows() {
 }
 
 template <class T>
-vyre::expected<alg::device_buffer<T>> to_device(const std::vector<T>& host, cudaStream_t stream) {
-  VYRE_TRY_ASSIGN(alg::device_buffer<T> buffer,
-                  alg::device_buffer<T>::allocate(host.size(), stream, "test: input rows"));
+vyre::expected<vyre::device_array<T>> to_device(vyre::device_resource_ref memory,
+                                                const std::vector<T>& host, cudaStream_t stream) {
+  VYRE_TRY_ASSIGN(vyre::device_array<T> buffer,
+                  vyre::device_array<T>::allocate(memory, host.size(), stream, "test: input"));
   if (!host.empty())
     VYRE_CUDA_TRY(cudaMemcpyAsync(buffer.get(), host.data(), host.size() * sizeof(T),
                                   cudaMemcpyHostToDevice, stream),
-                  "test: upload input rows");
+                  "test: upload input");
   return buffer;
 }
 
@@ -485,6 +486,38 @@ TEST_CASE("fault injection: graph capture, instantiate, cache and fused pipeline
   });
 }
 
+// The input rows on the device, and their packed image built by the device (the algorithms'
+// input), all from `gpu`: allocations the sweeps below count too.
+struct algorithm_input {
+  vyre::device_array<std::uint32_t> eclass, op, lens, children;
+  alg::raw_rows_ref rows{};
+  alg::device_packed_image image;
+  vyre::device_array<double> cost;
+};
+
+template <class Backend>
+vyre::expected<algorithm_input> algorithm_input_on(Backend& gpu, const alg::raw_rows& rows,
+                                                   const std::vector<double>& cost, cudaStream_t s,
+                                                   bool with_image) {
+  algorithm_input in;
+  const vyre::device_resource_ref memory = gpu.memory_ref();
+  VYRE_TRY_ASSIGN(in.eclass, to_device(memory, rows.row_eclass_ids, s));
+  VYRE_TRY_ASSIGN(in.op, to_device(memory, rows.row_language_op_ids, s));
+  VYRE_TRY_ASSIGN(in.lens, to_device(memory, rows.row_children_lens, s));
+  VYRE_TRY_ASSIGN(in.children, to_device(memory, rows.children, s));
+  VYRE_TRY_ASSIGN(in.cost, to_device(memory, cost, s));
+  in.rows = {in.eclass.get(),   in.op.get(),      in.lens.get(),
+             in.children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
+  if (with_image) {
+    VYRE_TRY_ASSIGN(in.image, alg::build(gpu, in.rows, s));
+  }
+  return in;
+}
+
+// Every allocation of build, congruence and extraction (one-shot and planned) comes from the
+// backend: each sweep injects device, pinned and host faults into them and checks after every
+// failure that the resource's live allocations, its bytes in use, the pinned leases and the
+// default pool are back at their baseline, and that the next call succeeds.
 TEST_CASE("fault injection: algorithms build, congruence and extraction",
           "[reliability][gpu][fault]") {
   using policies = expected_policies<vyre::alloc::caching_pool>;
@@ -498,41 +531,82 @@ TEST_CASE("fault injection: algorithms build, congruence and extraction",
   std::vector<double> cost(rows.row_count());
   for (std::size_t i = 0; i < cost.size(); ++i) cost[i] = 1.0 + static_cast<double>(i % 5);
   const std::vector<std::uint32_t> roots = {200, 201, 250};
-  const auto extraction =
-      alg::extract_reference(rows.ref(), cuda::std::span<const double>(cost.data(), cost.size()),
-                             cuda::std::span<const std::uint32_t>(roots.data(), roots.size()));
+  const cuda::std::span<const std::uint32_t> root_span(roots.data(), roots.size());
+  const auto extraction = alg::extract_reference(
+      rows.ref(), cuda::std::span<const double>(cost.data(), cost.size()), root_span);
   REQUIRE(extraction.has_value());
 
+  const auto check_image = [&](const alg::device_packed_image& image,
+                               cudaStream_t s) -> vyre::expected<void> {
+    std::vector<std::uint32_t> words(static_cast<std::size_t>(image.word_count()), 0xCDCDCDCDu);
+    VYRE_CUDA_TRY(
+        cudaMemcpyAsync(words.data(), image.words(), words.size() * 4u, cudaMemcpyDeviceToHost, s),
+        "test: read image");
+    VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: read image");
+    if (words != packed->words) return vyre::fail(wrong_result("test: device build differs"));
+    return {};
+  };
+
+  sweep<policies>("algorithms build", [&](gpu_type& gpu) -> vyre::expected<void> {
+    VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+    VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), false));
+    VYRE_TRY_ASSIGN(const alg::device_packed_image image, alg::build(gpu, in.rows, stream.get()));
+    return check_image(image, stream.get());
+  });
   sweep<policies>(
-      "algorithms build + congruence + extract", [&](gpu_type& gpu) -> vyre::expected<void> {
+      "algorithms build (workspace, twice)", [&](gpu_type& gpu) -> vyre::expected<void> {
         VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
-        const cudaStream_t s = stream.get();
-        VYRE_TRY_ASSIGN(auto eclass, to_device(rows.row_eclass_ids, s));
-        VYRE_TRY_ASSIGN(auto op, to_device(rows.row_language_op_ids, s));
-        VYRE_TRY_ASSIGN(auto lens, to_device(rows.row_children_lens, s));
-        VYRE_TRY_ASSIGN(auto children, to_device(rows.children, s));
-        const alg::raw_rows_ref view{
-            eclass.get(),   op.get(),         lens.get(),
-            children.get(), rows.row_count(), static_cast<std::uint32_t>(rows.children.size())};
-        VYRE_TRY_ASSIGN(const alg::device_packed_image image, alg::build(view, s));
-        std::vector<std::uint32_t> words(static_cast<std::size_t>(image.word_count()), 0xCDCDCDCDu);
-        VYRE_CUDA_TRY(cudaMemcpyAsync(words.data(), image.words(), words.size() * 4u,
-                                      cudaMemcpyDeviceToHost, s),
-                      "test: read image");
-        VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: read image");
-        if (words != packed->words) return vyre::fail(wrong_result("test: device build differs"));
-        VYRE_TRY_ASSIGN(const alg::device_congruence_result merged,
-                        alg::congruence(image.ref(), s));
+        VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), false));
+        alg::build_workspace<policies> workspace(gpu, stream.get());
+        for (int i = 0; i < 2; ++i) {
+          VYRE_TRY_ASSIGN(const alg::device_packed_image image,
+                          alg::build(gpu, in.rows, workspace));
+          VYRE_TRY(check_image(image, stream.get()));
+        }
+        return {};
+      });
+  for (const alg::loop_driver driver :
+       {alg::loop_driver::flag_readback, alg::loop_driver::conditional_graph}) {
+    const char* name = driver == alg::loop_driver::flag_readback
+                           ? "algorithms congruence (flag_readback)"
+                           : "algorithms congruence (conditional_graph)";
+    sweep<policies>(name, [&](gpu_type& gpu) -> vyre::expected<void> {
+      VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+      VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
+      VYRE_TRY_ASSIGN(const alg::device_congruence_result merged,
+                      alg::congruence(gpu, in.image.ref(), stream.get(), driver));
+      if (merged.merges != closure->merges)
+        return vyre::fail(wrong_result("test: congruence merges differ"));
+      return {};
+    });
+  }
+  for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
+    const char* name = single_block_max == 0 ? "algorithms extract (grid rounds)"
+                                             : "algorithms extract (single block)";
+    sweep<policies>(name, [&](gpu_type& gpu) -> vyre::expected<void> {
+      VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+      VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
+      VYRE_TRY_ASSIGN(const alg::device_extraction_result best,
+                      alg::extract(gpu, in.image.ref(), in.cost.get(), root_span, stream.get(),
+                                   alg::extract_options{single_block_max, single_block_max}));
+      if (best.root_cost != extraction->root_cost)
+        return vyre::fail(wrong_result("test: extraction root cost differs"));
+      return {};
+    });
+  }
+  sweep<policies>(
+      "algorithms congruence_plan + extract_plan", [&](gpu_type& gpu) -> vyre::expected<void> {
+        VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+        VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
+        VYRE_TRY_ASSIGN(auto closure_plan, alg::make_congruence_plan(gpu, stream.get()));
+        VYRE_TRY_ASSIGN(const alg::congruence_view merged, closure_plan.run(in.image.ref()));
         if (merged.merges != closure->merges)
-          return vyre::fail(wrong_result("test: congruence merges differ"));
-        VYRE_TRY_ASSIGN(auto d_cost, to_device(cost, s));
-        VYRE_TRY_ASSIGN(
-            const alg::device_extraction_result best,
-            alg::extract(image.ref(), d_cost.get(),
-                         cuda::std::span<const std::uint32_t>(roots.data(), roots.size()), s));
+          return vyre::fail(wrong_result("test: plan congruence merges differ"));
+        VYRE_TRY_ASSIGN(auto best_plan, alg::make_extract_plan(gpu, stream.get()));
+        VYRE_TRY_ASSIGN(const alg::extraction_view best,
+                        best_plan.run(in.image.ref(), in.cost.get(), root_span));
         if (best.root_cost != extraction->root_cost)
-          return vyre::fail(wrong_result("test: extraction root cost differs"));
-        VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: sync");
+          return vyre::fail(wrong_result("test: plan extraction root cost differs"));
         return {};
       });
 }

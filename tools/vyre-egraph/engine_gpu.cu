@@ -22,9 +22,9 @@ using tool_policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::n
                                      vyre::on_error::return_expected>;
 using tool_backend = vyre::backend<tool_policies>;
 
-//! A backend, a stream and the input image resident on the device. Members are destroyed in
-//! reverse order: stream-ordered buffers made on `stream` must die before it, so callers
-//! declare their results after the session.
+//! A backend, a stream and the input image resident on the device; the algorithms allocate
+//! from the backend. Members are destroyed in reverse order: stream-ordered buffers made on
+//! `stream` must die before it, so callers declare their results after the session.
 struct gpu_session {
   tool_backend gpu;
   vyre::stream_lease stream;
@@ -83,7 +83,7 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
   std::chrono::steady_clock::time_point start;
   VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image, start));
   const cudaStream_t stream = session.stream.get();
-  VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence(session.image, stream));
+  VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence(session.gpu, session.image, stream));
   congruence_summary summary;
   summary.classes_before = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(auto representative, download(found.representative.get(), summary.classes_before,
@@ -111,16 +111,16 @@ expected<extraction_summary> extract_gpu(const graph_input& input) {
   std::chrono::steady_clock::time_point start;
   VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image, start));
   const cudaStream_t stream = session.stream.get();
-  using vyre::algorithms::device_buffer;
-  VYRE_TRY_ASSIGN(auto node_cost, device_buffer<double>::allocate(input.node_cost.size(), stream,
-                                                                  "extract: node costs"));
+  VYRE_TRY_ASSIGN(auto node_cost, vyre::device_array<double>::allocate(
+                                      session.gpu.memory_ref(), input.node_cost.size(), stream,
+                                      "extract: node costs"));
   if (!input.node_cost.empty())
     VYRE_CUDA_TRY(
         cudaMemcpyAsync(node_cost.get(), input.node_cost.data(),
                         input.node_cost.size() * sizeof(double), cudaMemcpyHostToDevice, stream),
         "extract: upload node costs");
   VYRE_TRY_ASSIGN(auto found,
-                  vyre::algorithms::extract(session.image, node_cost.get(),
+                  vyre::algorithms::extract(session.gpu, session.image, node_cost.get(),
                                             {input.roots.data(), input.roots.size()}, stream));
   const std::uint32_t classes = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(const auto cost,

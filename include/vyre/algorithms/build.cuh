@@ -8,11 +8,12 @@
 //! counted (room for one group per row), so every column but the group offsets is written before
 //! the host needs the count; a bad input frees it. Engines that build repeatedly pass a
 //! `build_workspace` (temporaries, scratch and a pinned readback kept between calls: only the image
-//! is allocated per build).
+//! is allocated per build). Every buffer comes from the backend passed in (its allocation policy,
+//! pinned pool and event pool); results follow its error policy.
 #pragma once
 
 // nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_buffer members) held in cuda::std::expected, then warns
+// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
 // (20011, 20013) that they call host-only members. They only ever run on the host.
 #if defined(__NVCC__)
 #pragma nv_diagnostic push
@@ -41,13 +42,14 @@
 namespace vyre::algorithms {
 
 //! An owning packed image in device memory.
-//! @note Its memory is freed in stream order on the stream it was built on: keep that stream
-//!       alive until the image is destroyed. `build` sizes the buffer before it knows the group
-//!       count, so it may hold up to 2 * (rows - groups) words past `word_count()`.
+//! @note Its memory comes from the backend's allocation policy and returns to it, in stream
+//!       order on the stream it was built on: keep that stream and the backend alive until the
+//!       image is destroyed. `build` sizes the buffer before it knows the group count, so it
+//!       may hold up to 2 * (rows - groups) words past `word_count()`.
 class device_packed_image {
  public:
   device_packed_image() noexcept;
-  device_packed_image(device_buffer<std::uint32_t> words, const image_layout& layout) noexcept
+  device_packed_image(device_array<std::uint32_t> words, const image_layout& layout) noexcept
       : words_(std::move(words)), layout_(layout) {}
   // Host-only special members, defaulted out of line: nvcc would otherwise infer them
   // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
@@ -65,7 +67,7 @@ class device_packed_image {
   image_columns ref() const noexcept { return image_columns::from_words(words_.get(), layout_); }
 
  private:
-  device_buffer<std::uint32_t> words_;
+  device_array<std::uint32_t> words_;
   image_layout layout_;
 };
 
@@ -224,15 +226,15 @@ VYRE_KERNEL void init_build_counters_kernel(build_counters* counters) {
 //! The lengths do not add up to `child_count`; `bad_row` is the first row whose children range
 //! runs past the column, or the last row when they fall short. Error path only: it reads the
 //! lengths back to report their sum too (left out if that readback fails).
-inline error build_length_error(const raw_rows_ref& rows, std::uint32_t bad_row,
-                                cudaStream_t stream) {
+inline error build_length_error(const runtime_ref& runtime, const raw_rows_ref& rows,
+                                std::uint32_t bad_row, cudaStream_t stream) {
   error reported = error(errc::out_of_range,
                          "build: a row's children range does not match the children column "
                          "(the lengths must add up to child_count)");
   reported.with("row", bad_row).with("child_count", rows.child_count);
   std::vector<std::uint32_t> lengths;
   if (try_resize(lengths, rows.row_count, "build: read lengths") &&
-      copy_to_host(lengths.data(), rows.row_children_lens, rows.row_count, stream,
+      copy_to_host(runtime, lengths.data(), rows.row_children_lens, rows.row_count, stream,
                    "build: read lengths")) {
     std::uint64_t length_sum = 0;
     for (const std::uint32_t length : lengths) length_sum += length;
@@ -251,20 +253,20 @@ inline error build_child_error(const device_status& status) {
 
 }  // namespace detail
 
-//! Reusable temporaries for repeated `build` calls on one stream: the sort and group buffers,
-//! the child check's presence bitmap, the CUB scratch and a page-locked readback slot, grown as
-//! inputs need (never shrunk). With a warm workspace a build allocates only its image (while
-//! the host waits for the id range) and writes no row ids.
-//! @note Bound to the stream it was made for; not thread-safe. Memory is freed in stream order
-//!       on that stream: keep the stream alive until the workspace is destroyed.
-class build_workspace {
+namespace detail {
+
+//! What a build keeps between calls (see `build_workspace`), and the one-shot build's
+//! temporaries (exact sizes, pageable readbacks).
+class build_state {
  public:
-  build_workspace() noexcept = default;
-  explicit build_workspace(cudaStream_t stream) noexcept : stream_(stream) {}
-  build_workspace(build_workspace&&) noexcept = default;
-  build_workspace& operator=(build_workspace&&) noexcept = default;
+  build_state(const runtime_ref& runtime, cudaStream_t stream, bool pinned) noexcept
+      : runtime_(runtime), stream_(stream), pinned_(pinned) {}
+  build_state(build_state&&) noexcept = default;
+  build_state& operator=(build_state&&) noexcept = default;
+  ~build_state() {}  // user-provided: keeps nvcc from inferring a host-device destructor
 
   cudaStream_t stream() const noexcept { return stream_; }
+  const runtime_ref& runtime() const noexcept { return runtime_; }
   //! Rows the sort temporaries hold without reallocating.
   std::uint32_t capacity() const noexcept { return capacity_; }
 
@@ -283,23 +285,19 @@ class build_workspace {
   }
 
  private:
-  friend expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
-                                             child_check check);
-  friend expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
-                                             child_check check);
-  using u32_buffer = device_buffer<std::uint32_t>;
-
-  build_workspace(cudaStream_t stream, bool pinned) noexcept : stream_(stream), pinned_(pinned) {}
+  friend expected<device_packed_image> build_into(const raw_rows_ref& rows, build_state& state,
+                                                  child_check check);
+  using u32_buffer = device_array<std::uint32_t>;
 
   //! What the first kernels need: counters, row ids, scratch (and the pinned slot and event).
   expected<void> reserve_head(std::uint32_t rows) {
     const char* what = "build: workspace";
     if (counters_.get() == nullptr) {
-      VYRE_TRY_ASSIGN(counters_, device_buffer<detail::build_counters>::allocate(1, stream_, what));
+      VYRE_TRY_ASSIGN(counters_, runtime_.allocate<build_counters>(1, stream_, what));
     }
     if (pinned_ && readback_.get() == nullptr) {
-      VYRE_TRY_ASSIGN(readback_, detail::pinned_buffer<detail::build_counters>::allocate(1, what));
-      VYRE_TRY_ASSIGN(id_range_read_, detail::make_event(what));
+      VYRE_TRY_ASSIGN(readback_, pinned_array<build_counters>::allocate(runtime_, 1, what));
+      VYRE_TRY_ASSIGN(id_range_read_, runtime_.events->acquire());
     }
     if (rows > row_ids_.size()) {
       VYRE_TRY(ensure(row_ids_, rows, what));
@@ -324,7 +322,7 @@ class build_workspace {
         (std::max)({max_bytes, sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
     if (need > scratch_.size()) {
       VYRE_TRY_ASSIGN(scratch_,
-                      device_buffer<unsigned char>::allocate(need, stream_, "build: CUB scratch"));
+                      runtime_.allocate<unsigned char>(need, stream_, "build: CUB scratch"));
     }
     return {};
   }
@@ -345,7 +343,8 @@ class build_workspace {
   //! `buffer` holding at least `items` words (grown, contents dropped).
   expected<void> ensure(u32_buffer& buffer, std::size_t items, const char* what) {
     if (items <= buffer.size()) return {};
-    VYRE_TRY_ASSIGN(buffer, u32_buffer::allocate(grown(items, buffer.size()), stream_, what));
+    VYRE_TRY_ASSIGN(buffer,
+                    runtime_.allocate<std::uint32_t>(grown(items, buffer.size()), stream_, what));
     return {};
   }
 
@@ -356,47 +355,66 @@ class build_workspace {
     return (std::min)(std::size_t{INT_MAX}, (std::max)(items, current + current / 2));
   }
 
+  runtime_ref runtime_;
   cudaStream_t stream_ = nullptr;
   bool pinned_ = true;
   std::uint32_t capacity_ = 0;
   std::uint32_t identity_rows_ = 0;  // row_ids_[0, identity_rows_) hold 0, 1, 2, ...
   u32_buffer row_ids_, sorted_ids_, sorted_rows_, counts_;
   u32_buffer present_;  // the child check's bitmap
-  device_buffer<detail::build_counters> counters_;
-  device_buffer<unsigned char> scratch_;
-  detail::pinned_buffer<detail::build_counters> readback_;
-  detail::owned_event id_range_read_;
+  device_array<build_counters> counters_;
+  device_array<unsigned char> scratch_;
+  pinned_array<build_counters> readback_;
+  event_lease id_range_read_;
 };
 
-//! Builds the packed image of `rows` (device pointers) on the workspace's stream: the same
-//! words the host pack writes for the same rows (children offsets = prefix sums of the
-//! lengths; groups list rows ascending).
-//!
-//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs; the host waits for
-//! it while the row ids are written, unless a reused workspace holds them, and the image is
-//! allocated), `cub::DeviceRadixSort::SortPairs` over those bits,
-//! `cub::DeviceRunLengthEncode::Encode` (the group ids straight into the image), the child check
-//! (when on: a presence bitmap of the group ids, which the rows kernel reads once per child, or
-//! a binary search per child when the ids are too sparse for a bitmap, see
-//! `detail::bitmap_checks_children`), `cub::DeviceScan::ExclusiveSum` for the children
-//! offsets, one kernel for the row columns, signatures, children and group rows that also
-//! checks the lengths, a second host wait (the group count and the checks), and
-//! `cub::DeviceScan::ExclusiveSum` for the group offsets.
-//! The image buffer is allocated before the count is known, for one group per row: up to
-//! 2 * (R - G) words past `word_count()` are unused. The image's words are written in stream
-//! order after the call returns: use it on the stream (or synchronise) like any other
-//! stream-ordered result.
-//! @pre `rows` points to device memory readable on the workspace's stream.
-//! @throws nothing; errors: lengths that do not add up to `child_count` (`errc::out_of_range`,
-//!         naming the first row past the column), a child without rows (`errc::not_found`,
-//!         when `check` is on), more than INT_MAX rows (`errc::abi_limit`), CUDA failures
-//!         (`errc::cuda_runtime` / `errc::out_of_memory`). Nothing leaks; the workspace stays
-//!         usable after an error.
-inline expected<device_packed_image> build(const raw_rows_ref& rows, build_workspace& workspace,
-                                           child_check check = child_check::on) {
+}  // namespace detail
+
+//! Reusable temporaries for repeated `build` calls on one stream: the sort and group buffers,
+//! the child check's presence bitmap, the CUB scratch and a page-locked readback slot (from the
+//! backend's pinned pool), grown as inputs need (never shrunk). With a warm workspace a build
+//! allocates only its image (while the host waits for the id range) and writes no row ids.
+//! All of it comes from the backend's allocation policy, pinned pool and event pool.
+//! @note Bound to the backend and stream it was made for; not thread-safe. Memory is freed in
+//!       stream order on that stream: keep the stream and the backend alive until the
+//!       workspace is destroyed.
+template <policy_bundle P = policies<>>
+class build_workspace {
+ public:
+  template <class T>
+  using result = typename backend<P>::template result<T>;
+
+  build_workspace(backend<P>& gpu, cudaStream_t stream) noexcept
+      : state_(detail::runtime_of(gpu), stream, true) {}
+  build_workspace(build_workspace&&) noexcept = default;
+  build_workspace& operator=(build_workspace&&) noexcept = default;
+  ~build_workspace() {}  // user-provided: keeps nvcc from inferring a host-device destructor
+
+  cudaStream_t stream() const noexcept { return state_.stream(); }
+  //! Rows the sort temporaries hold without reallocating.
+  std::uint32_t capacity() const noexcept { return state_.capacity(); }
+
+  //! Allocates for `rows` rows now (the first `build` does it otherwise; the child check's
+  //! bitmap comes with the first checked build).
+  //! @throws / returns (error policy) more than INT_MAX rows (`errc::abi_limit`), allocation
+  //!         failures (`errc::out_of_memory`).
+  result<void> reserve(std::uint32_t rows) {
+    return apply_error_policy<typename P::error_policy>(state_.reserve(rows));
+  }
+
+  //! The workspace's state, for the algorithms.
+  detail::build_state& state() noexcept { return state_; }
+
+ private:
+  detail::build_state state_;
+};
+
+namespace detail {
+inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_state& workspace,
+                                                child_check check) {
   using detail::block_size;
   using detail::grid_for;
-  using u32_buffer = device_buffer<std::uint32_t>;
+  const runtime_ref& runtime = workspace.runtime_;
   const cudaStream_t stream = workspace.stream_;
   const std::uint32_t R = rows.row_count;
   if (R > static_cast<std::uint32_t>(INT_MAX))
@@ -409,13 +427,13 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
       return fail(error(errc::invalid_argument, "build: children without rows")
                       .with("child_count", rows.child_count)
                       .fix("pass child_count = 0 for an empty table"));
-    VYRE_TRY_ASSIGN(auto words, u32_buffer::allocate(1, stream, "build: image"));
+    VYRE_TRY_ASSIGN(auto words, runtime.allocate<std::uint32_t>(1, stream, "build: image"));
     VYRE_CUDA_TRY(cudaMemsetAsync(words.get(), 0, sizeof(std::uint32_t), stream), "build: image");
     return device_packed_image(std::move(words), image_layout::for_counts(0, 0, 0));
   }
 
   VYRE_TRY(workspace.reserve_head(R));
-  build_workspace& w = workspace;
+  build_state& w = workspace;
   detail::build_counters* const on_device = w.counters_.get();
   int* const groups_out = &on_device->groups;
   const std::size_t scratch_bytes = w.scratch_.size();
@@ -434,7 +452,7 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   // the workspace holds them), then the sort temporaries and the image (sized for one group
   // per row: the count comes later).
   const image_layout largest = image_layout::for_counts(R, rows.child_count, R);
-  u32_buffer image_words;
+  device_array<std::uint32_t> image_words;
   const auto row_ids_and_allocations = [&]() -> expected<void> {
     if (w.identity_rows_ < R) {
       detail::iota_kernel<><<<grid_for(R), block_size, 0, stream>>>(w.row_ids_.get(), R);
@@ -443,8 +461,8 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
     }
     VYRE_TRY(w.reserve_tail(R));
     VYRE_TRY_ASSIGN(image_words,
-                    u32_buffer::allocate(static_cast<std::size_t>(largest.word_count()), stream,
-                                         "build: image"));
+                    runtime.allocate<std::uint32_t>(static_cast<std::size_t>(largest.word_count()),
+                                                    stream, "build: image"));
     return {};
   };
   if (seen != &pageable) {
@@ -454,9 +472,10 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
     VYRE_CUDA_TRY(cudaEventRecord(w.id_range_read_.get(), stream), "build: read id range");
     VYRE_TRY(row_ids_and_allocations());
     VYRE_CUDA_TRY(cudaEventSynchronize(w.id_range_read_.get()), "build: read id range");
+    runtime.synced();
   } else {  // a pageable readback blocks the host: enqueue the rest first
     VYRE_TRY(row_ids_and_allocations());
-    VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read id range"));
+    VYRE_TRY(detail::copy_to_host(runtime, seen, on_device, 1, stream, "build: read id range"));
   }
   const std::uint32_t largest_id = seen->largest_id;
   const int end_bit = (cuda::std::max)(1, cuda::std::bit_width(largest_id));
@@ -502,9 +521,10 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
   detail::build_rows_kernel<><<<grid_for(R), block_size, 0, stream>>>(
       rows, on_device, w.sorted_rows_.get(), group_bitmap, base);
   VYRE_TRY(detail::launched("build: row columns, signatures, children and group rows"));
-  VYRE_TRY(detail::copy_to_host(seen, on_device, 1, stream, "build: read group count and checks"));
+  VYRE_TRY(detail::copy_to_host(runtime, seen, on_device, 1, stream,
+                                "build: read group count and checks"));
   if (seen->status.bad_row != 0xFFFFFFFFu)
-    return fail(detail::build_length_error(rows, seen->status.bad_row, stream));
+    return fail(detail::build_length_error(runtime, rows, seen->status.bad_row, stream));
   if (seen->status.bad_child != 0xFFFFFFFFu) return fail(detail::build_child_error(seen->status));
 
   // The last column: G group offsets (the rows kernel wrote the closing one).
@@ -517,17 +537,54 @@ inline expected<device_packed_image> build(const raw_rows_ref& rows, build_works
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
   return device_packed_image(std::move(image_words), layout);
 }
+}  // namespace detail
 
-//! One-shot `build` on `stream`: a temporary workspace (pageable readbacks, exact sizes,
-//! freed in stream order). Engines that build repeatedly keep a `build_workspace` instead.
-//! @note Scratch and the image come from `cudaMallocAsync` on the device's current memory pool.
-//!       Its release threshold is 0 by default, so every synchronisation hands freed memory
-//!       back to the driver and the next call maps it again; an engine that builds repeatedly
-//!       should raise it (`cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, ...)`).
-inline expected<device_packed_image> build(const raw_rows_ref& rows, cudaStream_t stream,
-                                           child_check check = child_check::on) {
-  build_workspace once(stream, false);
-  return build(rows, once, check);
+//! Builds the packed image of `rows` (device pointers) on the workspace's stream: the same
+//! words the host pack writes for the same rows (children offsets = prefix sums of the
+//! lengths; groups list rows ascending).
+//!
+//! Work: `cub::DeviceReduce::Max` (the id range -> the bits the sort needs; the host waits for
+//! it while the row ids are written, unless a reused workspace holds them, and the image is
+//! allocated), `cub::DeviceRadixSort::SortPairs` over those bits,
+//! `cub::DeviceRunLengthEncode::Encode` (the group ids straight into the image), the child check
+//! (when on: a presence bitmap of the group ids, which the rows kernel reads once per child, or
+//! a binary search per child when the ids are too sparse for a bitmap, see
+//! `detail::bitmap_checks_children`), `cub::DeviceScan::ExclusiveSum` for the children
+//! offsets, one kernel for the row columns, signatures, children and group rows that also
+//! checks the lengths, a second host wait (the group count and the checks), and
+//! `cub::DeviceScan::ExclusiveSum` for the group offsets.
+//! The image buffer is allocated before the count is known, for one group per row: up to
+//! 2 * (R - G) words past `word_count()` are unused. The image's words are written in stream
+//! order after the call returns: use it on the stream (or synchronise) like any other
+//! stream-ordered result.
+//! @pre `rows` points to device memory readable on the workspace's stream.
+//! @throws / returns (the backend's error policy): lengths that do not add up to `child_count`
+//!         (`errc::out_of_range`, naming the first row past the column), a child without rows
+//!         (`errc::not_found`, when `check` is on), more than INT_MAX rows (`errc::abi_limit`),
+//!         a workspace made from another backend (`errc::invalid_argument`), allocation
+//!         failures (`errc::out_of_memory`), CUDA failures (`errc::cuda_runtime`). Nothing
+//!         leaks; the workspace stays usable after an error.
+template <policy_bundle P>
+typename backend<P>::template result<device_packed_image> build(
+    backend<P>& gpu, const raw_rows_ref& rows, build_workspace<P>& workspace,
+    child_check check = child_check::on) {
+  auto run = [&]() -> expected<device_packed_image> {
+    VYRE_TRY(detail::same_backend(gpu, workspace.state().runtime(),
+                                  "build: the workspace belongs to another backend"));
+    return detail::build_into(rows, workspace.state(), check);
+  };
+  return apply_error_policy<typename P::error_policy>(run());
+}
+
+//! One-shot `build` on `stream`: temporaries from `gpu`'s allocation policy (exact sizes,
+//! pageable readbacks, returned in stream order). Engines that build repeatedly keep a
+//! `build_workspace` instead.
+template <policy_bundle P>
+typename backend<P>::template result<device_packed_image> build(
+    backend<P>& gpu, const raw_rows_ref& rows, cudaStream_t stream,
+    child_check check = child_check::on) {
+  detail::build_state once(detail::runtime_of(gpu), stream, false);
+  return apply_error_policy<typename P::error_policy>(detail::build_into(rows, once, check));
 }
 
 }  // namespace vyre::algorithms

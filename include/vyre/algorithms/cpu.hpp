@@ -80,6 +80,7 @@ inline raw_rows& raw_rows::operator=(raw_rows&&) noexcept = default;
 struct host_packed_image {
   std::vector<std::uint32_t> words;
   image_layout layout;
+
   image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
 
   // Host-only special members, defaulted out of line: nvcc would otherwise infer them

@@ -50,7 +50,21 @@ struct synthetic_egraph {
   std::vector<double> cost;
   std::vector<std::uint32_t> roots;
   std::uint64_t planted_twins = 0;
+
+  // Host-only special members, defaulted out of line: see `raw_rows` in cpu.hpp.
+  synthetic_egraph();
+  ~synthetic_egraph();
+  synthetic_egraph(const synthetic_egraph&);
+  synthetic_egraph(synthetic_egraph&&) noexcept;
+  synthetic_egraph& operator=(const synthetic_egraph&);
+  synthetic_egraph& operator=(synthetic_egraph&&) noexcept;
 };
+inline synthetic_egraph::synthetic_egraph() = default;
+inline synthetic_egraph::~synthetic_egraph() = default;
+inline synthetic_egraph::synthetic_egraph(const synthetic_egraph&) = default;
+inline synthetic_egraph::synthetic_egraph(synthetic_egraph&&) noexcept = default;
+inline synthetic_egraph& synthetic_egraph::operator=(const synthetic_egraph&) = default;
+inline synthetic_egraph& synthetic_egraph::operator=(synthetic_egraph&&) noexcept = default;
 
 namespace detail {
 struct split_mix {

@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! `congruence_plan`: repeated congruence closure on e-graphs up to a capacity. Every buffer
+//! and the CUB scratch are allocated once for a capacity (rows, children); the congruence
+//! pipeline (`detail/congruence_kernels.cuh`: input checks, the rounds inside a conditional
+//! WHILE node, the class map and rebuilt image) is captured once per row bucket (the rows
+//! rounded up to a quarter of their power of two, at least 1024) into one CUDA graph, kept in
+//! a `graph::graph_cache`. The graph never changes: its kernels read the input (pointers and
+//! counts) from a device parameter block, so a call is one small upload, one graph replay and
+//! one small readback. Rows beyond the input up to the bucket are padding the kernels skip
+//! (their sort keys sort last), so the CUB calls run at their captured sizes.
+//!
+//!     auto closure = vyre::algorithms::make_congruence_plan(gpu, stream, {.rows = 1 << 16});
+//!     auto merged = closure.run(image.ref());          // resident device image: on the device
+//!     auto on_host = closure.run_host(host_image);     // host image: the CPU reference below
+//!                                                      // the crossover, else the device
+//!
+//! Results are the same as the one-shot `congruence`'s (and the CPU reference's). A plan's views
+//! point into plan memory and stay valid until its next `run`/`run_host`/`reserve` or its
+//! destruction (`copy_rebuilt_image` keeps a rebuilt image longer). Inputs beyond the capacity
+//! grow the plan (`plan_growth::reallocate`, one new setup) or fail with the sizes named
+//! (`plan_growth::fail`); a failed call leaves the plan usable.
+#pragma once
+
+// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
+// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
+// (20011, 20013) that they call host-only members. They only ever run on the host.
+#if defined(__NVCC__)
+#pragma nv_diagnostic push
+#pragma nv_diag_suppress 20011, 20013
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "vyre/algorithms/build.cuh"
+#include "vyre/algorithms/congruence.cuh"
+#include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/detail/congruence_kernels.cuh"
+#include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/algorithms/detail/loop_graph.cuh"
+#include "vyre/algorithms/detail/plan_params.cuh"
+#include "vyre/algorithms/dispatch.hpp"
+#include "vyre/algorithms/plan_capacity.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/core/reserve.hpp"
+#include "vyre/graph/cache.cuh"
+#include "vyre/runtime/backend.cuh"
+
+namespace vyre::algorithms {
+
+//! The device result of one `congruence_plan::run`: device pointers into plan memory, valid
+//! until the plan's next run (or its destruction). Same contents as `device_congruence_result`.
+struct congruence_view {
+  const std::uint32_t* eclass_ids = nullptr;      //!< G original e-class ids, ascending
+  const std::uint32_t* representative = nullptr;  //!< parallel: smallest id of its merged set
+  std::uint32_t class_count = 0;                  //!< G
+  std::uint64_t merges = 0;
+  std::uint32_t rounds = 0;  //!< rounds run, the final (merge-free) one included
+  //! The rebuilt image's nine columns (separate plan buffers, not one contiguous image; see
+  //! `congruence_plan::copy_rebuilt_image` for an owning contiguous copy).
+  image_columns rebuilt;
+  const std::uint32_t* kept_rows = nullptr;  //!< original row of each rebuilt row
+};
+
+//! Repeated congruence closure on e-graphs up to a capacity: allocations, CUB scratch and the
+//! captured graph are paid once; a call is one parameter upload, one graph replay (the rounds
+//! loop on the device in a conditional WHILE node) and one small readback. Memory, pinned
+//! staging and the capture stream come from the backend the plan was created with; results
+//! follow its error policy.
+//! @tparam Signature as for `congruence`.
+//! @note Not thread-safe; one plan per host thread (or serialise calls). All work runs on the
+//!       stream given at creation; results are ready when `run` returns. The backend must
+//!       outlive the plan.
+template <policy_bundle P = policies<>, class Signature = design_signature>
+class congruence_plan {
+ public:
+  template <class T>
+  using result = typename backend<P>::template result<T>;
+
+  //! A plan on `gpu` and `stream`, allocated for `capacity` (rows rounded up to a row bucket,
+  //! at least 1024).
+  //! @throws / returns (error policy) too many rows (`errc::abi_limit`), allocation failures.
+  static result<congruence_plan> create(backend<P>& gpu, cudaStream_t stream,
+                                        plan_capacity capacity = {},
+                                        plan_growth growth = plan_growth::reallocate,
+                                        Signature signature = {}) {
+    auto made = [&]() -> expected<congruence_plan> {
+      congruence_plan plan(detail::runtime_of(gpu), stream, growth, signature);
+      VYRE_TRY(plan.grow(capacity));
+      return plan;
+    };
+    return apply_error_policy<typename P::error_policy>(made());
+  }
+  congruence_plan(congruence_plan&&) noexcept = default;
+  congruence_plan& operator=(congruence_plan&&) noexcept = default;
+  ~congruence_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
+
+  const plan_capacity& capacity() const noexcept { return capacity_; }
+  cudaStream_t stream() const noexcept { return stream_; }
+
+  //! Makes room for `capacity` (rows rounded up to a row bucket >= 1024). Drops the captured
+  //! graphs when it reallocates. Strong guarantee: on failure the plan keeps its old storage.
+  result<void> reserve(plan_capacity capacity) {
+    return apply_error_policy<typename P::error_policy>(grow(capacity));
+  }
+
+  //! Congruence closure of the device image `image` (same contract as `congruence`).
+  //! @throws / returns (error policy): a child without rows (`errc::not_found`), a children range
+  //! past
+  //!         the column (`errc::out_of_range`), an input beyond capacity with
+  //!         `plan_growth::fail` (`errc::out_of_range`, naming sizes and capacity), more groups
+  //!         than rows (`errc::invalid_layout`), CUDA failures. The plan stays usable.
+  result<congruence_view> run(const image_columns& image) {
+    return apply_error_policy<typename P::error_policy>(run_device(image));
+  }
+
+  //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
+  //! egraph snapshot's packed image), on the CPU reference or the device as `options` says.
+  //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
+  result<congruence_result> run_host(const image_columns& host_image,
+                                     dispatch_options options = {}) {
+    return apply_error_policy<typename P::error_policy>(run_on_host(host_image, options));
+  }
+
+  //! An owning contiguous copy of the last run's rebuilt image (stream-ordered on the plan's
+  //! stream, memory from the plan's backend), e.g. to keep it past the next run.
+  result<device_packed_image> copy_rebuilt_image(const congruence_view& view) const {
+    return apply_error_policy<typename P::error_policy>(copy_rebuilt(view));
+  }
+
+ private:
+  congruence_plan(const detail::runtime_ref& runtime, cudaStream_t stream, plan_growth growth,
+                  Signature signature) noexcept
+      : runtime_(runtime), stream_(stream), growth_(growth), signature_(signature) {}
+
+  expected<congruence_view> run_device(const image_columns& image) {
+    VYRE_TRY(detail::check_image_counts(image, "congruence_plan: more groups than rows"));
+    VYRE_TRY(fit(image.row_count(), image.child_count()));
+    const std::uint32_t bucket = detail::plan_bucket(image.row_count());
+    VYRE_TRY_ASSIGN(graph_type * graph, graph_for(bucket));
+    storage& s = storage_;
+    detail::plan_params params;
+    params.image = image;
+    *s.host_params.get() = params;
+    VYRE_CUDA_TRY(cudaMemcpyAsync(s.params.get(), s.host_params.get(), sizeof(detail::plan_params),
+                                  cudaMemcpyHostToDevice, stream_),
+                  "congruence_plan: upload parameters");
+    VYRE_TRY(graph->launch(stream_));
+    if (runtime_.telemetry != nullptr) runtime_.telemetry->record_graph_launch();
+    VYRE_TRY(detail::copy_to_host(runtime_, s.host_counters.get(), s.counters.get(), 1, stream_,
+                                  "congruence_plan: read counters"));
+    const detail::plan_counters seen = *s.host_counters.get();
+    VYRE_TRY(detail::congruence_outcome(seen, image));
+    congruence_view view;
+    view.eclass_ids = s.class_ids.get();
+    view.representative = s.representative.get();
+    view.class_count = image.group_count();
+    view.merges = seen.status.merges;
+    view.rounds = image.row_count() == 0 ? 0 : seen.rounds;
+    for (std::size_t c = 0; c < egraph::image_column_count; ++c)
+      view.rebuilt.pointers[c] = s.rebuilt[c].get();
+    view.rebuilt.counts = detail::rebuilt_counts(seen, image);
+    view.kept_rows = s.kept.get();
+    return view;
+  }
+
+  expected<congruence_result> run_on_host(const image_columns& host_image,
+                                          dispatch_options options) {
+    if (detail::runs_on_host(options, host_image.row_count(), congruence_host_below_rows))
+      return congruence_reference(host_image);
+    VYRE_TRY(detail::check_image_counts(host_image, "congruence_plan: more groups than rows"));
+    VYRE_TRY(fit(host_image.row_count(), host_image.child_count()));
+    storage& s = storage_;
+    const image_layout layout = image_layout::for_counts(host_image.counts);
+    const auto words = static_cast<std::size_t>(layout.word_count());
+    VYRE_TRY(s.staging.ensure(runtime_, words, "congruence_plan: pinned staging"));
+    if (s.input.size() < words) {
+      // Room for the largest image the capacity allows: 6R + C + 2G + 1 words, G <= R.
+      const std::size_t most = 8 * std::size_t{capacity_.rows} + capacity_.children + 1;
+      VYRE_TRY_ASSIGN(s.input, runtime_.allocate<std::uint32_t>(most, stream_,
+                                                                "congruence_plan: uploaded image"));
+    }
+    detail::stage_columns(host_image, s.staging.get());
+    VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
+                                  cudaMemcpyHostToDevice, stream_),
+                  "congruence_plan: upload the image");
+    VYRE_TRY_ASSIGN(const congruence_view view,
+                    run_device(image_columns::from_words(s.input.get(), layout)));
+    // One staging block for every result column: G + G + 5K + C' words.
+    const std::uint32_t G = view.class_count, K = view.rebuilt.row_count(),
+                        C = view.rebuilt.child_count();
+    const std::size_t total = 2 * std::size_t{G} + 4 * std::size_t{K} + C;
+    VYRE_TRY(s.staging.ensure(runtime_, (std::max)(total, std::size_t{1}),
+                              "congruence_plan: pinned staging"));
+    std::uint32_t* at = s.staging.get();
+    const auto fetch = [&](const std::uint32_t* from, std::size_t count) -> expected<void> {
+      if (count != 0)
+        VYRE_CUDA_TRY(cudaMemcpyAsync(at, from, count * sizeof(std::uint32_t),
+                                      cudaMemcpyDeviceToHost, stream_),
+                      "congruence_plan: download the result");
+      at += count;
+      return {};
+    };
+    VYRE_TRY(fetch(view.eclass_ids, G));
+    VYRE_TRY(fetch(view.representative, G));
+    VYRE_TRY(fetch(view.kept_rows, K));
+    VYRE_TRY(fetch(view.rebuilt.row_eclass_ids(), K));
+    VYRE_TRY(fetch(view.rebuilt.row_language_op_ids(), K));
+    VYRE_TRY(fetch(view.rebuilt.row_children_lens(), K));
+    VYRE_TRY(fetch(view.rebuilt.children(), C));
+    VYRE_CUDA_TRY(cudaStreamSynchronize(stream_), "congruence_plan: download the result");
+    runtime_.synced();
+    congruence_result result;
+    result.merges = view.merges;
+    result.rounds = view.rounds;
+    const std::uint32_t* from = s.staging.get();
+    const auto take = [&](std::vector<std::uint32_t>& to, std::size_t count) -> expected<void> {
+      VYRE_TRY(try_resize(to, count, "congruence_plan: result"));
+      if (count != 0) std::memcpy(to.data(), from, count * sizeof(std::uint32_t));
+      from += count;
+      return {};
+    };
+    VYRE_TRY(take(result.eclass_ids, G));
+    VYRE_TRY(take(result.representative, G));
+    VYRE_TRY(take(result.kept_rows, K));
+    VYRE_TRY(take(result.rebuilt.row_eclass_ids, K));
+    VYRE_TRY(take(result.rebuilt.row_language_op_ids, K));
+    VYRE_TRY(take(result.rebuilt.row_children_lens, K));
+    VYRE_TRY(take(result.rebuilt.children, C));
+    return result;
+  }
+
+  expected<device_packed_image> copy_rebuilt(const congruence_view& view) const {
+    const image_layout layout = image_layout::for_counts(view.rebuilt.counts);
+    VYRE_TRY_ASSIGN(auto words,
+                    runtime_.allocate<std::uint32_t>(static_cast<std::size_t>(layout.word_count()),
+                                                     stream_, "congruence_plan: rebuilt image"));
+    VYRE_TRY(detail::pack_columns(view.rebuilt, words.get(), stream_,
+                                  "congruence_plan: copy the rebuilt image"));
+    return device_packed_image(std::move(words), layout);
+  }
+
+  using u32_buffer = device_array<std::uint32_t>;
+  using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
+
+  struct storage {
+    bool ready = false;
+    device_array<detail::plan_params> params;
+    device_array<detail::plan_counters> counters;
+    detail::pinned_array<detail::plan_params> host_params;
+    detail::pinned_array<detail::plan_counters> host_counters;
+    detail::pinned_array<std::uint32_t> staging;  //!< run_host: image upload and result download
+    u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
+    u32_buffer dense_row, parent, dense_child, canon, keys, rows, sorted_keys, sorted_rows,
+        run_start, counts;
+    device_array<std::uint8_t> leader_flag;
+    u32_buffer class_ids, representative, kept;
+    u32_buffer rebuilt[egraph::image_column_count];  //!< the rebuilt image's columns
+    device_array<unsigned char> scratch;
+    stream_lease capture;
+    detail::congruence_buffers buffers;
+
+    static expected<storage> allocate(const detail::runtime_ref& runtime, const plan_capacity& at,
+                                      cudaStream_t stream) {
+      storage s;
+      const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
+      const char* what = "congruence_plan: allocate";
+      VYRE_TRY_ASSIGN(s.params, runtime.allocate<detail::plan_params>(1, stream, what));
+      VYRE_TRY_ASSIGN(s.counters, runtime.allocate<detail::plan_counters>(1, stream, what));
+      VYRE_TRY_ASSIGN(s.host_params,
+                      detail::pinned_array<detail::plan_params>::allocate(runtime, 1, what));
+      VYRE_TRY_ASSIGN(s.host_counters,
+                      detail::pinned_array<detail::plan_counters>::allocate(runtime, 1, what));
+      for (u32_buffer* b :
+           {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys, &s.sorted_rows, &s.run_start,
+            &s.class_ids, &s.representative, &s.kept}) {
+        VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(B, stream, what));
+      }
+      VYRE_TRY_ASSIGN(s.counts, runtime.allocate<std::uint32_t>(B + 1, stream, what));
+      for (u32_buffer* b : {&s.dense_child, &s.canon}) {
+        VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(C, stream, what));
+      }
+      for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
+        const auto column = static_cast<image_column>(c);
+        const std::size_t n =
+            column == image_column::children ? C
+            : column == image_column::row_children_offsets || column == image_column::group_offsets
+                ? B + 1
+                : B;
+        VYRE_TRY_ASSIGN(s.rebuilt[c], runtime.allocate<std::uint32_t>(n, stream, what));
+      }
+      VYRE_TRY_ASSIGN(s.leader_flag, runtime.allocate<std::uint8_t>(B, stream, what));
+      // Stale-but-initialised: the group scan reads counts past the last run.
+      VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, s.counts.size_bytes(), stream), what);
+      detail::congruence_buffers& b = s.buffers;
+      b.params = s.params.get();
+      b.counters = s.counters.get();
+      b.dense_row = s.dense_row.get();
+      b.parent = s.parent.get();
+      b.dense_child = s.dense_child.get();
+      b.canon = s.canon.get();
+      b.keys = s.keys.get();
+      b.rows = s.rows.get();
+      b.sorted_keys = s.sorted_keys.get();
+      b.sorted_rows = s.sorted_rows.get();
+      b.run_start = s.run_start.get();
+      b.counts = s.counts.get();
+      b.leader_flag = s.leader_flag.get();
+      b.class_ids = s.class_ids.get();
+      b.representative = s.representative.get();
+      b.kept = s.kept.get();
+      for (std::size_t c = 0; c < egraph::image_column_count; ++c)
+        b.rebuilt[c] = s.rebuilt[c].get();
+      // CUB scratch: the largest need over every bucket up to the capacity.
+      std::size_t bytes = 1;
+      for (std::size_t n = detail::plan_min_bucket; n <= B;
+           n = detail::plan_bucket(static_cast<std::uint32_t>(n) + 1)) {
+        VYRE_TRY_ASSIGN(const std::size_t need,
+                        detail::congruence_scratch_bytes(b, static_cast<std::uint32_t>(n), stream));
+        bytes = (std::max)(bytes, need);
+      }
+      VYRE_TRY_ASSIGN(s.scratch, runtime.allocate<unsigned char>(bytes, stream, what));
+      b.scratch = s.scratch.get();
+      b.scratch_bytes = bytes;
+      VYRE_TRY_ASSIGN(s.capture, runtime.streams->acquire());
+      s.ready = true;
+      return s;
+    }
+  };
+
+  expected<void> fit(std::uint32_t rows, std::uint32_t children) {
+    if (rows <= detail::plan_max_bucket && storage_.ready &&
+        detail::plan_bucket(rows) <= capacity_.rows && children <= capacity_.children)
+      return {};
+    if (growth_ == plan_growth::fail && storage_.ready)
+      return fail(detail::plan_capacity_error("congruence_plan: the input exceeds the capacity",
+                                              rows, children, capacity_));
+    return grow({rows, children});
+  }
+
+  //! `reserve`, for the plan's own calls.
+  expected<void> grow(plan_capacity capacity) {
+    if (capacity.rows > detail::plan_max_bucket)
+      return fail(error(errc::abi_limit, "congruence_plan: too many rows for one plan")
+                      .with("rows", capacity.rows)
+                      .with("max_rows", detail::plan_max_bucket)
+                      .fix("shard the e-graph"));
+    const std::uint32_t rows = detail::plan_bucket(capacity.rows);
+    if (storage_.ready && rows <= capacity_.rows && capacity.children <= capacity_.children)
+      return {};
+    const plan_capacity grown{(std::max)(rows, capacity_.rows),
+                              (std::max)(capacity.children, capacity_.children)};
+    VYRE_TRY_ASSIGN(storage fresh, storage::allocate(runtime_, grown, stream_));
+    graphs_.clear();
+    storage_ = std::move(fresh);
+    capacity_ = grown;
+    return {};
+  }
+
+  //! The pipeline's graph for inputs of at most `bucket` rows, captured on first use.
+  expected<graph_type*> graph_for(std::uint32_t bucket) {
+    return graphs_.get_or_build(detail::plan_graph_key(bucket, 0), 0,
+                                [&]() { return capture(bucket); });
+  }
+
+  //! The whole pipeline for inputs of at most `bucket` rows: checks -> WHILE(round) -> rebuild.
+  expected<graph::captured_graph_expected> capture(std::uint32_t bucket) {
+    storage& s = storage_;
+    const detail::congruence_buffers& b = s.buffers;
+    const std::uint32_t B = bucket;
+    const detail::congruence_grids grids{
+        detail::grid_for(B),
+        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B))};
+    const Signature signature = signature_;
+    auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
+    auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
+      VYRE_TRY(detail::enqueue_congruence_round(b, B, grids, signature, on));
+      return detail::enqueue_congruence_continue(b, handle, on);
+    };
+    auto suffix = [&](cudaStream_t on) {
+      return detail::enqueue_congruence_rebuild(b, B, grids, on);
+    };
+    return detail::make_loop_graph(s.capture.get(), &prefix, &body, &suffix,
+                                   "congruence_plan: capture the pipeline");
+  }
+
+  detail::runtime_ref runtime_;
+  cudaStream_t stream_ = nullptr;
+  plan_growth growth_ = plan_growth::reallocate;
+  Signature signature_{};
+  plan_capacity capacity_{};
+  storage storage_{};
+  graph::graph_cache<on_error::return_expected> graphs_;
+};
+
+//! `congruence_plan<P, Signature>::create`, with the policies and signature deduced.
+template <policy_bundle P, class Signature = design_signature>
+typename backend<P>::template result<congruence_plan<P, Signature>> make_congruence_plan(
+    backend<P>& gpu, cudaStream_t stream, plan_capacity capacity = {},
+    plan_growth growth = plan_growth::reallocate, Signature signature = {}) {
+  return congruence_plan<P, Signature>::create(gpu, stream, capacity, growth, signature);
+}
+
+}  // namespace vyre::algorithms
+
+#if defined(__NVCC__)
+#pragma nv_diagnostic pop
+#endif

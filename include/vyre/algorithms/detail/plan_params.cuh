@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! What the congruence and extraction pipelines share, one-shot or planned: the parameter block
+//! their kernels read the input from (`plan_params`), the counters they write and the host
+//! reads back in one transfer (`plan_counters`), and the host checks and staging of an input.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/core/error.hpp"
+#include "vyre/egraph/layout.hpp"
+
+namespace vyre::algorithms::detail {
+
+//! What every pipeline kernel reads from device memory: the input of the current call.
+struct plan_params {
+  image_columns image;                   //!< device columns and counts of the input image
+  const double* node_cost = nullptr;     //!< extraction: one cost per row (device)
+  const std::uint32_t* roots = nullptr;  //!< extraction: root e-class ids (device)
+  std::uint32_t root_count = 0;
+};
+
+//! What a run writes and the host reads back in one transfer.
+struct plan_counters {
+  device_status status;
+  std::uint32_t rounds = 0;
+  std::uint32_t kept = 0;              //!< congruence: rows of the rebuilt image
+  std::uint32_t rebuilt_children = 0;  //!< congruence: its child entries
+  std::uint32_t rebuilt_groups = 0;    //!< congruence: its groups
+  int runs = 0;                        //!< congruence: runs of the grouping sort (padding included)
+  std::uint32_t reserved = 0;
+  double root_cost = 0;  //!< extraction: sum of the roots' costs
+};
+
+VYRE_DEVICE inline bool input_ok(const device_status* status) noexcept {
+  return status->bad_row == 0xFFFFFFFFu && status->bad_child == 0xFFFFFFFFu;
+}
+
+//! Starts a run: clean status, zero counters.
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void init_counters_kernel(plan_counters* counters) {
+  if (threadIdx.x == 0 && blockIdx.x == 0) *counters = plan_counters{clean_status};
+}
+
+inline expected<void> check_image_counts(const image_columns& image, const char* what) {
+  if (image.group_count() > image.row_count())
+    return fail(error(errc::invalid_layout, what)
+                    .with("rows", image.row_count())
+                    .with("groups", image.group_count())
+                    .fix("pass a packed image built by pack or build (every group has a row)"));
+  return {};
+}
+
+//! The host image's nine columns, copied contiguously into `to` (layout order).
+inline void stage_columns(const image_columns& image, std::uint32_t* to) noexcept {
+  const image_layout at = image_layout::for_counts(image.counts);
+  for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
+    const auto column = image.column(static_cast<image_column>(c));
+    if (!column.empty()) std::memcpy(to + at.spans[c].offset, column.data(), column.size_bytes());
+  }
+}
+
+}  // namespace vyre::algorithms::detail

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! Host/device dispatch of the plans' `run_host` (a host e-graph runs the CPU reference below a
+//! measured crossover row count, else the device plan): the choice and its knobs.
+#pragma once
+
+#include <cstdint>
+
+namespace vyre::algorithms {
+
+//! Where a plan runs an e-graph that lives on the host (`run_host`). A resident device image
+//! (`run`) always stays on the device.
+enum class dispatch : std::uint8_t {
+  automatic,  //!< the CPU reference below `dispatch_options::host_below_rows` rows, else the device
+  device,     //!< always the device (upload, replay, download)
+  host        //!< always the CPU reference
+};
+
+//! `dispatch_options::host_below_rows` value meaning "the algorithm's default crossover".
+inline constexpr std::uint32_t default_crossover = 0xFFFFFFFFu;
+
+//! Dispatch knobs.
+struct dispatch_options {
+  dispatch where = dispatch::automatic;
+  //! `automatic` runs the CPU reference for inputs with fewer rows than this
+  //! (`default_crossover`: `congruence_host_below_rows` / `extract_host_below_rows`).
+  std::uint32_t host_below_rows = default_crossover;
+};
+
+//! Default crossovers (rows) of `automatic` dispatch: below them the CPU reference is faster
+//! than one plan replay plus the upload and download (a replay costs tens of microseconds of
+//! launch latency whatever the size; the CPU references cost about 0.2-0.3 us (congruence) and
+//! 0.1 us (extraction) per row on the real e-graphs). Chosen on the safe side: a file just
+//! below a crossover runs on the CPU, which is never slower than the CPU. `bench_algorithms`
+//! measures the real crossovers (its `congruence_dispatch_crossover` /
+//! `extract_dispatch_crossover` lines); re-measure on other machines and pass your own through
+//! `dispatch_options::host_below_rows`.
+inline constexpr std::uint32_t congruence_host_below_rows = 512;
+inline constexpr std::uint32_t extract_host_below_rows = 1024;
+
+namespace detail {
+inline bool runs_on_host(const dispatch_options& options, std::uint32_t rows,
+                         std::uint32_t default_rows) noexcept {
+  const std::uint32_t below =
+      options.host_below_rows == default_crossover ? default_rows : options.host_below_rows;
+  return options.where == dispatch::host || (options.where == dispatch::automatic && rows < below);
+}
+}  // namespace detail
+
+}  // namespace vyre::algorithms
