@@ -173,7 +173,9 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   VYRE_CUDA_TRY(
       cudaMemcpyAsync(params.get(), &h.params, sizeof(plan_params), cudaMemcpyHostToDevice, stream),
       "congruence: upload parameters");
-  const congruence_grids grids{grid_for(R), grid_for(C)};
+  VYRE_TRY_ASSIGN(const unsigned rows_grid, resident_grid_for(R));
+  VYRE_TRY_ASSIGN(const unsigned children_grid, resident_grid_for(C));
+  const congruence_grids grids{rows_grid, children_grid};
   VYRE_TRY(enqueue_congruence_checks(b, grids, stream));
 
   // The rounds. Every round but the last merges at least once, so G + 1 rounds always

@@ -120,7 +120,7 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
 
   const extract_buffers b{params.get(),    counters.get(),    dense_child.get(),
                           dense_row.get(), result.cost.get(), result.choice.get()};
-  const unsigned rows_grid = grid_for(R);
+  VYRE_TRY_ASSIGN(const unsigned rows_grid, resident_grid_for(R));
   const bool single = G <= options.single_block_max_groups && R <= options.single_block_max_rows;
   VYRE_TRY(enqueue_extract_setup(b, rows_grid, single, stream));
   std::uint32_t rounds = 0;

@@ -90,10 +90,6 @@ VYRE_DEVICE inline bool same_canonical_row(const image_columns& image, const std
   return true;
 }
 
-#define VYRE_GRID_LOOP(i, count)                                                            \
-  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < (count); \
-       i += std::uint64_t{gridDim.x} * blockDim.x)
-
 //! Input checks and the dense indices: rows' children ranges, children naming groups,
 //! dense_row / parent. Every later kernel does nothing when an input check failed.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
@@ -101,17 +97,17 @@ VYRE_KERNEL void congruence_setup_kernel(const plan_params* params, std::uint32_
                                          std::uint32_t* parent, std::uint32_t* dense_child,
                                          device_status* status) {
   const image_columns image = params->image;
-  VYRE_GRID_LOOP(i, image.row_count())
+  VYRE_DETAIL_GRID_LOOP(i, image.row_count())
   if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] >
       image.child_count())
     atomicMin(&status->bad_row, static_cast<std::uint32_t>(i));
-  VYRE_GRID_LOOP(i, image.group_count()) {
+  VYRE_DETAIL_GRID_LOOP(i, image.group_count()) {
     const auto g = static_cast<std::uint32_t>(i);
     parent[g] = g;
     for (std::uint32_t k = image.group_offsets()[g]; k < image.group_offsets()[g + 1]; ++k)
       dense_row[image.group_rows()[k]] = g;
   }
-  VYRE_GRID_LOOP(i, image.child_count()) {
+  VYRE_DETAIL_GRID_LOOP(i, image.child_count()) {
     const std::uint32_t g =
         find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
     if (g == image.group_count()) {
@@ -133,7 +129,7 @@ VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint3
   // Inputs read once into registers: the stores below may alias `params` as far as the
   // compiler knows, and would make it read them again on every iteration.
   const std::uint32_t children = params->image.child_count();
-  VYRE_GRID_LOOP(i, children) canon[i] = parent[dense_child[i]];
+  VYRE_DETAIL_GRID_LOOP(i, children) canon[i] = parent[dense_child[i]];
 }
 
 //! Sort keys over the whole bucket: real rows their signature, padding rows the largest key
@@ -146,7 +142,7 @@ VYRE_KERNEL void sign_kernel(const plan_params* params, const std::uint32_t* can
   const bool ok = input_ok(status);
   const image_columns image = params->image;
   const std::uint32_t real_rows = ok ? image.row_count() : 0u;
-  VYRE_GRID_LOOP(i, bucket) {
+  VYRE_DETAIL_GRID_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
     keys[r] = r < real_rows
                   ? signature(image.row_language_op_ids()[r],
@@ -167,7 +163,7 @@ VYRE_KERNEL void leaders_kernel(const plan_params* params, const std::uint32_t* 
   // A rejected input still gets defined flags (none lead): the selection after this reads them.
   const bool ok = input_ok(status);
   const image_columns image = params->image;
-  VYRE_GRID_LOOP(i, bucket) {
+  VYRE_DETAIL_GRID_LOOP(i, bucket) {
     const auto p = static_cast<std::uint32_t>(i);
     const std::uint32_t r = sorted_rows[p];
     if (!ok || r >= image.row_count()) {
@@ -190,7 +186,7 @@ VYRE_KERNEL void flatten_kernel(const plan_params* params, std::uint32_t* parent
                                 const device_status* status) {
   if (!input_ok(status)) return;
   const std::uint32_t groups = params->image.group_count();
-  VYRE_GRID_LOOP(i, groups) {
+  VYRE_DETAIL_GRID_LOOP(i, groups) {
     const auto g = static_cast<std::uint32_t>(i);
     atomic_u32(parent[g]).store(find_root(parent, g), cuda::std::memory_order_relaxed);
   }
@@ -222,11 +218,11 @@ VYRE_KERNEL void gather_kept_kernel(const plan_params* params, const std::uint32
   const bool ok = input_ok(&counters->status);
   const image_columns image = params->image;
   const std::uint32_t K = ok ? counters->kept : 0u;
-  if (ok) VYRE_GRID_LOOP(i, image.group_count()) {
+  if (ok) VYRE_DETAIL_GRID_LOOP(i, image.group_count()) {
       class_ids[i] = image.group_eclass_ids()[i];
       representative[i] = image.group_eclass_ids()[parent[i]];
     }
-  VYRE_GRID_LOOP(i, bucket) {
+  VYRE_DETAIL_GRID_LOOP(i, bucket) {
     row_ids[i] = static_cast<std::uint32_t>(i);
     if (i < K) {
       const std::uint32_t r = kept[i];
@@ -254,7 +250,7 @@ VYRE_KERNEL void rebuilt_children_kernel(const plan_params* params, const std::u
   const image_columns image = params->image;
   const std::uint32_t K = counters->kept;
   if (K == 0 && blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_children = 0;
-  VYRE_GRID_LOOP(i, K) {
+  VYRE_DETAIL_GRID_LOOP(i, K) {
     const std::uint32_t r = kept[i];
     const std::uint32_t* from = canon + image.row_children_offsets()[r];
     std::uint32_t* to = children + offsets[i];
@@ -277,10 +273,8 @@ VYRE_KERNEL void rebuilt_groups_kernel(const plan_params* params, const std::uin
   const std::uint32_t groups = K < bucket ? runs - 1 : runs;
   if (blockIdx.x == 0 && threadIdx.x == 0) counters->rebuilt_groups = groups;
   const std::uint32_t* const ids = params->image.group_eclass_ids();
-  VYRE_GRID_LOOP(g, groups) group_ids[g] = ids[run_keys[g]];
+  VYRE_DETAIL_GRID_LOOP(g, groups) group_ids[g] = ids[run_keys[g]];
 }
-
-#undef VYRE_GRID_LOOP
 
 inline error congruence_input_error(const device_status& status, const image_columns& image) {
   if (status.bad_row != 0xFFFFFFFFu)

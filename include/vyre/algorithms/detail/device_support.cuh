@@ -141,9 +141,30 @@ class wait_on_exit {
 
 inline constexpr unsigned block_size = 256;
 
+//! `for (i = this thread's first item; i < count; i += the grid's thread count)`: every
+//! pipeline kernel's loop, correct for any grid size (see `resident_grid_for`).
+#define VYRE_DETAIL_GRID_LOOP(i, count)                                                     \
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < (count); \
+       i += std::uint64_t{gridDim.x} * blockDim.x)
+
 inline unsigned grid_for(std::uint64_t items) noexcept {
   const std::uint64_t blocks = (items + block_size - 1) / block_size;
   return static_cast<unsigned>(blocks == 0 ? 1 : (blocks > 0x7FFFFFFFu ? 0x7FFFFFFFu : blocks));
+}
+
+//! A grid for a grid-stride loop over `items` that is no larger than what the current device
+//! keeps resident at once (`blocks_per_sm` blocks of `block_size` per SM). Kernels that read
+//! their inputs from a device parameter block pay those dependent loads once per thread; with a
+//! thread per item they would lengthen every item's latency chain (about 1.45x on extraction's
+//! relaxation rounds at 16M rows, H100).
+inline expected<unsigned> resident_grid_for(std::uint64_t items, unsigned blocks_per_sm = 8) {
+  int device = 0, sms = 0;
+  VYRE_CUDA_TRY(cudaGetDevice(&device), "resident grid: current device");
+  VYRE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                "resident grid: SM count");
+  const std::uint64_t resident = std::uint64_t{static_cast<unsigned>(sms)} * blocks_per_sm;
+  const unsigned grid = grid_for(items);
+  return resident != 0 && grid > resident ? static_cast<unsigned>(resident) : grid;
 }
 
 //! Checks the launch that was just made.
