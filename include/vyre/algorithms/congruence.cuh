@@ -12,14 +12,6 @@
 //! pool and stream pool; results follow its error policy.
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <climits>
 #include <cstdint>
 #include <utility>
@@ -35,6 +27,8 @@
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/runtime/backend.cuh"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -263,6 +257,4 @@ typename backend<P>::template result<device_congruence_result> congruence(
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

@@ -22,14 +22,6 @@
 //! (`plan_growth::fail`); a failed call leaves the plan usable.
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -51,6 +43,8 @@
 #include "vyre/core/reserve.hpp"
 #include "vyre/graph/cache.cuh"
 #include "vyre/runtime/backend.cuh"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -411,6 +405,4 @@ typename backend<P>::template result<congruence_plan<P, Signature>> make_congrue
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

@@ -29,11 +29,6 @@
 //! worklist. Plain C++20 with std::thread (compiles with g++ alone); nothing throws.
 #pragma once
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -62,6 +57,8 @@
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms::cpu_engine {
 
@@ -925,6 +922,4 @@ inline expected<extraction_result> extract(const image_columns& image,
 
 }  // namespace vyre::algorithms::cpu_engine
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

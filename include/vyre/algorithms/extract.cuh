@@ -9,14 +9,6 @@
 //! `extract_plan` (one graph replay per call).
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -31,6 +23,8 @@
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/runtime/backend.cuh"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -172,6 +166,4 @@ typename backend<P>::template result<device_extraction_result> extract(
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

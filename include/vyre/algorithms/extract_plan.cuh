@@ -11,14 +11,6 @@
 //!     auto cheapest = best.run(image.ref(), costs, roots);     // device image, device costs
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -40,6 +32,8 @@
 #include "vyre/core/reserve.hpp"
 #include "vyre/graph/cache.cuh"
 #include "vyre/runtime/backend.cuh"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -344,6 +338,4 @@ typename backend<P>::template result<extract_plan<P>> make_extract_plan(
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

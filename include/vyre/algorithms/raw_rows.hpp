@@ -8,16 +8,6 @@
 //! Trivially copyable, non-owning, passed by value (also to kernels).
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members; it reports those warnings where the image
-// view below is defined, so that definition must be read with them suppressed. They only
-// ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <cstddef>
 #include <cstdint>
 
@@ -25,6 +15,8 @@
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/egraph/layout.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -72,6 +64,4 @@ inline constexpr std::uint32_t max_rows = 0xFFFFFFFEu;
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

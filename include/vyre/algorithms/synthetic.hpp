@@ -9,14 +9,6 @@
 //! ids can be spread over the whole u32 range.
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_buffer members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -26,6 +18,8 @@
 #include "vyre/algorithms/cpu.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -177,6 +171,4 @@ inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options&
 
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"

@@ -6,14 +6,6 @@
 //! through.
 #pragma once
 
-// nvcc (C++20) infers __host__ __device__ for the implicit special members of host-only
-// aggregates (std::vector or device_array members) held in cuda::std::expected, then warns
-// (20011, 20013) that they call host-only members. They only ever run on the host.
-#if defined(__NVCC__)
-#pragma nv_diagnostic push
-#pragma nv_diag_suppress 20011, 20013
-#endif
-
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +22,8 @@
 #include "vyre/core/policies.hpp"
 #include "vyre/runtime/backend.cuh"
 #include "vyre/runtime/device_array.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
@@ -242,6 +236,4 @@ VYRE_KERNEL void iota_kernel(std::uint32_t* out, std::uint32_t count) {
 }  // namespace detail
 }  // namespace vyre::algorithms
 
-#if defined(__NVCC__)
-#pragma nv_diagnostic pop
-#endif
+#include "vyre/detail/epilogue.hpp"
