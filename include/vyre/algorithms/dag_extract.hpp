@@ -328,6 +328,7 @@ class dag_search {
     bool improved = true;
     while (improved) {
       improved = false;
+      const std::uint64_t pass_start = work_;
       order.clear();
       for (std::uint32_t c = 0; c < p_.class_count; ++c)
         if (ref_[c] > 0 && p_.class_start[c + 1] - p_.class_start[c] > 1) order.push_back(c);
@@ -339,7 +340,10 @@ class dag_search {
         double best_delta = -tolerance();
         for (std::uint32_t k = p_.class_start[c]; k < p_.class_start[c + 1]; ++k) {
           const std::uint32_t r = p_.class_rows[k];
-          if (r == current || !switchable(c, r)) continue;
+          if (r == current) continue;
+          // Whatever the switch frees is part of the rest of the selection, so the change is
+          // at least cost(r) - total: skip rows that cannot beat the best found.
+          if (p_.cost[r] - total_ >= best_delta || !switchable(c, r)) continue;
           const double delta = trial(c, r);
           if (delta < best_delta) {
             best_delta = delta;
@@ -352,12 +356,16 @@ class dag_search {
           improved = true;
         }
       }
+      last_pass_work_ = work_ - pass_start;
     }
   }
 
   //! Iterated local search within `budget` work units, until `patience` kicks in a row found
   //! nothing cheaper; ends on the best map found.
   void kick_and_descend(std::uint64_t budget, std::uint32_t patience) {
+    // Each kick is followed by at least one full pass: when a pass alone costs a good part of
+    // the budget (long chains of exclusive sub-terms), kicks cannot pay for themselves.
+    if (last_pass_work_ > budget / 8) return;
     std::vector<std::uint32_t> best = choice_;
     double best_cost = exact_cost();
     std::vector<std::uint32_t> needed;
@@ -554,6 +562,7 @@ class dag_search {
   double total_ = 0;
   std::uint64_t moves_ = 0;
   std::uint64_t work_ = 0;
+  std::uint64_t last_pass_work_ = 0;
   std::mt19937_64 rng_;
 };
 
