@@ -7,7 +7,8 @@
 //    heuristic_median_s, tree_selection_dag_cost, ilp_dag_cost, ilp_optimal, ilp_lower_bound,
 //    ilp_s (warm start + model + CBC), cbc_s (CBC alone), gap (heuristic / ilp - 1)}
 //   {"name":"dag.extract.set", "params":{set}, files, proven, cumulative_ratio (sum of the
-//    heuristic's costs / sum of the optima, proven files), geomean_gap, worst_gap, worst_file,
+//    heuristic's costs / sum of the optima, proven files), geomean_gap, worst_gap, worst_file
+//    ("" when every proven file is at the optimum),
 //    heuristic_s, ilp_s}  -- one per set, then set "all"
 //
 //   bench_dag [FILE ...] [--data-dir D] [--time-limit S] [--repeats K] [--threads N]
@@ -78,7 +79,7 @@ void print_set(const std::string& name, const set_totals& t, const std::string& 
       name.c_str(), cpu.c_str(), t.files, t.proven,
       t.optimum_sum > 0 ? t.heuristic_sum / t.optimum_sum : 1.0,
       t.proven > 0 ? std::exp(t.log_ratio_sum / t.proven) - 1 : 0.0, t.worst_gap,
-      t.worst_file.c_str(), t.heuristic_s, t.ilp_s);
+      t.worst_gap > 0 ? t.worst_file.c_str() : "", t.heuristic_s, t.ilp_s);
   std::fflush(stdout);
 }
 
