@@ -97,9 +97,11 @@ installed_at=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vyre-cuda12.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The public headers; the JSON loader's needs simdjson, which nvcc cannot compile.
+# The public headers; the JSON loader's needs simdjson, which nvcc cannot compile, and the DAG
+# ILP's needs COIN-OR CBC (host-only, optional).
 find include/vyre -name '*.hpp' -o -name '*.cuh' | sed 's|^include/||' | sort |
-  grep -vx 'vyre/io/egraph_json.hpp' | grep -E "${VYRE_CUDA12_ONLY:-.}" >"$work/headers"
+  grep -vx -e 'vyre/io/egraph_json.hpp' -e 'vyre/algorithms/dag_ilp.hpp' |
+  grep -E "${VYRE_CUDA12_ONLY:-.}" >"$work/headers"
 count=$(wc -l <"$work/headers")
 
 # One translation unit per header: the header alone (twice: include guard), then the check
