@@ -61,15 +61,15 @@ struct dag_options {
   //! Independent searches: search i starts from the greedy DAG start when i % 3 == 0, the tree
   //! method's selection when i % 3 == 1, the tree start otherwise, with seed `seed + i`. The
   //! result depends on this and `seed` only.
-  std::uint32_t searches = 8;
+  std::uint32_t searches = 4;
   //! Worker threads; 0: `std::thread::hardware_concurrency()`. Never changes the result.
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
   //! Work units (reference-count updates and search visits) each search may spend on kicks
   //! after its first local optimum; 0 disables kicks (plain local search).
-  std::uint64_t kick_budget = 4'000'000;
+  std::uint64_t kick_budget = 60'000'000;
   //! A search stops kicking after this many kicks in a row that found nothing cheaper.
-  std::uint32_t kick_patience = 64;
+  std::uint32_t kick_patience = 1000;
 };
 
 //! A DAG-cost selection.
