@@ -97,10 +97,11 @@ installed_at=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vyre-cuda12.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The public headers; the JSON loader's needs simdjson, which nvcc cannot compile, and the
-# diagnostic prologue/epilogue are regions, not headers (tests/headers checks them).
+# The public headers; the JSON loader's needs simdjson, which nvcc cannot compile, the DAG ILP's
+# needs COIN-OR CBC (host-only, optional), and the diagnostic prologue/epilogue are regions, not
+# headers (tests/headers checks them).
 find include/vyre -name '*.hpp' -o -name '*.cuh' | sed 's|^include/||' | sort |
-  grep -vxE 'vyre/io/egraph_json.hpp|vyre/detail/(prologue|epilogue).hpp' |
+  grep -vxE 'vyre/io/egraph_json.hpp|vyre/algorithms/dag_ilp.hpp|vyre/detail/(prologue|epilogue).hpp' |
   grep -E "${VYRE_CUDA12_ONLY:-.}" >"$work/headers"
 count=$(wc -l <"$work/headers")
 

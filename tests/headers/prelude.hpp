@@ -13,6 +13,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -26,6 +27,8 @@
 #include <new>
 #include <numeric>
 #include <optional>
+#include <queue>
+#include <random>
 #include <ranges>
 #include <span>
 #include <stdexcept>
@@ -53,6 +56,9 @@
 // The optional egraph-serialize JSON loader's dependency (host TUs only: nvcc cannot compile it).
 #if __has_include(<simdjson.h>) && !defined(__CUDACC__)
 #include <simdjson.h>
+#endif
+#if __has_include(<Cbc_C_Interface.h>) && !defined(__CUDACC__)
+#include <Cbc_C_Interface.h>
 #endif
 #if defined(__CUDACC__)
 #include <cub/cub.cuh>

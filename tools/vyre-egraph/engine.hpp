@@ -30,6 +30,7 @@ struct graph_input {
   std::vector<double> node_cost;      //!< one per row; empty for image files
   std::vector<std::uint32_t> roots;   //!< root e-class ids; empty for image files
   vyre::io::name_table eclass_names;  //!< JSON e-class id of dense id k; empty for images
+  vyre::io::name_table node_names;    //!< JSON node id of row r; empty for images
   double load_seconds = 0;
 };
 
@@ -57,6 +58,30 @@ struct extraction_summary {
   std::uint32_t unextractable_classes = 0;  //!< classes whose cost stays infinite (cycles only)
   std::uint32_t rounds = 0;
   double seconds = 0;
+  //! The CPU path only (empty on the GPU path): the tree selection (e-class ids ascending,
+  //! the chosen row of each or `no_row`) and its DAG cost (each chosen node reachable from the
+  //! roots paid once).
+  std::vector<std::uint32_t> eclass_ids;
+  std::vector<std::uint32_t> choice;
+  std::optional<double> dag_cost;
+};
+
+//! What `extract --method` asks for: tree cost (the default, CPU or GPU), or DAG cost by the
+//! heuristic (`dag`) or exactly through CBC (`ilp`), both on the CPU.
+enum class extract_method : std::uint8_t { tree, dag, ilp };
+
+//! What DAG-cost extraction found.
+struct dag_summary {
+  double dag_cost = 0;
+  double tree_selection_dag_cost = 0;  //!< the tree selection's DAG cost
+  std::uint32_t selected_nodes = 0;
+  std::vector<std::uint32_t> eclass_ids;  //!< ascending
+  std::vector<std::uint32_t> choice;      //!< parallel: row, or `no_row` when not needed
+  // ilp only:
+  bool optimal = false;
+  double lower_bound = 0;
+  double heuristic_dag_cost = 0;
+  double seconds = 0;
 };
 
 //! Whether a usable CUDA device is present (false without a driver too).
@@ -67,6 +92,19 @@ vyre::expected<void> check_extractable(const graph_input& input);
 
 vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt);
 vyre::expected<extraction_summary> extract_cpu(const graph_input& input);
+//! DAG-cost extraction on the CPU (`method` dag or ilp; `time_limit` seconds bounds CBC).
+//! Errors: a negative node cost (naming the node and its cost), a needed e-class with no
+//! acyclic choice, ilp in a build without CBC.
+vyre::expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
+                                            double time_limit);
+//! Whether this build has the exact (CBC) mode.
+bool ilp_available() noexcept;
+//! Writes extraction-gym's result shape, `{"choices": {"<e-class id>": "<node id>", ...}}`,
+//! with the file's own ids, one entry per e-class with a choice.
+vyre::expected<void> write_selection(const graph_input& input,
+                                     const std::vector<std::uint32_t>& eclass_ids,
+                                     const std::vector<std::uint32_t>& choice,
+                                     const std::string& path);
 //! The same on device 0 through `vyre::backend` (upload to a resident image, run the
 //! algorithms on it, download the results). Results equal the CPU ones except `rounds` and
 //! `seconds`.

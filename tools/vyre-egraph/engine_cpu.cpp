@@ -5,6 +5,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <string>
@@ -12,6 +13,10 @@
 #include <vector>
 
 #include <vyre/algorithms.hpp>
+#include <vyre/algorithms/dag_extract.hpp>
+#if VYRE_HAVE_CBC
+#include <vyre/algorithms/dag_ilp.hpp>
+#endif
 #include <vyre/egraph.hpp>
 #include <vyre/io/egraph_json.hpp>
 
@@ -57,7 +62,6 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
   graph_input input;
   input.file = std::move(name);
   input.format = input_format::json;
-  loaded.node_ids = {};  // the tool never shows node ids: free them before packing
   VYRE_TRY_ASSIGN(input.image, vyre::egraph::pack<return_expected>(loaded.graph));
   try {
     input.op_names.reserve(loaded.graph.op_count());
@@ -69,6 +73,7 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
   input.node_cost = std::move(loaded.node_costs);
   input.roots = std::move(loaded.root_eclasses);
   input.eclass_names = std::move(loaded.eclass_ids);
+  input.node_names = std::move(loaded.node_ids);  // for --selection and error messages
   return input;
 }
 
@@ -172,7 +177,134 @@ expected<extraction_summary> extract_cpu(const graph_input& input) {
   for (const std::uint32_t root : input.roots)
     summary.root_costs.push_back(found.cost[*group_of(input.image, root)]);
   summary.seconds = seconds_since(start);
+  // The tree selection, restricted to what the roots reach through it, and its DAG cost.
+  if (std::isfinite(found.root_cost)) {
+    summary.eclass_ids = found.eclass_ids;
+    summary.choice.assign(found.choice.size(), vyre::algorithms::no_row);
+    const auto columns = packed_view(input.image);
+    const std::uint32_t* offsets = columns.row_children_offsets();
+    const std::uint32_t* lengths = columns.row_children_lens();
+    const std::uint32_t* children = columns.children();
+    std::vector<std::uint32_t> stack(input.roots.begin(), input.roots.end());
+    double total = 0;
+    while (!stack.empty()) {
+      const std::uint32_t g = *group_of(input.image, stack.back());
+      stack.pop_back();
+      if (summary.choice[g] != vyre::algorithms::no_row) continue;
+      const std::uint32_t row = summary.choice[g] = found.choice[g];
+      total += input.node_cost[row];
+      stack.insert(stack.end(), children + offsets[row], children + offsets[row] + lengths[row]);
+    }
+    summary.dag_cost = total;
+  }
   return summary;
+}
+
+bool ilp_available() noexcept {
+  return VYRE_HAVE_CBC != 0;
+}
+
+expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
+                                      double time_limit) {
+  VYRE_TRY(check_extractable(input));
+  // Name the node (the file's id) when a cost is negative; the library can only name the row.
+  for (std::size_t r = 0; r < input.node_cost.size(); ++r)
+    if (input.node_cost[r] < 0) {
+      const std::string node =
+          r < input.node_names.size() ? std::string(input.node_names[r]) : std::to_string(r);
+      char value[40];
+      std::snprintf(value, sizeof value, "%.17g", input.node_cost[r]);
+      return fail(error(errc::invalid_argument,
+                        "extract --method dag/ilp: a node cost is negative (DAG cost needs "
+                        "costs >= 0)")
+                      .with("row", r)
+                      .about("node \"" + node + "\" has cost " + value)
+                      .fix("make every cost non-negative, or use --method tree"));
+    }
+  const auto start = std::chrono::steady_clock::now();
+  const auto columns = packed_view(input.image);
+  const cuda::std::span<const double> costs{input.node_cost.data(), input.node_cost.size()};
+  const cuda::std::span<const std::uint32_t> roots{input.roots.data(), input.roots.size()};
+  dag_summary summary;
+  if (method == extract_method::ilp) {
+#if VYRE_HAVE_CBC
+    vyre::algorithms::dag_ilp_options options;
+    options.time_limit_seconds = time_limit;
+    VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag_ilp(columns, costs, roots, options));
+    summary.optimal = found.optimal;
+    summary.lower_bound = found.lower_bound;
+    summary.heuristic_dag_cost = found.heuristic_cost;
+    summary.dag_cost = found.selection.dag_cost;
+    summary.tree_selection_dag_cost = found.selection.tree_selection_dag_cost;
+    summary.selected_nodes = found.selection.selected_rows;
+    summary.eclass_ids = std::move(found.selection.eclass_ids);
+    summary.choice = std::move(found.selection.choice);
+#else
+    (void)time_limit;
+    return fail(error(errc::invalid_argument,
+                      "extract --method ilp: this vyre-egraph was built without COIN-OR CBC")
+                    .fix("install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use "
+                         "--method dag"));
+#endif
+  } else {
+    VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag(columns, costs, roots));
+    summary.dag_cost = found.dag_cost;
+    summary.heuristic_dag_cost = found.dag_cost;
+    summary.tree_selection_dag_cost = found.tree_selection_dag_cost;
+    summary.selected_nodes = found.selected_rows;
+    summary.eclass_ids = std::move(found.eclass_ids);
+    summary.choice = std::move(found.choice);
+  }
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
+namespace {
+
+void append_json_string(std::string& out, std::string_view text) {
+  out += '"';
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+}  // namespace
+
+expected<void> write_selection(const graph_input& input,
+                               const std::vector<std::uint32_t>& eclass_ids,
+                               const std::vector<std::uint32_t>& choice, const std::string& path) {
+  if (input.format != input_format::json || input.node_names.size() != input.node_cost.size())
+    return fail(error(errc::invalid_argument, "--selection: the input has no node ids")
+                    .about(input.file)
+                    .fix("run extract on an egraph-serialize JSON file"));
+  std::string text = "{\"choices\": {";
+  bool first = true;
+  for (std::size_t g = 0; g < eclass_ids.size(); ++g) {
+    if (choice[g] == vyre::algorithms::no_row) continue;
+    text += first ? "\n  " : ",\n  ";
+    first = false;
+    append_json_string(text, input.eclass_names[eclass_ids[g]]);
+    text += ": ";
+    append_json_string(text, input.node_names[choice[g]]);
+  }
+  text += first ? "}}\n" : "\n}}\n";
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
+    return fail(error(errc::io, "--selection: cannot write the file")
+                    .about(path)
+                    .fix("check the path and permissions"));
+  return {};
 }
 
 }  // namespace vyre_tool

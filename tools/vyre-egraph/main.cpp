@@ -5,6 +5,10 @@
 //   vyre-egraph inspect [FILE]             rows, e-classes, ops, children, image bytes, columns
 //   vyre-egraph pack [FILE] -o OUT         write a vyre image file
 //   vyre-egraph extract [FILE] [--root C]  bottom-up tree-cost extraction (JSON input)
+//       [--method tree|dag|ilp] [--time-limit S] [--selection OUT.json]
+//                                          dag: DAG cost (shared nodes paid once) by the
+//                                          heuristic, ilp: exactly through CBC (both CPU);
+//                                          --selection writes {"choices": {class: node}}
 //   vyre-egraph congruence [FILE] [-o OUT] congruence closure; -o writes the rebuilt image
 //
 // FILE is egraph-serialize JSON (egg, egglog, extraction-gym) or a vyre image file (recognised
@@ -212,6 +216,9 @@ struct options {
   std::string device = "auto";     //!< "auto", "gpu" or "cpu"
   std::vector<std::string> roots;  //!< --root: JSON e-class ids to extract
   bool json = false;
+  std::string method = "tree";  //!< extract --method: "tree", "dag" or "ilp"
+  double time_limit = 10;       //!< extract --time-limit: seconds for the ILP solver
+  std::string selection;        //!< extract --selection: where to write the chosen nodes
 };
 
 enum class device_kind { cpu, gpu };
@@ -515,19 +522,80 @@ int command_pack(const options& opts) {
   return exit_ok;
 }
 
+//! extract --method dag|ilp: DAG-cost extraction, on the CPU.
+dag_summary run_dag_extract(const graph_input& input, const options& opts) {
+  const extract_method method = opts.method == "ilp" ? extract_method::ilp : extract_method::dag;
+  if (method == extract_method::ilp && !ilp_available())
+    throw tool_failure{exit_bad_input,
+                       "vyre-egraph: extract --method ilp: this build has no COIN-OR CBC. Fix: "
+                       "install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use --method "
+                       "dag."};
+  progress_note note("DAG-cost extraction (" + opts.method + ") on the cpu");
+  return take(extract_dag_cpu(input, method, opts.time_limit), input.file);
+}
+
 int command_extract(const options& opts) {
   graph_input input = load(opts);
   choose_roots(input, opts);
   take(check_extractable(input), input.file);
-  const device_kind device = choose_device(opts, input.image.layout().row_count);
+  const bool by_dag = opts.method != "tree";
+  // dag and ilp run on the CPU; the tree cost reported beside them too.
+  const device_kind device =
+      by_dag ? device_kind::cpu : choose_device(opts, input.image.layout().row_count);
+  if (by_dag && opts.device == "gpu")
+    std::fprintf(stderr, "vyre-egraph: note: --method %s runs on the CPU.\n", opts.method.c_str());
   const extraction_summary found = run_extract(input, device);
+  std::optional<dag_summary> dag;
+  if (by_dag) dag = run_dag_extract(input, opts);
+  if (!opts.selection.empty()) {
+    if (!dag && found.choice.empty())
+      throw tool_failure{exit_bad_input,
+                         one_line("vyre-egraph: " + input.file +
+                                  ": --selection: the tree selection is kept by the CPU path "
+                                  "only. Fix: add --device cpu.")};
+    take(write_selection(input, dag ? dag->eclass_ids : found.eclass_ids,
+                         dag ? dag->choice : found.choice, opts.selection),
+         input.file);
+  }
   if (opts.json) {
-    std::printf("%s\n", extract_json(input, found, device).add("command", "extract").str().c_str());
+    json_object out = extract_json(input, found, device);
+    out.add("command", "extract").add("method", opts.method);
+    if (dag) {
+      out.add("dag_cost", dag->dag_cost)
+          .add("tree_selection_dag_cost", dag->tree_selection_dag_cost)
+          .add("selected_nodes", std::uint64_t{dag->selected_nodes})
+          .add("dag_seconds", dag->seconds);
+      if (opts.method == "ilp")
+        out.raw("optimal", dag->optimal ? "true" : "false")
+            .add("lower_bound", dag->lower_bound)
+            .add("heuristic_dag_cost", dag->heuristic_dag_cost)
+            .add("time_limit", opts.time_limit);
+    } else {
+      out.raw("dag_cost", found.dag_cost ? json_number(*found.dag_cost) : "null");
+    }
+    if (!opts.selection.empty()) out.add("selection", opts.selection);
+    std::printf("%s\n", out.str().c_str());
     return exit_ok;
   }
   std::printf("%s: %u e-nodes, %u e-classes, %zu roots\n", input.file.c_str(),
               input.image.layout().row_count, input.image.layout().group_count, input.roots.size());
   print_extract_text(found, device);
+  if (dag) {
+    std::printf("  %-9s DAG cost %s (the tree selection's: %s), %u e-nodes, %.3f ms on the cpu\n",
+                opts.method.c_str(), json_number(dag->dag_cost).c_str(),
+                json_number(dag->tree_selection_dag_cost).c_str(), dag->selected_nodes,
+                dag->seconds * 1e3);
+    if (opts.method == "ilp")
+      std::printf("            %s (lower bound %s, heuristic %s, time limit %s s)\n",
+                  dag->optimal ? "proven optimal" : "not proven optimal",
+                  json_number(dag->lower_bound).c_str(),
+                  json_number(dag->heuristic_dag_cost).c_str(),
+                  json_number(opts.time_limit).c_str());
+  } else if (found.dag_cost) {
+    std::printf("            the tree selection's DAG cost %s\n",
+                json_number(*found.dag_cost).c_str());
+  }
+  if (!opts.selection.empty()) std::printf("  wrote the selection to %s\n", opts.selection.c_str());
   return exit_ok;
 }
 
@@ -585,6 +653,18 @@ int run(int argc, char** argv) {
   CLI::App* extract = app.add_subcommand(
       "extract", "bottom-up tree-cost extraction (needs node costs: JSON input)");
   add_file(extract);
+  extract
+      ->add_option("--method", opts.method,
+                   "tree: tree cost (default); dag: DAG cost, shared nodes paid once "
+                   "(heuristic, CPU); ilp: exact DAG cost through COIN-OR CBC (CPU)")
+      ->check(CLI::IsMember({"tree", "dag", "ilp"}));
+  extract
+      ->add_option("--time-limit", opts.time_limit,
+                   "seconds the ILP solver may run (--method ilp; default 10)")
+      ->check(CLI::PositiveNumber);
+  extract->add_option("--selection", opts.selection,
+                      "write the chosen e-node of every needed e-class here, as "
+                      "{\"choices\": {\"<e-class id>\": \"<node id>\"}}");
   CLI::App* congruence = app.add_subcommand(
       "congruence", "congruence closure: merges, rounds, e-classes before and after");
   add_file(congruence);

@@ -1,0 +1,381 @@
+// SPDX-License-Identifier: Apache-2.0
+// DAG-cost extraction: the heuristic (vyre/algorithms/dag_extract.hpp) and, where CBC was found,
+// the exact ILP (vyre/algorithms/dag_ilp.hpp). Every selection goes through the independent
+// checker of dag_check.hpp. Test tags, one ctest entry each:
+//   [handmade]  small e-graphs whose optimum is known by enumeration (sharing that tree cost
+//               misses, a cycle to avoid, classes without an acyclic choice, negative costs)
+//   [data]      every real e-graph of VYRE_EGRAPH_DATA_DIR (SKIPPED, exit 77, without it)
+//   [ilp]       the ILP on the hand-made e-graphs (SKIPPED, exit 77, when built without CBC)
+//   [ilp_data]  the ILP on the small real e-graphs, 2 s each (SKIPPED without CBC or data)
+#define CATCH_CONFIG_RUNNER
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "dag_check.hpp"
+#include "egraph_json.hpp"
+#include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/dag_extract.hpp"
+#if VYRE_HAVE_CBC
+#include "vyre/algorithms/dag_ilp.hpp"
+#endif
+
+using namespace vyre::algorithms;
+
+namespace {
+
+const std::filesystem::path data_dir{VYRE_EGRAPH_DATA_DIR};
+
+// A hand-made e-graph: rows of (e-class, children e-classes, cost) plus roots.
+struct small_graph {
+  raw_rows rows;
+  std::vector<double> cost;
+  std::vector<std::uint32_t> roots;
+
+  void add(std::uint32_t eclass, std::vector<std::uint32_t> children, double node_cost) {
+    rows.row_eclass_ids.push_back(eclass);
+    rows.row_language_op_ids.push_back(rows.row_count());  // distinct ops: no congruence
+    rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
+    rows.children.insert(rows.children.end(), children.begin(), children.end());
+    cost.push_back(node_cost);
+  }
+};
+
+// The optimum by enumeration of every choice map (each class one of its rows); +infinity when
+// no acyclic selection exists.
+double enumerate_optimum(const small_graph& g) {
+  std::vector<std::uint32_t> ids(g.rows.row_eclass_ids);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  std::vector<std::vector<std::uint32_t>> rows_of(ids.size());
+  for (std::uint32_t r = 0; r < g.rows.row_count(); ++r)
+    rows_of[static_cast<std::size_t>(
+                std::lower_bound(ids.begin(), ids.end(), g.rows.row_eclass_ids[r]) - ids.begin())]
+        .push_back(r);
+  std::vector<std::size_t> pick(ids.size(), 0);
+  std::vector<std::uint64_t> start(g.rows.row_count() + 1, 0);
+  for (std::uint32_t r = 0; r < g.rows.row_count(); ++r)
+    start[r + 1] = start[r] + g.rows.row_children_lens[r];
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    // Restrict the full map to what the roots reach, then let the checker judge it.
+    std::vector<std::uint32_t> choice(ids.size(), no_row);
+    std::vector<std::uint32_t> stack(g.roots);
+    while (!stack.empty()) {
+      const std::uint32_t eclass = stack.back();
+      stack.pop_back();
+      const auto i =
+          static_cast<std::size_t>(std::lower_bound(ids.begin(), ids.end(), eclass) - ids.begin());
+      if (choice[i] != no_row) continue;
+      choice[i] = rows_of[i][pick[i]];
+      for (std::uint64_t k = start[choice[i]]; k < start[choice[i] + 1]; ++k)
+        stack.push_back(g.rows.children[k]);
+    }
+    const auto outcome = vyre_test::check_dag_selection(g.rows, g.cost, g.roots, ids, choice, 0);
+    if (outcome.problem.find("cycle") == std::string::npos) best = (std::min)(best, outcome.cost);
+    std::size_t i = 0;
+    while (i < pick.size() && ++pick[i] == rows_of[i].size()) pick[i++] = 0;
+    if (i == pick.size()) break;
+  }
+  return best;
+}
+
+// Checks a DAG selection and returns its cost.
+double checked_cost(const small_graph& g, const dag_extraction_result& found) {
+  const auto outcome = vyre_test::check_dag_selection(g.rows, g.cost, g.roots, found.eclass_ids,
+                                                      found.choice, found.dag_cost);
+  INFO(outcome.problem);
+  CHECK(outcome.problem.empty());
+  return outcome.cost;
+}
+
+dag_options single_thread() {
+  dag_options options;
+  options.threads = 1;
+  return options;
+}
+
+// Sharing that tree cost misses: R = p(Y, Z); Y and Z each either name X (cost 8) at cost 1 or
+// are a leaf of cost 6. Tree cost picks both leaves (13); sharing X costs 11.
+small_graph sharing_graph() {
+  small_graph g;
+  g.add(0, {}, 8);      // X
+  g.add(1, {0}, 1);     // Y = g(X)
+  g.add(1, {}, 6);      // Y leaf
+  g.add(2, {0}, 1);     // Z = h(X)
+  g.add(2, {}, 6);      // Z leaf
+  g.add(3, {1, 2}, 1);  // R
+  g.roots = {3};
+  return g;
+}
+
+// A cycle to avoid: R = p(A, B); A = f(B) or a leaf of 5; B = g(A) or a leaf of 5. Choosing
+// f and g costs 3 but is a cycle; the optimum is 7.
+small_graph cycle_graph() {
+  small_graph g;
+  g.add(10, {20}, 1);      // A = f(B)
+  g.add(10, {}, 5);        // A leaf
+  g.add(20, {10}, 1);      // B = g(A)
+  g.add(20, {}, 5);        // B leaf
+  g.add(30, {10, 20}, 1);  // R
+  g.roots = {30};
+  return g;
+}
+
+// Random small e-graphs: `classes` classes of 1-3 rows, children among all classes.
+small_graph random_graph(std::mt19937& rng, std::uint32_t classes) {
+  small_graph g;
+  std::uniform_int_distribution<std::uint32_t> rows(1, 3), arity(0, 2), child(0, classes - 1);
+  std::uniform_int_distribution<int> cost(0, 9);
+  for (std::uint32_t c = 0; c < classes; ++c) {
+    const std::uint32_t n = rows(rng);
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::vector<std::uint32_t> children;
+      const std::uint32_t k = c == 0 && i == 0 ? 0 : arity(rng);  // class 0 has a leaf
+      for (std::uint32_t j = 0; j < k; ++j) children.push_back(child(rng));
+      g.add(c, children, cost(rng));
+    }
+  }
+  g.roots = {classes - 1};
+  if (classes > 2) g.roots.push_back(classes - 2);
+  return g;
+}
+
+}  // namespace
+
+TEST_CASE("DAG extraction shares what tree cost pays twice", "[handmade]") {
+  const small_graph g = sharing_graph();
+  REQUIRE(enumerate_optimum(g) == 11);
+  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
+  REQUIRE(found.has_value());
+  CHECK(found->dag_cost == 11);
+  CHECK(checked_cost(g, *found) == 11);
+  CHECK(found->tree_selection_dag_cost == 13);
+  CHECK(found->selected_rows == 4);
+}
+
+TEST_CASE("DAG extraction avoids the cheaper cyclic selection", "[handmade]") {
+  const small_graph g = cycle_graph();
+  REQUIRE(enumerate_optimum(g) == 7);
+  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
+  REQUIRE(found.has_value());
+  CHECK(found->dag_cost == 7);
+  CHECK(checked_cost(g, *found) == 7);
+}
+
+TEST_CASE("DAG extraction: a needed class with no acyclic choice is a clear error", "[handmade]") {
+  small_graph self_loop;  // A's only node names A
+  self_loop.add(5, {5}, 1);
+  self_loop.add(6, {}, 1);
+  self_loop.roots = {5};
+  small_graph mutual;  // A needs B, B needs A, root R needs A
+  mutual.add(1, {2}, 1);
+  mutual.add(2, {1}, 1);
+  mutual.add(3, {1}, 1);
+  mutual.roots = {3};
+  for (const small_graph* g : {&self_loop, &mutual}) {
+    const auto found = extract_dag(g->rows.ref(), g->cost, g->roots, single_thread());
+    REQUIRE_FALSE(found.has_value());
+    CHECK(found.error().code() == vyre::errc::invalid_argument);
+    const std::string message = found.error().message();
+    INFO(message);
+    CHECK(message.find("no acyclic choice") != std::string::npos);
+    CHECK(found.error().value_or("eclass", 0) == g->roots[0]);
+  }
+  // A class without an acyclic choice that no root needs is fine.
+  small_graph unused;
+  unused.add(1, {1}, 1);
+  unused.add(2, {}, 3);
+  unused.roots = {2};
+  const auto found = extract_dag(unused.rows.ref(), unused.cost, unused.roots, single_thread());
+  REQUIRE(found.has_value());
+  CHECK(found->dag_cost == 3);
+}
+
+TEST_CASE("DAG extraction refuses negative costs, naming the row and its cost", "[handmade]") {
+  small_graph g;
+  g.add(0, {}, 1);
+  g.add(1, {0}, -2.5);
+  g.roots = {1};
+  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
+  REQUIRE_FALSE(found.has_value());
+  const std::string message = found.error().message();
+  INFO(message);
+  CHECK(message.find("negative") != std::string::npos);
+  CHECK(message.find("row 1 has cost -2.5") != std::string::npos);
+  CHECK(found.error().value_or("row", 0) == 1);
+}
+
+TEST_CASE("DAG extraction on random small e-graphs: valid, <= tree selection, optimal",
+          "[handmade]") {
+  std::mt19937 rng(12345);
+  int optimal = 0, feasible = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    const small_graph g = random_graph(rng, 3 + static_cast<std::uint32_t>(trial % 5));
+    const double optimum = enumerate_optimum(g);
+    const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
+    INFO("trial " << trial);
+    if (std::isinf(optimum)) {
+      REQUIRE_FALSE(found.has_value());
+      CHECK(found.error().message().find("no acyclic choice") != std::string::npos);
+      continue;
+    }
+    ++feasible;
+    REQUIRE(found.has_value());
+    CHECK(checked_cost(g, *found) == found->dag_cost);
+    CHECK(found->dag_cost >= optimum);
+    CHECK(found->dag_cost <= found->tree_selection_dag_cost);
+    optimal += found->dag_cost == optimum ? 1 : 0;
+    // Same seed, same result, whatever the thread count.
+    dag_options many = single_thread();
+    many.threads = 4;
+    const auto again = extract_dag(g.rows.ref(), g.cost, g.roots, many);
+    REQUIRE(again.has_value());
+    CHECK(again->choice == found->choice);
+  }
+  CHECK(feasible > 150);
+  CHECK(optimal == feasible);
+}
+
+#if VYRE_HAVE_CBC
+TEST_CASE("DAG ILP: proven optima on the hand-made e-graphs", "[ilp]") {
+  dag_ilp_options options;
+  options.time_limit_seconds = 5;
+  options.heuristic = single_thread();
+  for (const small_graph& g : {sharing_graph(), cycle_graph()}) {
+    const auto found = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, options);
+    REQUIRE(found.has_value());
+    CHECK(found->optimal);
+    CHECK(found->selection.dag_cost == enumerate_optimum(g));
+    CHECK(std::abs(found->lower_bound - found->selection.dag_cost) < 1e-6);
+    CHECK(checked_cost(g, found->selection) == found->selection.dag_cost);
+  }
+  std::mt19937 rng(777);
+  for (int trial = 0; trial < 60; ++trial) {
+    const small_graph g = random_graph(rng, 3 + static_cast<std::uint32_t>(trial % 5));
+    const double optimum = enumerate_optimum(g);
+    const auto found = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, options);
+    INFO("trial " << trial);
+    if (std::isinf(optimum)) {
+      CHECK_FALSE(found.has_value());
+      continue;
+    }
+    REQUIRE(found.has_value());
+    CHECK(found->optimal);
+    CHECK(found->selection.dag_cost == optimum);
+    CHECK(checked_cost(g, found->selection) == optimum);
+  }
+}
+
+TEST_CASE("DAG ILP: negative costs and a time limit <= 0 are clear errors", "[ilp]") {
+  small_graph g;
+  g.add(0, {}, -1);
+  g.roots = {0};
+  const auto negative = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, {});
+  REQUIRE_FALSE(negative.has_value());
+  CHECK(negative.error().message().find("row 0 has cost -1") != std::string::npos);
+  const small_graph ok = sharing_graph();
+  dag_ilp_options zero;
+  zero.time_limit_seconds = 0;
+  CHECK_FALSE(extract_dag_ilp(ok.rows.ref(), ok.cost, ok.roots, zero).has_value());
+}
+#endif
+
+namespace {
+
+bool has_negative(const std::vector<double>& cost) {
+  return std::any_of(cost.begin(), cost.end(), [](double c) { return c < 0; });
+}
+
+}  // namespace
+
+TEST_CASE("every real e-graph: DAG selections are valid and never worse than tree cost's",
+          "[data]") {
+  const auto files = vyre_test::load_expected_costs((data_dir / "expected_tree_cost.tsv").string());
+  REQUIRE(files.size() > 10);
+  int negative_files = 0;
+  for (const auto& entry : files) {
+    INFO(entry.file);
+    const auto graph = vyre_test::load_egraph_json((data_dir / entry.file).string());
+    dag_options options;  // a smaller kick budget than the default keeps the sanitizer run short
+    options.kick_budget = 10'000'000;
+    const auto found = extract_dag(graph.rows.ref(), graph.cost, graph.roots, options);
+    if (has_negative(graph.cost)) {
+      ++negative_files;
+      REQUIRE_FALSE(found.has_value());
+      const std::string message = found.error().message();
+      INFO(message);
+      CHECK(message.find("negative") != std::string::npos);
+      CHECK(message.find("has cost -") != std::string::npos);
+      continue;
+    }
+    REQUIRE(found.has_value());
+    const auto outcome = vyre_test::check_dag_selection(
+        graph.rows, graph.cost, graph.roots, found->eclass_ids, found->choice, found->dag_cost);
+    INFO(outcome.problem);
+    CHECK(outcome.problem.empty());
+    const auto tree = extract_reference(graph.rows.ref(), graph.cost, graph.roots);
+    REQUIRE(tree.has_value());
+    const double tree_dag =
+        vyre_test::dag_cost_of_tree_choice(graph.rows, graph.cost, graph.roots, *tree);
+    CHECK(found->dag_cost <= tree_dag + 1e-9 * (std::max)(1.0, tree_dag));
+    CHECK(found->dag_cost <= tree->root_cost + 1e-9 * (std::max)(1.0, tree->root_cost));
+  }
+  CHECK(negative_files == 6);  // the maxsat set
+}
+
+#if VYRE_HAVE_CBC
+TEST_CASE("small real e-graphs: the ILP optimum is never worse than the heuristic", "[ilp_data]") {
+  const auto files = vyre_test::load_expected_costs((data_dir / "expected_tree_cost.tsv").string());
+  REQUIRE(files.size() > 10);
+  int proven = 0, solved = 0;
+  for (const auto& entry : files) {
+    INFO(entry.file);
+    const auto graph = vyre_test::load_egraph_json((data_dir / entry.file).string());
+    if (graph.rows.row_count() > 500) continue;
+    dag_ilp_options options;
+    options.time_limit_seconds = 2;
+    const auto found = extract_dag_ilp(graph.rows.ref(), graph.cost, graph.roots, options);
+    if (has_negative(graph.cost)) {
+      REQUIRE_FALSE(found.has_value());
+      CHECK(found.error().message().find("negative") != std::string::npos);
+      continue;
+    }
+    REQUIRE(found.has_value());
+    ++solved;
+    proven += found->optimal ? 1 : 0;
+    const dag_extraction_result& s = found->selection;
+    const auto outcome = vyre_test::check_dag_selection(graph.rows, graph.cost, graph.roots,
+                                                        s.eclass_ids, s.choice, s.dag_cost);
+    INFO(outcome.problem);
+    CHECK(outcome.problem.empty());
+    const double slack = 1e-9 * (std::max)(1.0, s.dag_cost);
+    CHECK(s.dag_cost <= found->heuristic_cost + slack);
+    CHECK(found->lower_bound <= s.dag_cost + slack);
+  }
+  CHECK(solved > 40);
+  CHECK(proven >= solved - 3);
+}
+#endif
+
+int main(int argc, char* argv[]) {
+  std::string filter;
+  for (int i = 1; i < argc; ++i) filter += argv[i];
+  const bool wants_data = filter.find("data]") != std::string::npos;
+  const bool wants_ilp = filter.find("[ilp") != std::string::npos;
+  if (wants_ilp && !VYRE_HAVE_CBC) {
+    std::printf("SKIPPED: built without COIN-OR CBC (pkg-config cbc; coinor-libcbc-dev).\n");
+    return VYRE_TEST_SKIP_CODE;
+  }
+  if (wants_data && !std::filesystem::exists(data_dir / "expected_tree_cost.tsv")) {
+    std::printf("SKIPPED: no e-graph data in %s (set VYRE_EGRAPH_DATA_DIR).\n",
+                data_dir.string().c_str());
+    return VYRE_TEST_SKIP_CODE;
+  }
+  return Catch::Session().run(argc, argv);
+}

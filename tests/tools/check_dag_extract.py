@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Runs `vyre-egraph extract --method dag|ilp` and checks what it prints and writes.
+
+usage: check_dag_extract.py TOOL MODE DATA_DIR WORK_DIR
+
+MODE:
+  dag   --method dag on real e-graphs: the --selection file (extraction-gym's shape, the file's
+        own ids) covers every e-class reachable from the roots, picks a node of each, has no
+        cycle, and its DAG cost recomputed here equals the printed dag_cost, which is at most
+        the tree selection's; negative costs (maxsat) exit 2 naming the node and its cost
+  ilp   --method ilp on small real e-graphs: the same checks, plus optimal/lower_bound keys,
+        dag_cost <= the heuristic's and lower_bound <= dag_cost (SKIPPED, 77, without CBC)
+
+Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no CBC for MODE ilp).
+"""
+import json
+import os
+import subprocess
+import sys
+
+SKIP = 77
+FILES = [
+    "crafted/multi_root.json",
+    "crafted/tree_plus_cycles.json",
+    "dummy_examples/choice.json",
+    "egg/math_simplify_factor.json",
+    "egg/integ_part2.json",
+    "fuzz/8.json",
+    "fuzz/29.json",
+    "fuzz/37.json",
+    "tensat/vgg_acyclic.json",
+]
+failures = []
+
+
+def check(condition, message):
+    if not condition:
+        failures.append(message)
+        print("FAIL: " + message, file=sys.stderr)
+
+
+def run(tool, *args):
+    result = subprocess.run([tool, *args], capture_output=True, text=True, timeout=300)
+    return result.returncode, result.stdout, result.stderr
+
+
+def selection_cost(graph, choices, what):
+    """The DAG cost of `choices` (e-class id -> node id), checked independently; None if bad."""
+    nodes = graph["nodes"]
+    roots = [str(r) for r in graph.get("root_eclasses", [])]
+    state = {}  # e-class -> 1 on the path, 2 done
+    total = 0.0
+    for root in roots:
+        if state.get(root) == 2:
+            continue
+        stack = [(root, None)]
+        while stack:
+            eclass, children = stack.pop()
+            if children is None:
+                if state.get(eclass) == 1:
+                    check(False, f"{what}: cycle through e-class {eclass}")
+                    return None
+                if state.get(eclass) == 2:
+                    continue
+                node = choices.get(eclass)
+                if node is None or node not in nodes or str(nodes[node]["eclass"]) != eclass:
+                    check(False, f"{what}: e-class {eclass} has no valid choice ({node})")
+                    return None
+                state[eclass] = 1
+                total += float(nodes[node].get("cost", 1.0))
+                kids = [str(nodes[c]["eclass"]) for c in nodes[node].get("children", [])]
+                stack.append((eclass, kids))
+                continue
+            if children:
+                child = children.pop()
+                stack.append((eclass, children))
+                if state.get(child) == 1:
+                    check(False, f"{what}: cycle through e-class {child}")
+                    return None
+                if state.get(child) != 2:
+                    stack.append((child, None))
+            else:
+                state[eclass] = 2
+    extra = set(choices) - set(state)
+    check(not extra, f"{what}: e-classes chosen but not reachable: {sorted(extra)[:5]}")
+    return total
+
+
+def close(a, b):
+    return abs(a - b) <= 1e-9 * max(1.0, abs(a), abs(b))
+
+
+def check_file(tool, data_dir, work, name, method):
+    path = os.path.join(data_dir, name)
+    out_path = os.path.join(work, name.replace("/", "_") + f".{method}.selection.json")
+    args = ["extract", path, "--method", method, "--json", "--selection", out_path]
+    if method == "ilp":
+        args += ["--time-limit", "5"]
+    code, out, err = run(tool, *args)
+    check(code == 0, f"{name} {method}: exit {code}, stderr {err.strip()}")
+    if code != 0:
+        return
+    value = json.loads(out)
+    for key in ("method", "dag_cost", "tree_selection_dag_cost", "root_tree_cost", "command"):
+        check(key in value, f"{name} {method}: no key {key} in {value}")
+    check(value.get("method") == method, f"{name}: method {value.get('method')}")
+    with open(path) as f:
+        graph = json.load(f)
+    with open(out_path) as f:
+        written = json.load(f)
+    check(set(written) == {"choices"}, f"{name} {method}: selection keys {set(written)}")
+    cost = selection_cost(graph, written.get("choices", {}), f"{name} {method}")
+    if cost is not None:
+        check(close(cost, value["dag_cost"]),
+              f"{name} {method}: recomputed DAG cost {cost} != printed {value['dag_cost']}")
+    # The tree selection written by --method tree has the DAG cost it prints.
+    tree_out = out_path + ".tree"
+    code, out, err = run(tool, "extract", path, "--device", "cpu", "--json", "--selection",
+                         tree_out)
+    check(code == 0, f"{name} tree: exit {code}, stderr {err.strip()}")
+    if code == 0:
+        tree = json.loads(out)
+        check(tree.get("method") == "tree", f"{name} tree: method {tree.get('method')}")
+        with open(tree_out) as f:
+            tree_cost = selection_cost(graph, json.load(f)["choices"], f"{name} tree")
+        if tree_cost is not None:
+            check(close(tree_cost, tree["dag_cost"]),
+                  f"{name} tree: recomputed {tree_cost} != printed {tree['dag_cost']}")
+        check(value["dag_cost"] <= tree["dag_cost"] + 1e-9 * max(1.0, tree["dag_cost"]),
+              f"{name} {method}: DAG cost {value['dag_cost']} > the tree selection's "
+              f"{tree['dag_cost']}")
+    if method == "ilp":
+        check(value.get("optimal") in (True, False), f"{name}: optimal {value.get('optimal')}")
+        check(value["dag_cost"] <= value["heuristic_dag_cost"] + 1e-9 * max(1.0, value["dag_cost"]),
+              f"{name}: ilp {value['dag_cost']} > heuristic {value['heuristic_dag_cost']}")
+        check(value["lower_bound"] <= value["dag_cost"] + 1e-9 * max(1.0, value["dag_cost"]),
+              f"{name}: lower bound {value['lower_bound']} > {value['dag_cost']}")
+        if value.get("optimal"):
+            check(close(value["lower_bound"], value["dag_cost"]),
+                  f"{name}: optimal but lower bound {value['lower_bound']} != {value['dag_cost']}")
+
+
+def check_negative(tool, data_dir, method):
+    name = "maxsat/maxcut-140-630-0.7-1.json"
+    code, out, err = run(tool, "extract", os.path.join(data_dir, name), "--method", method)
+    check(code == 2 and out == "" and err.count("\n") == 1,
+          f"{name} {method}: exit {code}, stdout {out!r}, stderr {err!r}")
+    check("negative" in err and "has cost -1" in err and "node \"" in err and name in err,
+          f"{name} {method}: stderr does not name the node and its cost: {err!r}")
+
+
+def main():
+    if len(sys.argv) != 5:
+        print(__doc__, file=sys.stderr)
+        return 1
+    tool, mode, data_dir, work = sys.argv[1:]
+    if not os.path.exists(os.path.join(data_dir, "expected_tree_cost.tsv")):
+        print(f"SKIPPED: no e-graph data in {data_dir}")
+        return SKIP
+    os.makedirs(work, exist_ok=True)
+    if mode == "ilp":
+        code, _, err = run(tool, "extract", "--method", "ilp", "--time-limit", "1")
+        if code == 2 and "no COIN-OR CBC" in err:
+            print("SKIPPED: this vyre-egraph was built without COIN-OR CBC")
+            return SKIP
+    for name in FILES:
+        check_file(tool, data_dir, work, name, mode)
+    check_negative(tool, data_dir, mode)
+    print(f"{len(FILES) + 1 - len(failures)} passed, {len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
