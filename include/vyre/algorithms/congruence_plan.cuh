@@ -368,11 +368,9 @@ class congruence_plan {
     storage& s = storage_;
     const detail::congruence_buffers& b = s.buffers;
     const std::uint32_t B = bucket;
-    VYRE_TRY_ASSIGN(const unsigned rows_grid, detail::resident_grid_for(B));
-    VYRE_TRY_ASSIGN(const unsigned children_grid,
-                    detail::resident_grid_for(
-                        (std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B)));
-    const detail::congruence_grids grids{rows_grid, children_grid};
+    const detail::congruence_grids grids{
+        detail::grid_for(B),
+        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B))};
     const Signature signature = signature_;
     auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
