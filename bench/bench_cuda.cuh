@@ -5,12 +5,16 @@
 //! measured" when there is no device.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -48,5 +52,29 @@ inline std::optional<std::string> device_name(const char* bench) {
   require(bench, cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
   return std::string(properties.name);
 }
+
+//! Upload sources and a raw-copy target of `bytes` each: random words (seed 42) in pageable
+//! memory, the same words in pinned memory, and a device buffer for the cudaMemcpy baseline.
+//! Exits with status 1 when an allocation fails; frees the pinned and device memory.
+struct upload_buffers {
+  std::vector<std::uint32_t> pageable;
+  std::uint32_t* pinned = nullptr;
+  void* raw_target = nullptr;
+
+  upload_buffers(const char* bench, std::uint64_t bytes)
+      : pageable(static_cast<std::size_t>(bytes / 4)) {
+    std::mt19937 rng(42);
+    for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
+    require(bench, cudaMallocHost(reinterpret_cast<void**>(&pinned), bytes), "cudaMallocHost");
+    std::copy(pageable.begin(), pageable.end(), pinned);
+    require(bench, cudaMalloc(&raw_target, bytes), "cudaMalloc");
+  }
+  ~upload_buffers() {
+    (void)cudaFree(raw_target);
+    (void)cudaFreeHost(pinned);
+  }
+  upload_buffers(const upload_buffers&) = delete;
+  upload_buffers& operator=(const upload_buffers&) = delete;
+};
 
 }  // namespace vyre_bench

@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -65,15 +64,10 @@ int main(int argc, char** argv) {
   auto retaining_gpu = vyre::backend<vyre::policies<>>::acquire(0, retaining);
 
   // One buffer of random words per source kind, sized for the largest image.
-  const std::size_t max_words = static_cast<std::size_t>(max_bytes / 4);
-  std::vector<std::uint32_t> pageable(max_words);
-  std::mt19937 rng(42);
-  for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
-  std::uint32_t* pinned = nullptr;
-  require(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes), "cudaMallocHost");
-  std::copy(pageable.begin(), pageable.end(), pinned);
-  void* raw_target = nullptr;
-  require(cudaMalloc(&raw_target, max_bytes), "cudaMalloc");
+  const vyre_bench::upload_buffers buffers(bench, max_bytes);
+  const std::vector<std::uint32_t>& pageable = buffers.pageable;
+  const std::uint32_t* const pinned = buffers.pinned;
+  void* const raw_target = buffers.raw_target;
 
   for (std::uint64_t bytes = std::uint64_t{1} << 20; bytes <= max_bytes; bytes *= 4) {
     const std::size_t words = static_cast<std::size_t>(bytes / 4);
@@ -107,7 +101,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  cudaFree(raw_target);
-  cudaFreeHost(pinned);
   return 0;
 }

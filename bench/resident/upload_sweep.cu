@@ -20,7 +20,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -95,14 +94,10 @@ int main(int argc, char** argv) {
   gpu.warmup();
   auto stream = gpu.acquire_stream();
 
-  std::vector<std::uint32_t> pageable(static_cast<std::size_t>(max_bytes / 4));
-  std::mt19937 rng(42);
-  for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
-  std::uint32_t* pinned = nullptr;
-  require(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes), "cudaMallocHost");
-  std::copy(pageable.begin(), pageable.end(), pinned);
-  void* raw_target = nullptr;
-  require(cudaMalloc(&raw_target, max_bytes), "cudaMalloc");
+  const vyre_bench::upload_buffers buffers(bench, max_bytes);
+  const std::vector<std::uint32_t>& pageable = buffers.pageable;
+  const std::uint32_t* const pinned = buffers.pinned;
+  void* const raw_target = buffers.raw_target;
   std::vector<std::byte> readback(static_cast<std::size_t>(max_bytes));
 
   for (const std::uint64_t mib : sizes_mib) {
@@ -226,7 +221,5 @@ int main(int argc, char** argv) {
       emit(summary, device);
     }
   }
-  cudaFree(raw_target);
-  cudaFreeHost(pinned);
   return 0;
 }
