@@ -10,17 +10,16 @@
 //   vyre_cpu_engine_bench [--sizes 1048576,4194304,16777216] [--repeats 3] [--threads 1,2]
 //                         [--single-run-rows 16777216] [--no-synthetic] [--no-files]
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "bench_support.hpp"
 #include "egraph_json.hpp"
 #include "vyre/algorithms.hpp"
 #include "vyre/algorithms/cpu_engine.hpp"
@@ -28,14 +27,6 @@
 using namespace vyre::algorithms;
 
 namespace {
-
-std::string cpu_name() {
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown cpu";
-}
 
 std::vector<std::uint64_t> parse_list(const char* text) {
   std::vector<std::uint64_t> values;
@@ -48,19 +39,11 @@ std::vector<std::uint64_t> parse_list(const char* text) {
   return values;
 }
 
+//! Median milliseconds of `repeats` calls of `run`, after one untimed call when `warm`.
 template <class F>
 double median_ms(F&& run, int repeats, bool warm) {
   if (warm) run();
-  std::vector<double> times;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    times.push_back(
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
-            .count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+  return vyre_bench::median_time<std::milli>(repeats, run);
 }
 
 bool same_closure(const congruence_result& a, const congruence_result& b) {
@@ -157,7 +140,7 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("{\"bench\":\"cpu_engine\",\"cpu\":\"%s\",\"cores\":%u,\"repeats\":%d}\n",
-              cpu_name().c_str(), std::thread::hardware_concurrency(), opt.repeats);
+              vyre_bench::cpu_name().c_str(), std::thread::hardware_concurrency(), opt.repeats);
   if (opt.synthetic)
     for (const std::uint64_t size : opt.sizes) {
       synthetic_options so;

@@ -5,12 +5,10 @@
 //
 //   vyre_egraph_bench [--rows N ...] [--repeats K]
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <random>
 #include <string>
 #include <utility>
@@ -18,17 +16,11 @@
 
 #include <vyre/egraph.hpp>
 
+#include "bench_support.hpp"
+
 namespace eg = vyre::egraph;
 
 namespace {
-
-std::string cpu_name() {
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown cpu";
-}
 
 //! `rows` rows over rows/2 e-classes; ids 0..rows/2-1 (dense) or random u32 (sparse); 0..4
 //! children per row (2 on average), each naming an e-class that has a row.
@@ -92,18 +84,11 @@ void baseline_pack(const eg::snapshot& snap, std::vector<std::uint32_t>& out) {
   w[layout.offset(eg::image_column::group_offsets) + g] = static_cast<std::uint32_t>(rows.size());
 }
 
+//! Median nanoseconds of `repeats` calls of `run`, after one untimed call (page faults, caches).
 template <class F>
 double median_ns(int repeats, F&& run) {
-  run();  // warm-up (page faults, caches)
-  std::vector<double> samples;
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    run();
-    const auto stop = std::chrono::steady_clock::now();
-    samples.push_back(std::chrono::duration<double, std::nano>(stop - start).count());
-  }
-  std::sort(samples.begin(), samples.end());
-  return samples[samples.size() / 2];
+  run();
+  return vyre_bench::median_time<std::nano>(repeats, run);
 }
 
 }  // namespace
@@ -122,7 +107,7 @@ int main(int argc, char** argv) {
     }
   }
   if (sizes.empty()) sizes = {1u << 20, 1u << 24};
-  const std::string device = "host: " + cpu_name() + " (1 thread)";
+  const std::string device = "host: " + vyre_bench::cpu_name() + " (1 thread)";
   for (const std::uint32_t rows : sizes)
     for (const bool dense : {true, false}) {
       const auto snap = make_snapshot(rows, dense, 42 + rows);

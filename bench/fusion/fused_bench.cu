@@ -16,12 +16,15 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <vyre/fusion.cuh>
 
+#include "bench_cuda.cuh"
+#include "bench_support.hpp"
 #include "fusion_chain.cuh"
 
 namespace fusion_bench {
@@ -104,8 +107,7 @@ int time_pipeline(const Pipeline& pipeline, const float* in, float* out, std::si
                  cudaGetErrorString(cudaGetLastError()));
     return rc;
   }
-  std::nth_element(samples.begin(), samples.begin() + repeats / 2, samples.end());
-  median_ns = samples[static_cast<std::size_t>(repeats / 2)];
+  median_ns = vyre_bench::median(std::move(samples));
   return 0;
 }
 
@@ -137,13 +139,8 @@ int main(int argc, char** argv) {
   app.add_option("--repeats", repeats, "timed runs (median reported)")->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "bench_fusion: no CUDA device here; nothing measured.\n");
-    return 0;
-  }
-  cudaDeviceProp properties{};
-  BENCH_CHECK(cudaGetDeviceProperties(&properties, 0));
+  const auto device = vyre_bench::device_name("bench_fusion");
+  if (!device) return 0;
 
   std::vector<float> input(count);
   std::uint64_t state = 0xC0FFEE;
@@ -207,14 +204,14 @@ int main(int argc, char** argv) {
       "{\"name\":\"fusion.chain4.fused\",\"params\":{\"floats\":%zu,\"stages\":4,\"launches\":%zu,"
       "\"repeats\":%d,\"effective_GBps\":%.1f},\"device\":\"%s\",\"median_ns\":%.0f,"
       "\"baseline\":\"four_separate_launches\",\"baseline_median_ns\":%.0f,\"ratio\":%.3f}\n",
-      count, fused.launch_count, repeats, bytes_fused / fused_ns, properties.name, fused_ns,
+      count, fused.launch_count, repeats, bytes_fused / fused_ns, device->c_str(), fused_ns,
       unfused_ns, unfused_ns / fused_ns);
   std::printf(
       "{\"name\":\"fusion.chain4.unfused\",\"params\":{\"floats\":%zu,\"stages\":4,\"launches\":%"
       "zu,"
       "\"repeats\":%d,\"effective_GBps\":%.1f},\"device\":\"%s\",\"median_ns\":%.0f,"
       "\"baseline\":\"fusion.chain4.fused\",\"baseline_median_ns\":%.0f,\"ratio\":%.3f}\n",
-      count, unfused.launch_count, repeats, 4.0 * bytes_fused / unfused_ns, properties.name,
+      count, unfused.launch_count, repeats, 4.0 * bytes_fused / unfused_ns, device->c_str(),
       unfused_ns, fused_ns, fused_ns / unfused_ns);
   const double plan_ns = 0.5 * (fused_ns + fused_again_ns);
   std::printf(
@@ -222,7 +219,7 @@ int main(int argc, char** argv) {
       "\"stages\":4,\"repeats\":%d,\"effective_GBps\":%.1f,\"baseline_effective_GBps\":%.1f},"
       "\"device\":\"%s\",\"median_ns\":%.0f,\"baseline\":\"hand_written_fused_kernel\","
       "\"baseline_median_ns\":%.0f,\"ratio\":%.3f}\n",
-      count, repeats, bytes_fused / plan_ns, bytes_fused / hand_ns, properties.name, plan_ns,
+      count, repeats, bytes_fused / plan_ns, bytes_fused / hand_ns, device->c_str(), plan_ns,
       hand_ns, hand_ns / plan_ns);
   return 0;
 }

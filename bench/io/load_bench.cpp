@@ -24,15 +24,9 @@
 
 #include <vyre/io/egraph_json.hpp>
 
-namespace {
+#include "bench_support.hpp"
 
-std::string cpu_name() {
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line))
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown cpu";
-}
+namespace {
 
 //! Peak resident set of this process so far, bytes.
 std::uint64_t peak_rss_bytes() {
@@ -68,8 +62,8 @@ int measure(const std::string& file, int repeats, const vyre::io::json_load_opti
     classes = loaded->eclass_ids.size();
     roots = loaded->root_eclasses.size();
   }
-  std::sort(seconds.begin(), seconds.end());
-  const double median = seconds[seconds.size() / 2];
+  const double median = vyre_bench::median(seconds);
+  const double fastest = *std::min_element(seconds.begin(), seconds.end());
   const std::uint64_t peak = peak_rss_bytes();
   std::printf(
       "{\"name\":\"io.load_egraph_json\",\"params\":{\"file\":\"%s\",\"bytes\":%llu,\"nodes\":%zu,"
@@ -77,7 +71,7 @@ int measure(const std::string& file, int repeats, const vyre::io::json_load_opti
       "\"device\":\"%s\",\"median_s\":%.6f,\"min_s\":%.6f,\"mb_per_s\":%.1f,"
       "\"peak_rss_bytes\":%llu,\"peak_rss_over_start_bytes\":%llu,\"peak_over_file\":%.3f}\n",
       file.c_str(), static_cast<unsigned long long>(bytes), nodes, classes, roots, repeats,
-      options.slice_bytes, options.threads ? "true" : "false", cpu.c_str(), median, seconds[0],
+      options.slice_bytes, options.threads ? "true" : "false", cpu.c_str(), median, fastest,
       static_cast<double>(bytes) / 1e6 / median, static_cast<unsigned long long>(peak),
       static_cast<unsigned long long>(peak - std::min(peak, base_rss)),
       static_cast<double>(peak) / static_cast<double>(std::max<std::uint64_t>(bytes, 1)));
@@ -123,7 +117,7 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  const std::string cpu = cpu_name();
+  const std::string cpu = vyre_bench::cpu_name();
   int status = 0;
   for (const std::string& file : files) {
     std::fflush(stdout);

@@ -7,11 +7,9 @@
 // baseline_median_ns, baseline_gb_per_s, ratio (= baseline median / median: above 1 is faster
 // than the raw copy).
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -19,30 +17,16 @@
 
 #include <vyre/vyre.cuh>
 
+#include "bench_cuda.cuh"
+#include "bench_support.hpp"
+
 namespace {
 
 namespace eg = vyre::egraph;
-using clock_type = std::chrono::steady_clock;
+constexpr const char* bench = "bench_resident_upload";
 
 void require(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "bench_resident_upload: %s failed: %s\n", what,
-                 cudaGetErrorString(status));
-    std::exit(1);
-  }
-}
-
-template <class F>
-double median_ns(int repeats, F&& body) {
-  std::vector<double> samples;
-  samples.reserve(static_cast<std::size_t>(repeats));
-  for (int i = 0; i < repeats; ++i) {
-    const auto start = clock_type::now();
-    body();
-    samples.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - start).count());
-  }
-  std::nth_element(samples.begin(), samples.begin() + repeats / 2, samples.end());
-  return samples[static_cast<std::size_t>(repeats / 2)];
+  vyre_bench::require(bench, status, what);
 }
 
 void emit(const char* name, std::uint64_t bytes, const std::string& device, double ours,
@@ -65,14 +49,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-mib", max_mib, "largest image in MiB (powers of 4 from 1 MiB)");
   CLI11_PARSE(app, argc, argv);
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "bench_resident_upload: no CUDA device; nothing measured.\n");
-    return 0;
-  }
-  cudaDeviceProp properties{};
-  require(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
-  const std::string device = properties.name;
+  const auto named = vyre_bench::device_name(bench);
+  if (!named) return 0;
+  const std::string& device = *named;
 
   const std::uint64_t max_bytes = max_mib << 20;
   // The default caching pool retains at most 256 MiB of free blocks, so a larger image's
@@ -85,15 +64,10 @@ int main(int argc, char** argv) {
   auto retaining_gpu = vyre::backend<vyre::policies<>>::acquire(0, retaining);
 
   // One buffer of random words per source kind, sized for the largest image.
-  const std::size_t max_words = static_cast<std::size_t>(max_bytes / 4);
-  std::vector<std::uint32_t> pageable(max_words);
-  std::mt19937 rng(42);
-  for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
-  std::uint32_t* pinned = nullptr;
-  require(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes), "cudaMallocHost");
-  std::copy(pageable.begin(), pageable.end(), pinned);
-  void* raw_target = nullptr;
-  require(cudaMalloc(&raw_target, max_bytes), "cudaMalloc");
+  const vyre_bench::upload_buffers buffers(bench, max_bytes);
+  const std::vector<std::uint32_t>& pageable = buffers.pageable;
+  const std::uint32_t* const pinned = buffers.pinned;
+  void* const raw_target = buffers.raw_target;
 
   for (std::uint64_t bytes = std::uint64_t{1} << 20; bytes <= max_bytes; bytes *= 4) {
     const std::size_t words = static_cast<std::size_t>(bytes / 4);
@@ -108,7 +82,7 @@ int main(int argc, char** argv) {
       const eg::image_ref image{cuda::std::span<const std::uint32_t>(source, words), layout};
       const double theirs = [&] {
         require(cudaMemcpy(raw_target, source, bytes, cudaMemcpyHostToDevice), "warm-up copy");
-        return median_ns(repeats, [&] {
+        return vyre_bench::median_time(repeats, [&] {
           require(cudaMemcpy(raw_target, source, bytes, cudaMemcpyHostToDevice), "raw copy");
         });
       }();
@@ -116,7 +90,7 @@ int main(int argc, char** argv) {
         auto& gpu = retains ? retaining_gpu : default_gpu;
         // Warm-up: pool classes, pinned staging.
         for (int i = 0; i < 2; ++i) gpu.free_resident(gpu.upload(image).handle());
-        const double ours = median_ns(repeats, [&] {
+        const double ours = vyre_bench::median_time(repeats, [&] {
           const eg::resident_image resident = gpu.upload(image);
           gpu.free_resident(resident.handle());
         });
@@ -127,7 +101,5 @@ int main(int argc, char** argv) {
       }
     }
   }
-  cudaFree(raw_target);
-  cudaFreeHost(pinned);
   return 0;
 }

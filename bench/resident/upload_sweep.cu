@@ -20,51 +20,27 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include <vyre/vyre.cuh>
 
+#include "bench_cuda.cuh"
+#include "bench_support.hpp"
+
 namespace {
 
 namespace eg = vyre::egraph;
-using clock_type = std::chrono::steady_clock;
+constexpr const char* bench = "bench_resident_upload_sweep";
 
 void require(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "bench_resident_upload_sweep: %s failed: %s\n", what,
-                 cudaGetErrorString(status));
-    std::exit(1);
-  }
+  vyre_bench::require(bench, status, what);
 }
 template <class T>
 T require_ok(vyre::expected<T> value, const char* what) {
-  if (!value) {
-    std::fprintf(stderr, "bench_resident_upload_sweep: %s failed: %s\n", what,
-                 value.error().message().c_str());
-    std::exit(1);
-  }
-  if constexpr (!std::is_void_v<T>) return std::move(*value);
-}
-
-// Median of `repeats` timings of `body`; `gap` of idle time before each (to measure uploads
-// that find the host-lane helpers asleep).
-template <class F>
-double median_ns(int repeats, std::chrono::microseconds gap, F&& body) {
-  std::vector<double> samples;
-  samples.reserve(static_cast<std::size_t>(repeats));
-  for (int i = 0; i < repeats; ++i) {
-    if (gap.count() > 0) std::this_thread::sleep_for(gap);
-    const auto start = clock_type::now();
-    body();
-    samples.push_back(std::chrono::duration<double, std::nano>(clock_type::now() - start).count());
-  }
-  std::nth_element(samples.begin(), samples.begin() + repeats / 2, samples.end());
-  return samples[static_cast<std::size_t>(repeats / 2)];
+  return vyre_bench::require_ok(bench, std::move(value), what);
 }
 
 struct row {
@@ -109,28 +85,19 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "bench_resident_upload_sweep: no CUDA device; nothing measured.\n");
-    return 0;
-  }
-  cudaDeviceProp properties{};
-  require(cudaGetDeviceProperties(&properties, 0), "cudaGetDeviceProperties");
-  const std::string device = properties.name;
+  const auto named = vyre_bench::device_name(bench);
+  if (!named) return 0;
+  const std::string& device = *named;
 
   const std::uint64_t max_bytes = *std::max_element(sizes_mib.begin(), sizes_mib.end()) << 20;
   auto gpu = vyre::backend<vyre::policies<>>::acquire(0);
   gpu.warmup();
   auto stream = gpu.acquire_stream();
 
-  std::vector<std::uint32_t> pageable(static_cast<std::size_t>(max_bytes / 4));
-  std::mt19937 rng(42);
-  for (auto& word : pageable) word = static_cast<std::uint32_t>(rng());
-  std::uint32_t* pinned = nullptr;
-  require(cudaMallocHost(reinterpret_cast<void**>(&pinned), max_bytes), "cudaMallocHost");
-  std::copy(pageable.begin(), pageable.end(), pinned);
-  void* raw_target = nullptr;
-  require(cudaMalloc(&raw_target, max_bytes), "cudaMalloc");
+  const vyre_bench::upload_buffers buffers(bench, max_bytes);
+  const std::vector<std::uint32_t>& pageable = buffers.pageable;
+  const std::uint32_t* const pinned = buffers.pinned;
+  void* const raw_target = buffers.raw_target;
   std::vector<std::byte> readback(static_cast<std::size_t>(max_bytes));
 
   for (const std::uint64_t mib : sizes_mib) {
@@ -143,7 +110,7 @@ int main(int argc, char** argv) {
     const auto baseline = [&](const void* from) {
       raw_copy(from);
       raw_copy(from);
-      return median_ns(repeats, {}, [&] { raw_copy(from); });
+      return vyre_bench::median_time(repeats, [&] { raw_copy(from); });
     };
     const double pageable_before = baseline(pageable.data());
     const double pinned_baseline = baseline(pinned);
@@ -201,8 +168,8 @@ int main(int argc, char** argv) {
           r.plan = plan;
           r.automatic = automatic;
           r.idle_gap_us = gap;
-          r.ours = median_ns(gap > 0 ? std::min(repeats, 51) : repeats,
-                             std::chrono::microseconds(gap), upload);
+          r.ours = vyre_bench::median_time(gap > 0 ? std::min(repeats, 51) : repeats, upload,
+                                           std::chrono::microseconds(gap));
           r.exact = exact;
           r.copy = streaming ? "streaming" : "memcpy";
           rows.push_back(r);
@@ -226,7 +193,7 @@ int main(int argc, char** argv) {
       if (!from_pinned)
         r.plan = vyre::plan_staging(static_cast<std::size_t>(bytes), vyre::upload_options{},
                                     vyre::auto_host_lanes(static_cast<std::size_t>(bytes)));
-      r.ours = median_ns(repeats, {}, [&] {
+      r.ours = vyre_bench::median_time(repeats, [&] {
         const eg::resident_image resident = gpu.upload(image);
         gpu.free_resident(resident.handle());
       });
@@ -254,7 +221,5 @@ int main(int argc, char** argv) {
       emit(summary, device);
     }
   }
-  cudaFree(raw_target);
-  cudaFreeHost(pinned);
   return 0;
 }

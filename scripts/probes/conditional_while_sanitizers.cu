@@ -22,14 +22,7 @@
 #include <cstring>
 #include <cub/cub.cuh>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                           \
-    }                                                     \
-  } while (0)
+#include "raw_cuda.cuh"
 
 __global__ void write_all(unsigned* next, const unsigned* current, int n) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -105,26 +98,13 @@ int main(int argc, char** argv) {
   };
 
   cudaGraphExec_t exec = nullptr;
-  if (in_while) {
-    cudaGraph_t graph;
-    CHECK(cudaGraphCreate(&graph, 0));
-    cudaGraphConditionalHandle handle;
-    CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
-    cudaGraphNodeParams params = {};
-    params.type = cudaGraphNodeTypeConditional;
-    params.conditional.handle = handle;
-    params.conditional.type = cudaGraphCondTypeWhile;
-    params.conditional.size = 1;
-    cudaGraphNode_t node;
-    CHECK(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params));
-    cudaGraph_t body = params.conditional.phGraph_out[0];
-    CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0,
-                                        cudaStreamCaptureModeThreadLocal));
-    CHECK(round(s));
-    count_round<<<1, 1, 0, s>>>(handle, rounds, round_count);
-    CHECK(cudaStreamEndCapture(s, &body));
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  }
+  if (in_while && make_while_graph(s, &exec, [&](cudaGraphConditionalHandle handle) -> cudaError_t {
+                    const cudaError_t e = round(s);
+                    if (e != cudaSuccess) return e;
+                    count_round<<<1, 1, 0, s>>>(handle, rounds, round_count);
+                    return cudaGetLastError();
+                  }) != 0)
+    return 1;
   for (int launch = 0; launch < launch_count; ++launch) {
     CHECK(cudaMemcpyAsync(current, host, n * 4, cudaMemcpyHostToDevice, s));
     CHECK(cudaMemsetAsync(rounds, 0, 4, s));

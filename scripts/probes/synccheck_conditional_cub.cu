@@ -9,17 +9,12 @@
 #include <cstdio>
 #include <cstring>
 #include <cub/cub.cuh>
+
+#include "raw_cuda.cuh"
+
 __global__ void set_done(cudaGraphConditionalHandle handle, int* rounds) {
   if (++*rounds >= 2) cudaGraphSetConditional(handle, 0);
 }
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                           \
-    }                                                     \
-  } while (0)
 int main(int argc, char** argv) {
   const bool in_while = argc > 1 && std::strcmp(argv[1], "while") == 0;
   const int n = 100;
@@ -44,25 +39,15 @@ int main(int argc, char** argv) {
   if (!in_while) {
     CHECK(cub::DeviceRadixSort::SortPairs(temp, bytes, keys, keys_out, vals, vals_out, n, 0, 7, s));
   } else {
-    cudaGraph_t graph;
-    CHECK(cudaGraphCreate(&graph, 0));
-    cudaGraphConditionalHandle handle;
-    CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
-    cudaGraphNodeParams params = {};
-    params.type = cudaGraphNodeTypeConditional;
-    params.conditional.handle = handle;
-    params.conditional.type = cudaGraphCondTypeWhile;
-    params.conditional.size = 1;
-    cudaGraphNode_t node;
-    CHECK(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params));
-    cudaGraph_t body = params.conditional.phGraph_out[0];
-    CHECK(cudaStreamBeginCaptureToGraph(s, body, nullptr, nullptr, 0,
-                                        cudaStreamCaptureModeThreadLocal));
-    CHECK(cub::DeviceRadixSort::SortPairs(temp, bytes, keys, keys_out, vals, vals_out, n, 0, 7, s));
-    set_done<<<1, 1, 0, s>>>(handle, rounds);
-    CHECK(cudaStreamEndCapture(s, &body));
     cudaGraphExec_t exec;
-    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    if (make_while_graph(s, &exec, [&](cudaGraphConditionalHandle handle) -> cudaError_t {
+          const cudaError_t e = cub::DeviceRadixSort::SortPairs(temp, bytes, keys, keys_out, vals,
+                                                                vals_out, n, 0, 7, s);
+          if (e != cudaSuccess) return e;
+          set_done<<<1, 1, 0, s>>>(handle, rounds);
+          return cudaGetLastError();
+        }) != 0)
+      return 1;
     CHECK(cudaGraphLaunch(exec, s));
   }
   CHECK(cudaStreamSynchronize(s));

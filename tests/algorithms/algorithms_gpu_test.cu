@@ -11,7 +11,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -334,14 +333,7 @@ TEST_CASE("device congruence equals the CPU reference on hand-made cases", "[gpu
     check_congruence(design_example());
   }
   SECTION("a real 32-bit signature collision") {
-    const auto hit = vyre_test::colliding_children(4);
-    raw_rows rows;
-    std::uint32_t leaf_op = 100;
-    for (const std::uint32_t c : std::set<std::uint32_t>{hit.a0, hit.a1, hit.b0, hit.b1})
-      add_row(rows, c, leaf_op++, {});
-    add_row(rows, 5000u, 4, {hit.a0, hit.a1});
-    add_row(rows, 6000u, 4, {hit.b0, hit.b1});
-    check_congruence(rows);
+    check_congruence(vyre_test::collision_rows(vyre_test::colliding_children(4), 4));
   }
 }
 
@@ -403,17 +395,8 @@ TEST_CASE("device congruence rejects a child without rows", "[gpu][congruence][e
 
 TEST_CASE("device extraction equals the CPU reference", "[gpu][extract]") {
   SECTION("ties, repeated children, cycles") {
-    raw_rows rows;
-    add_row(rows, 0, 0, {1, 1});
-    add_row(rows, 0, 1, {});
-    add_row(rows, 1, 2, {});
-    add_row(rows, 2, 3, {});
-    add_row(rows, 2, 4, {});
-    add_row(rows, 5, 5, {6});
-    add_row(rows, 6, 5, {5});
-    add_row(rows, 7, 6, {2, 7});
-    add_row(rows, 7, 7, {2});
-    check_extract(rows, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5});
+    const auto ties = vyre_test::ties_and_cycles();
+    check_extract(ties.rows, ties.cost, ties.roots);
   }
   SECTION("a deep chain in reverse row order") {
     raw_rows rows;
@@ -429,34 +412,37 @@ TEST_CASE("device extraction equals the CPU reference", "[gpu][extract]") {
   }
 }
 
+// The errors every device extraction gives on vyre_test::two_class_cycle(): `run(cost, roots)`
+// extracts from its image with those costs and roots.
+template <class Run>
+void check_extract_errors(const Run& run) {
+  auto negative = run({-3, 1, 0}, {1});
+  REQUIRE_FALSE(negative.has_value());
+  CHECK(negative.error().code() == errc::invalid_argument);
+  CHECK(negative.error().value_or("classes", 0) == 2);
+  auto fine = run({-3, 4, 0}, {1});
+  REQUIRE(fine.has_value());
+  CHECK(fine->root_cost == -3.0);
+  auto nan_cost = run({1, std::nan(""), 1}, {1});
+  REQUIRE_FALSE(nan_cost.has_value());
+  CHECK(nan_cost.error().value_or("row", 9) == 1);
+  auto bad_root = run({1, 1, 1}, {1, 99});
+  REQUIRE_FALSE(bad_root.has_value());
+  CHECK(bad_root.error().code() == errc::not_found);
+  CHECK(bad_root.error().value_or("eclass", 0) == 99);
+}
+
 TEST_CASE("device extraction errors", "[gpu][extract][errors]") {
-  raw_rows rows;
-  add_row(rows, 1, 0, {2});
-  add_row(rows, 2, 0, {1});
-  add_row(rows, 2, 1, {});
+  const raw_rows rows = vyre_test::two_class_cycle();
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     stream_guard s;
     const device_packed_image image = build_on_device(rows, s.stream);
-    const std::vector<std::uint32_t> roots{1};
-    const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
-      const vyre::device_array<double> device_cost = upload(cost, s.stream);
-      return extract(test_gpu(), image.ref(), device_cost.get(), {r.data(), r.size()}, s.stream,
-                     extract_options{single_block_max});
-    };
-    auto negative = run({-3, 1, 0}, roots);
-    REQUIRE_FALSE(negative.has_value());
-    CHECK(negative.error().code() == errc::invalid_argument);
-    CHECK(negative.error().value_or("classes", 0) == 2);
-    auto fine = run({-3, 4, 0}, roots);
-    REQUIRE(fine.has_value());
-    CHECK(fine->root_cost == -3.0);
-    auto nan_cost = run({1, std::nan(""), 1}, roots);
-    REQUIRE_FALSE(nan_cost.has_value());
-    CHECK(nan_cost.error().value_or("row", 9) == 1);
-    auto bad_root = run({1, 1, 1}, {1, 99});
-    REQUIRE_FALSE(bad_root.has_value());
-    CHECK(bad_root.error().code() == errc::not_found);
-    CHECK(bad_root.error().value_or("eclass", 0) == 99);
+    check_extract_errors(
+        [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& roots) {
+          const vyre::device_array<double> device_cost = upload(cost, s.stream);
+          return extract(test_gpu(), image.ref(), device_cost.get(), {roots.data(), roots.size()},
+                         s.stream, extract_options{single_block_max});
+        });
   }
 }
 
@@ -619,13 +605,7 @@ TEST_CASE("congruence_plan never merges on a signature collision alone",
   auto plan = made(
       congruence_plan<test_policies, vyre_test::op_only_signature>::create(test_gpu(), s.stream));
   check_plan_congruence(plan, synthetic(4000, 5, true, 4, 3).rows, s.stream);
-  const auto hit = vyre_test::colliding_children(4);
-  raw_rows rows;
-  std::uint32_t leaf_op = 100;
-  for (const std::uint32_t c : std::set<std::uint32_t>{hit.a0, hit.a1, hit.b0, hit.b1})
-    add_row(rows, c, leaf_op++, {});
-  add_row(rows, 5000u, 4, {hit.a0, hit.a1});
-  add_row(rows, 6000u, 4, {hit.b0, hit.b1});
+  const raw_rows rows = vyre_test::collision_rows(vyre_test::colliding_children(4), 4);
   auto design = made(congruence_plan<test_policies>::create(test_gpu(), s.stream));
   check_plan_congruence(design, rows, s.stream);
 }
@@ -692,17 +672,8 @@ TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][
     auto plan = made(
         extract_plan<test_policies>::create(test_gpu(), s.stream, {}, plan_growth::reallocate,
                                             extract_options{single_block_max, single_block_max}));
-    raw_rows ties;
-    add_row(ties, 0, 0, {1, 1});
-    add_row(ties, 0, 1, {});
-    add_row(ties, 1, 2, {});
-    add_row(ties, 2, 3, {});
-    add_row(ties, 2, 4, {});
-    add_row(ties, 5, 5, {6});
-    add_row(ties, 6, 5, {5});
-    add_row(ties, 7, 6, {2, 7});
-    add_row(ties, 7, 7, {2});
-    check_plan_extract(plan, ties, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5}, s.stream);
+    const auto ties = vyre_test::ties_and_cycles();
+    check_plan_extract(plan, ties.rows, ties.cost, ties.roots, s.stream);
     raw_rows deep;
     for (std::uint32_t i = 3000; i > 0; --i) add_row(deep, i, 1, {i - 1});
     add_row(deep, 0, 0, {});
@@ -711,41 +682,25 @@ TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][
       const auto graph = synthetic(10000 * static_cast<std::uint32_t>(seed), seed, seed % 2 == 1);
       check_plan_extract(plan, graph.rows, graph.cost, graph.roots, s.stream);
     }
-    check_plan_extract(plan, ties, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5}, s.stream);
+    check_plan_extract(plan, ties.rows, ties.cost, ties.roots, s.stream);
     check_plan_extract(plan, raw_rows{}, {}, {}, s.stream);
   }
 }
 
 TEST_CASE("extract_plan errors name the values and leave the plan usable",
           "[gpu][plan][extract][errors]") {
-  raw_rows rows;
-  add_row(rows, 1, 0, {2});
-  add_row(rows, 2, 0, {1});
-  add_row(rows, 2, 1, {});
+  const raw_rows rows = vyre_test::two_class_cycle();
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     stream_guard s;
     auto plan = made(extract_plan<test_policies>::create(
         test_gpu(), s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
         extract_options{single_block_max, single_block_max}));
     const device_packed_image image = build_on_device(rows, s.stream);
-    const auto run = [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& r) {
-      const vyre::device_array<double> device_cost = upload(cost, s.stream);
-      return plan.run(image.ref(), device_cost.get(), {r.data(), r.size()});
-    };
-    auto negative = run({-3, 1, 0}, {1});
-    REQUIRE_FALSE(negative.has_value());
-    CHECK(negative.error().code() == errc::invalid_argument);
-    CHECK(negative.error().value_or("classes", 0) == 2);
-    auto fine = run({-3, 4, 0}, {1});
-    REQUIRE(fine.has_value());
-    CHECK(fine->root_cost == -3.0);
-    auto nan_cost = run({1, std::nan(""), 1}, {1});
-    REQUIRE_FALSE(nan_cost.has_value());
-    CHECK(nan_cost.error().value_or("row", 9) == 1);
-    auto bad_root = run({1, 1, 1}, {1, 99});
-    REQUIRE_FALSE(bad_root.has_value());
-    CHECK(bad_root.error().code() == errc::not_found);
-    CHECK(bad_root.error().value_or("eclass", 0) == 99);
+    check_extract_errors(
+        [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& roots) {
+          const vyre::device_array<double> device_cost = upload(cost, s.stream);
+          return plan.run(image.ref(), device_cost.get(), {roots.data(), roots.size()});
+        });
     const auto big = synthetic(5000, 1, false);
     const device_packed_image big_image = build_on_device(big.rows, s.stream);
     const vyre::device_array<double> big_cost = upload(big.cost, s.stream);

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fast CPU engine against the references on every real e-graph of VYRE_EGRAPH_DATA_DIR
 // (every *.json listed in expected_tree_cost.tsv), threads 1 and 2: identical congruence and
-// extraction results. Reports SKIPPED (exit 77) when the folder is missing.
-#define CATCH_CONFIG_RUNNER
+// extraction results. data_main.cpp reports SKIPPED (exit 77) when the folder is missing.
 #include <catch2/catch.hpp>
 
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -42,13 +40,4 @@ TEST_CASE("every real e-graph: the CPU engine equals the references", "[data]") 
       CHECK(vyre_test::congruence_difference(*engine_closure, *closure) == "");
     }
   }
-}
-
-int main(int argc, char* argv[]) {
-  if (!std::filesystem::exists(data_dir / "expected_tree_cost.tsv")) {
-    std::printf("SKIPPED: no e-graph data in %s (set VYRE_EGRAPH_DATA_DIR).\n",
-                data_dir.string().c_str());
-    return VYRE_TEST_SKIP_CODE;
-  }
-  return Catch::Session().run(argc, argv);
 }

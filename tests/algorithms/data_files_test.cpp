@@ -2,13 +2,11 @@
 // CPU references on every real e-graph of VYRE_EGRAPH_DATA_DIR: the extraction root cost equals
 // expected_tree_cost.tsv (relative 1e-9), and per class equals a naive Bellman-Ford oracle with
 // a valid choice; congruence closure gives the naive fixpoint oracle's partition and a
-// canonical, duplicate-free rebuild that packs. Reports SKIPPED (exit 77) when the folder is
-// missing.
-#define CATCH_CONFIG_RUNNER
+// canonical, duplicate-free rebuild that packs. data_main.cpp reports SKIPPED (exit 77) when
+// the folder is missing.
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -41,13 +39,4 @@ TEST_CASE("every real e-graph: CPU extraction matches expected_tree_cost.tsv", "
     CHECK(vyre_test::congruence_mismatch(graph.rows, *closure) == "");
     CHECK(pack_reference(closure->rebuilt.ref()).has_value());
   }
-}
-
-int main(int argc, char* argv[]) {
-  if (!std::filesystem::exists(data_dir / "expected_tree_cost.tsv")) {
-    std::printf("SKIPPED: no e-graph data in %s (set VYRE_EGRAPH_DATA_DIR).\n",
-                data_dir.string().c_str());
-    return VYRE_TEST_SKIP_CODE;
-  }
-  return Catch::Session().run(argc, argv);
 }

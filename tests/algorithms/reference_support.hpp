@@ -25,7 +25,7 @@ namespace vyre_test {
 using vyre::algorithms::raw_rows;
 
 inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
-                    std::initializer_list<std::uint32_t> children) {
+                    const std::vector<std::uint32_t>& children) {
   rows.row_eclass_ids.push_back(eclass);
   rows.row_language_op_ids.push_back(op);
   rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
@@ -33,11 +33,43 @@ inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
 }
 
 inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
-                    const std::vector<std::uint32_t>& children) {
-  rows.row_eclass_ids.push_back(eclass);
-  rows.row_language_op_ids.push_back(op);
-  rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
-  rows.children.insert(rows.children.end(), children.begin(), children.end());
+                    std::initializer_list<std::uint32_t> children) {
+  add_row(rows, eclass, op, std::vector<std::uint32_t>(children));
+}
+
+// An extraction input: rows, one node cost per row, the root e-classes.
+struct extraction_case {
+  raw_rows rows;
+  std::vector<double> cost;
+  std::vector<std::uint32_t> roots;
+};
+
+// Ties, repeated children, a cycle with no tree (classes 5 and 6) and a class whose cheaper row
+// is cyclic (7): the extraction cases every implementation is checked on.
+inline extraction_case ties_and_cycles() {
+  extraction_case c;
+  add_row(c.rows, 0, 0, {1, 1});
+  add_row(c.rows, 0, 1, {});
+  add_row(c.rows, 1, 2, {});
+  add_row(c.rows, 2, 3, {});
+  add_row(c.rows, 2, 4, {});
+  add_row(c.rows, 5, 5, {6});
+  add_row(c.rows, 6, 5, {5});
+  add_row(c.rows, 7, 6, {2, 7});
+  add_row(c.rows, 7, 7, {2});
+  c.cost = {0, 5, 10, 5, 5, 1, 1, 2, 3};
+  c.roots = {0, 1, 7, 5};
+  return c;
+}
+
+// 1 -> 2 -> 1 plus a leaf of class 2: with costs {-3, 1, 0} a negative-cost cycle, with
+// {-3, 4, 0} a root cost of -3; the extraction error cases.
+inline raw_rows two_class_cycle() {
+  raw_rows rows;
+  add_row(rows, 1, 0, {2});
+  add_row(rows, 2, 0, {1});
+  add_row(rows, 2, 1, {});
+  return rows;
 }
 
 // Naive oracle: repeat "map every row to (op, representative children); union rows with equal
@@ -309,6 +341,18 @@ inline collision colliding_children(std::uint32_t op) {
     return {d0, d1, c0, c1};
   }
   return {0, 0, 0, 0};
+}
+
+// Rows whose two op-`op` rows (classes 5000 and 6000) have equal signatures over different
+// children (`hit`): one leaf row per child, each with its own op, so nothing may merge.
+inline raw_rows collision_rows(const collision& hit, std::uint32_t op) {
+  raw_rows rows;
+  std::uint32_t leaf_op = 100;
+  for (const std::uint32_t c : std::set<std::uint32_t>{hit.a0, hit.a1, hit.b0, hit.b1})
+    add_row(rows, c, leaf_op++, {});
+  add_row(rows, 5000u, op, {hit.a0, hit.a1});
+  add_row(rows, 6000u, op, {hit.b0, hit.b1});
+  return rows;
 }
 
 }  // namespace vyre_test

@@ -264,12 +264,7 @@ TEST_CASE("congruence: a signature collision never merges different rows", "[con
   const std::uint32_t a[] = {hit.a0, hit.a1}, b[] = {hit.b0, hit.b1};
   REQUIRE((hit.a0 != hit.b0 || hit.a1 != hit.b1));
   REQUIRE(detail::row_signature(4, a, 2) == detail::row_signature(4, b, 2));
-  raw_rows rows;
-  std::set<std::uint32_t> leaves{hit.a0, hit.a1, hit.b0, hit.b1};
-  std::uint32_t leaf_op = 100;
-  for (const std::uint32_t c : leaves) add_row(rows, c, leaf_op++, {});  // distinct ops
-  add_row(rows, 5000u, 4, {hit.a0, hit.a1});
-  add_row(rows, 6000u, 4, {hit.b0, hit.b1});
+  const raw_rows rows = vyre_test::collision_rows(hit, 4);
   const congruence_result result = congruence_of(rows);
   CHECK(result.merges == 0);
   CHECK(result.rebuilt.row_count() == rows.row_count());
@@ -376,17 +371,8 @@ TEST_CASE("extraction: every class's cost and choice agree with the naive oracle
     CHECK(vyre_test::extraction_mismatch(rows, cost, roots, *result) == "");
   };
   SECTION("ties, repeated children, cycles, classes without a tree") {
-    raw_rows rows;
-    add_row(rows, 0, 0, {1, 1});
-    add_row(rows, 0, 1, {});
-    add_row(rows, 1, 2, {});
-    add_row(rows, 2, 3, {});
-    add_row(rows, 2, 4, {});
-    add_row(rows, 5, 5, {6});
-    add_row(rows, 6, 5, {5});
-    add_row(rows, 7, 6, {2, 7});
-    add_row(rows, 7, 7, {2});
-    check(rows, {0, 5, 10, 5, 5, 1, 1, 2, 3}, {0, 1, 7, 5});
+    const auto ties = vyre_test::ties_and_cycles();
+    check(ties.rows, ties.cost, ties.roots);
   }
   SECTION("zero and negative node costs without a negative cycle") {
     raw_rows rows;
@@ -471,10 +457,7 @@ TEST_CASE("congruence oracle check: a wrong partition or rebuild is reported", "
 }
 
 TEST_CASE("extraction: errors name the value", "[extract][errors]") {
-  raw_rows rows;
-  add_row(rows, 1, 0, {2});
-  add_row(rows, 2, 0, {1});
-  add_row(rows, 2, 1, {});
+  const raw_rows rows = vyre_test::two_class_cycle();
   const std::vector<std::uint32_t> roots{1};
   SECTION("negative-cost cycle") {
     const std::vector<double> cost{-3, 1, 0};

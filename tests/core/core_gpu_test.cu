@@ -8,6 +8,8 @@
 
 #include <vyre/vyre.cuh>
 
+#include "device_buffer.cuh"
+
 // Kernels need external linkage for VYRE_KERNEL's hidden visibility: a named namespace.
 namespace core_gpu_test {
 
@@ -37,16 +39,7 @@ VYRE_KERNEL void checked_on_device(device_outcome* out) {
 namespace {
 using namespace core_gpu_test;
 
-template <class T>
-struct device_buffer {
-  T* ptr = nullptr;
-  explicit device_buffer(std::size_t count) {
-    REQUIRE(vyre::cuda_check(cudaMalloc(&ptr, count * sizeof(T)), "test cudaMalloc"));
-  }
-  ~device_buffer() { cudaFree(ptr); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-};
+using vyre_test::device_buffer;
 
 }  // namespace
 

@@ -10,6 +10,8 @@
 
 #include <vyre/vyre.cuh>
 
+#include "device_buffer.cuh"
+
 namespace egraph_gpu_test {
 
 //! Recomputes each row's signature from the device image and copies its group's e-class id.
@@ -44,17 +46,7 @@ VYRE_KERNEL void layout_on_device(std::uint64_t* out) {
 namespace {
 using namespace egraph_gpu_test;
 
-template <class T>
-struct device_buffer {
-  T* ptr = nullptr;
-  explicit device_buffer(std::size_t count) {
-    REQUIRE(vyre::cuda_check(cudaMalloc(&ptr, (count == 0 ? 1 : count) * sizeof(T)),
-                             "test cudaMalloc"));
-  }
-  ~device_buffer() { cudaFree(ptr); }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-};
+using vyre_test::device_buffer;
 
 vyre::egraph::snapshot random_snapshot(std::uint32_t rows, std::uint32_t classes) {
   std::mt19937_64 rng(7);

@@ -69,38 +69,49 @@ TEST_CASE("reader: bad programs give one-line errors", "[eqsat][reader]") {
             .rfind(
                 "t.egg:2:2: unknown command or constructor (set-option). Fix: vyre::eqsat supports",
                 0) == 0);
-  CHECK(error_of(dt + "(A (C 1) (B 2))") ==
-        "t.egg:2:11: unknown constructor (B). Fix: declare it in a (datatype ...) before its "
-        "first use");
-  CHECK(error_of(dt + "(rewrite (A x) x)") ==
-        "t.egg:2:11: arity error: wrong number of arguments (A) [expected=2, got=1]. Fix: give "
-        "the constructor as many arguments as its declaration");
-  CHECK(error_of(dt + "(C \"one\")") ==
-        "t.egg:2:4: sort error: a String literal where the constructor expects another sort "
-        "(one). Fix: give the argument the sort the constructor declares");
-  CHECK(error_of(dt + "(rewrite (A x (C x)) x)") ==
-        "t.egg:2:18: sort error: the variable is used at two different sorts (x). Fix: use "
-        "one variable per sort");
-  CHECK(error_of(dt + "(C 9223372036854775808)") ==
-        "t.egg:2:4: integer literal does not fit i64 (9223372036854775808). Fix: i64 literals "
-        "lie in [-9223372036854775808, 9223372036854775807]");
-  CHECK(error_of(dt + "(rewrite (A x y) (A x z))") ==
-        "t.egg:2:23: the right-hand side uses a variable the left-hand side does not bind (z). "
-        "Fix: bind the variable in the left-hand side");
-  CHECK(error_of(dt + "(rewrite (A x y) x :ruleset r)") ==
-        "t.egg:2:20: rewrite options (:ruleset, :when, :subsume, ...) are not supported "
-        "(:ruleset). Fix: write (rewrite lhs rhs) without options");
-  CHECK(error_of(dt + "(run 2 :until (A x x))") ==
-        "t.egg:2:1: (run N) takes one non-negative iteration count (run). Fix: write (run N); "
-        "rulesets and :until are not supported");
-  CHECK(error_of(dt + "(datatype N (X Q))") ==
-        "t.egg:2:16: unknown sort (Q). Fix: use a datatype declared before (or the one being "
-        "declared), i64 or String");
-  CHECK(error_of(dt + "(extract (S \"x))") ==
-        "t.egg:2:13: unterminated string literal (\"). Fix: close the string with '\"' on the "
-        "same line");
-  CHECK(error_of(dt + "(let $x (C 1))\n(let $x (C 2))") ==
-        "t.egg:3:6: the let name is already used ($x). Fix: give the let a fresh name");
-  CHECK(error_of(dt + "(extract $nope)") ==
-        "t.egg:2:10: unknown name ($nope). Fix: declare it with (let name term)");
+
+  // Each program follows the datatype line `dt`; the error names its line 2 (or 3).
+  struct bad_case {
+    const char* program;
+    const char* error;
+  };
+  const bad_case cases[] = {
+      {"(A (C 1) (B 2))",
+       "t.egg:2:11: unknown constructor (B). Fix: declare it in a (datatype ...) before its "
+       "first use"},
+      {"(rewrite (A x) x)",
+       "t.egg:2:11: arity error: wrong number of arguments (A) [expected=2, got=1]. Fix: give "
+       "the constructor as many arguments as its declaration"},
+      {"(C \"one\")",
+       "t.egg:2:4: sort error: a String literal where the constructor expects another sort "
+       "(one). Fix: give the argument the sort the constructor declares"},
+      {"(rewrite (A x (C x)) x)",
+       "t.egg:2:18: sort error: the variable is used at two different sorts (x). Fix: use "
+       "one variable per sort"},
+      {"(C 9223372036854775808)",
+       "t.egg:2:4: integer literal does not fit i64 (9223372036854775808). Fix: i64 literals "
+       "lie in [-9223372036854775808, 9223372036854775807]"},
+      {"(rewrite (A x y) (A x z))",
+       "t.egg:2:23: the right-hand side uses a variable the left-hand side does not bind (z). "
+       "Fix: bind the variable in the left-hand side"},
+      {"(rewrite (A x y) x :ruleset r)",
+       "t.egg:2:20: rewrite options (:ruleset, :when, :subsume, ...) are not supported "
+       "(:ruleset). Fix: write (rewrite lhs rhs) without options"},
+      {"(run 2 :until (A x x))",
+       "t.egg:2:1: (run N) takes one non-negative iteration count (run). Fix: write (run N); "
+       "rulesets and :until are not supported"},
+      {"(datatype N (X Q))",
+       "t.egg:2:16: unknown sort (Q). Fix: use a datatype declared before (or the one being "
+       "declared), i64 or String"},
+      {"(extract (S \"x))",
+       "t.egg:2:13: unterminated string literal (\"). Fix: close the string with '\"' on the "
+       "same line"},
+      {"(let $x (C 1))\n(let $x (C 2))",
+       "t.egg:3:6: the let name is already used ($x). Fix: give the let a fresh name"},
+      {"(extract $nope)", "t.egg:2:10: unknown name ($nope). Fix: declare it with (let name term)"},
+  };
+  for (const auto& c : cases) {
+    INFO(c.program);
+    CHECK(error_of(dt + c.program) == c.error);
+  }
 }

@@ -234,7 +234,8 @@ class snapshot {
     return offset;
   }
 
-  expected<std::uint32_t> add_raw_row_impl(const row& raw) {
+  // Room for one more row: the u32 row limit, then capacity (grown geometrically).
+  expected<void> reserve_row_impl() {
     if (rows_.size() >= snapshot_limits::u32_max)
       return fail(
           error(errc::abi_limit, "snapshot::add_row: too many rows for u32 grouped row indices")
@@ -242,6 +243,11 @@ class snapshot {
               .fix(detail::shard_hint));
     if (rows_.size() == rows_.capacity())
       VYRE_TRY(try_reserve(rows_, (std::max)(std::size_t{16}, 2 * rows_.size()), "snapshot rows"));
+    return {};
+  }
+
+  expected<std::uint32_t> add_raw_row_impl(const row& raw) {
+    VYRE_TRY(reserve_row_impl());
     rows_.push_back(raw);
     return static_cast<std::uint32_t>(rows_.size() - 1);
   }
@@ -259,14 +265,8 @@ class snapshot {
                       .with("row", rows_.size())
                       .with("children_length", entries.size())
                       .fix(detail::shard_hint));
-    if (rows_.size() >= snapshot_limits::u32_max)
-      return fail(
-          error(errc::abi_limit, "snapshot::add_row: too many rows for u32 grouped row indices")
-              .with("rows", rows_.size())
-              .fix(detail::shard_hint));
     // Reserve the row first so that appending children is the last step that can fail.
-    if (rows_.size() == rows_.capacity())
-      VYRE_TRY(try_reserve(rows_, (std::max)(std::size_t{16}, 2 * rows_.size()), "snapshot rows"));
+    VYRE_TRY(reserve_row_impl());
     VYRE_TRY_ASSIGN(const std::uint32_t offset, append_children_impl(entries));
     rows_.push_back(row{eclass, op, offset, static_cast<std::uint32_t>(entries.size())});
     return static_cast<std::uint32_t>(rows_.size() - 1);

@@ -132,10 +132,7 @@ class telemetry_counters {
 
   telemetry_snapshot snapshot() const noexcept {
     std::uint64_t totals[counter_count] = {};
-    for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
-         slot = slot->next)
-      for (int c = 0; c < counter_count; ++c)
-        totals[c] += slot->value[c].load(std::memory_order_relaxed);
+    sum_slots(totals);
     for (int c = 0; c < counter_count; ++c)
       totals[c] -= baseline_[c].load(std::memory_order_relaxed);
     telemetry_snapshot s;
@@ -160,10 +157,7 @@ class telemetry_counters {
   //! restarts from it.
   void reset() noexcept {
     std::uint64_t totals[counter_count] = {};
-    for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
-         slot = slot->next)
-      for (int c = 0; c < counter_count; ++c)
-        totals[c] += slot->value[c].load(std::memory_order_relaxed);
+    sum_slots(totals);
     for (int c = 0; c < counter_count; ++c)
       baseline_[c].store(totals[c], std::memory_order_relaxed);
     peak_device_bytes_.store(current_device_bytes_.load(std::memory_order_relaxed),
@@ -201,6 +195,14 @@ class telemetry_counters {
     thread_slot* slot = nullptr;
   };
   static constexpr int slot_cache_size = 4;
+
+  // Adds every thread's counters (read relaxed) into `totals`.
+  void sum_slots(std::uint64_t (&totals)[counter_count]) const noexcept {
+    for (const thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;
+         slot = slot->next)
+      for (int c = 0; c < counter_count; ++c)
+        totals[c] += slot->value[c].load(std::memory_order_relaxed);
+  }
 
   static std::uint64_t next_instance_id() noexcept {
     static std::atomic<std::uint64_t> next{1};
