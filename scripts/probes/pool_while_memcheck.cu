@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaDeviceSynchronize());
   std::printf("%s (%s, %d calls, %d wrong)\n", wrong == 0 ? "ok" : "WRONG",
-              with_sort ? "ksort" : in_while ? "while" : "direct", calls, wrong);
+              with_sort  ? "ksort"
+              : in_while ? "while"
+                         : "direct",
+              calls, wrong);
   return wrong == 0 ? 0 : 1;
 }
