@@ -306,6 +306,7 @@ class extract_plan {
   //! setup (-> single-block fixpoint) -> WHILE(round) unless single -> choices and root cost.
   expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single) {
     const detail::extract_buffers b = storage_.buffers();
+    VYRE_TRY(detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
     VYRE_TRY_ASSIGN(const unsigned rows_grid, detail::resident_grid_for(bucket));
     auto prefix = [&](cudaStream_t on) {
       return detail::enqueue_extract_setup(b, rows_grid, single, on);

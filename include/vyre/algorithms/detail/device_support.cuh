@@ -57,6 +57,19 @@ struct runtime_ref {
   }
 };
 
+//! Orders the leased `capture` stream after the work enqueued so far on `stream`, before a graph
+//! is captured on it and launched on `stream`. Launch order alone is what CUDA needs; the wait
+//! also gives the capture stream the same view of `stream`'s stream-ordered allocations (a
+//! leased stream carries the history of earlier leases; compute-sanitizer checks graph nodes
+//! captured on it against that view).
+inline expected<void> order_capture_after(const runtime_ref& runtime, cudaStream_t capture,
+                                          cudaStream_t stream) {
+  VYRE_TRY_ASSIGN(event_lease ready, runtime.events->acquire());
+  VYRE_CUDA_TRY(cudaEventRecord(ready.get(), stream), "capture: record the work stream");
+  VYRE_CUDA_TRY(cudaStreamWaitEvent(capture, ready.get(), 0), "capture: order after it");
+  return {};
+}
+
 //! The runtime services of `gpu`.
 template <policy_bundle P>
 runtime_ref runtime_of(backend<P>& gpu) noexcept {
