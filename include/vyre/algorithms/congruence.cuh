@@ -167,8 +167,8 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   VYRE_CUDA_TRY(
       cudaMemcpyAsync(params.get(), &h.params, sizeof(plan_params), cudaMemcpyHostToDevice, stream),
       "congruence: upload parameters");
-  // A thread per item: the congruence kernels run slower on resident-sized grids (1.12-1.20x
-  // at 4M-16M rows, H100), unlike extraction's.
+  // A thread per item (resident-sized grids made the congruence kernels 1.12-1.20x slower at
+  // 4M-16M rows on an H100, unlike extraction's relaxation rounds).
   const congruence_grids grids{grid_for(R), grid_for(C)};
   VYRE_TRY(enqueue_congruence_checks(b, grids, stream));
 

@@ -114,9 +114,10 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
 
   const extract_buffers b{params.get(),    counters.get(),    dense_child.get(),
                           dense_row.get(), result.cost.get(), result.choice.get()};
-  VYRE_TRY_ASSIGN(const unsigned rows_grid, resident_grid_for(R));
+  VYRE_TRY_ASSIGN(const unsigned round_grid, resident_grid_for(R));
+  const extract_grids grids{grid_for(R), grid_for(C), round_grid};
   const bool single = G <= options.single_block_max_groups && R <= options.single_block_max_rows;
-  VYRE_TRY(enqueue_extract_setup(b, rows_grid, single, stream));
+  VYRE_TRY(enqueue_extract_setup(b, grids, single, stream));
   std::uint32_t rounds = 0;
   if (!single) {
     // One round per launch and one status readback, until a round lowers nothing or the
@@ -127,13 +128,13 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
       ++rounds;
       VYRE_CUDA_TRY(cudaMemsetAsync(&status->changed, 0, sizeof(status->changed), stream),
                     "extract: clear flag");
-      VYRE_TRY(enqueue_extract_round(b, rows_grid, stream));
+      VYRE_TRY(enqueue_extract_round(b, grids, stream));
       VYRE_TRY(copy_to_host(runtime, &h.counters.status, status, 1, stream,
                             "extract: read round status"));
       if (h.counters.status.changed == 0) break;
     }
   }
-  VYRE_TRY(enqueue_extract_choose(b, rows_grid, stream));
+  VYRE_TRY(enqueue_extract_choose(b, grids, stream));
   VYRE_TRY(copy_to_host(runtime, &h.counters, counters.get(), 1, stream, "extract: read counters"));
   copies_done.disarm();
   const plan_counters seen = h.counters;

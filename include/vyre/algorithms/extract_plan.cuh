@@ -307,15 +307,19 @@ class extract_plan {
   expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single) {
     const detail::extract_buffers b = storage_.buffers();
     VYRE_TRY(detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
-    VYRE_TRY_ASSIGN(const unsigned rows_grid, detail::resident_grid_for(bucket));
+    VYRE_TRY_ASSIGN(const unsigned round_grid, detail::resident_grid_for(bucket));
+    const detail::extract_grids grids{
+        detail::grid_for(bucket),
+        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * bucket)),
+        round_grid};
     auto prefix = [&](cudaStream_t on) {
-      return detail::enqueue_extract_setup(b, rows_grid, single, on);
+      return detail::enqueue_extract_setup(b, grids, single, on);
     };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
-      VYRE_TRY(detail::enqueue_extract_round(b, rows_grid, on));
+      VYRE_TRY(detail::enqueue_extract_round(b, grids, on));
       return detail::enqueue_extract_continue(b, handle, on);
     };
-    auto suffix = [&](cudaStream_t on) { return detail::enqueue_extract_choose(b, rows_grid, on); };
+    auto suffix = [&](cudaStream_t on) { return detail::enqueue_extract_choose(b, grids, on); };
     return detail::make_loop_graph(storage_.capture.get(), &prefix, single ? nullptr : &body,
                                    &suffix, "extract_plan: capture the pipeline");
   }

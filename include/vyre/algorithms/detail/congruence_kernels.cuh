@@ -94,8 +94,7 @@ VYRE_DEVICE inline bool same_canonical_row(const image_columns& image, const std
 //! dense_row / parent. Every later kernel does nothing when an input check failed.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void congruence_setup_kernel(const plan_params* params, std::uint32_t* dense_row,
-                                         std::uint32_t* parent, std::uint32_t* dense_child,
-                                         device_status* status) {
+                                         std::uint32_t* parent, device_status* status) {
   const image_columns image = params->image;
   VYRE_DETAIL_GRID_LOOP(i, image.row_count())
   if (std::uint64_t{image.row_children_offsets()[i]} + image.row_children_lens()[i] >
@@ -107,16 +106,6 @@ VYRE_KERNEL void congruence_setup_kernel(const plan_params* params, std::uint32_
     for (std::uint32_t k = image.group_offsets()[g]; k < image.group_offsets()[g + 1]; ++k)
       dense_row[image.group_rows()[k]] = g;
   }
-  VYRE_DETAIL_GRID_LOOP(i, image.child_count()) {
-    const std::uint32_t g =
-        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
-    if (g == image.group_count()) {
-      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
-      dense_child[i] = 0;
-    } else {
-      dense_child[i] = g;
-    }
-  }
 }
 
 //! Canonical children (dense class of each child's representative); clears the round's flag.
@@ -124,11 +113,13 @@ template <int = 0>  // header kernels are templates: one symbol however many TUs
 VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint32_t* dense_child,
                                      const std::uint32_t* parent, std::uint32_t* canon,
                                      device_status* status) {
-  if (!input_ok(status)) return;
-  if (blockIdx.x == 0 && threadIdx.x == 0) status->changed = 0;  // read after this round
-  // Inputs read once into registers: the stores below may alias `params` as far as the
-  // compiler knows, and would make it read them again on every iteration.
+  // Inputs read once into registers (the stores below may alias `params` as far as the
+  // compiler knows), and both loads issued before the branch: one latency, not two, in front
+  // of a two-load body (the grid is resident-sized: `resident_grid_for`).
+  const bool ok = input_ok(status);
   const std::uint32_t children = params->image.child_count();
+  if (!ok) return;
+  if (blockIdx.x == 0 && threadIdx.x == 0) status->changed = 0;  // read after this round
   VYRE_DETAIL_GRID_LOOP(i, children) canon[i] = parent[dense_child[i]];
 }
 
@@ -184,8 +175,9 @@ VYRE_KERNEL void leaders_kernel(const plan_params* params, const std::uint32_t* 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void flatten_kernel(const plan_params* params, std::uint32_t* parent,
                                 const device_status* status) {
-  if (!input_ok(status)) return;
+  const bool ok = input_ok(status);  // both loads before the branch (see canonicalise_kernel)
   const std::uint32_t groups = params->image.group_count();
+  if (!ok) return;
   VYRE_DETAIL_GRID_LOOP(i, groups) {
     const auto g = static_cast<std::uint32_t>(i);
     atomic_u32(parent[g]).store(find_root(parent, g), cuda::std::memory_order_relaxed);
@@ -378,9 +370,12 @@ inline expected<void> enqueue_congruence_checks(const congruence_buffers& b,
                                                 const congruence_grids& grids, cudaStream_t on) {
   init_counters_kernel<><<<1, 1, 0, on>>>(b.counters);
   VYRE_TRY(launched("congruence: init counters"));
-  congruence_setup_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.dense_row, b.parent,
-                                                               b.dense_child, &b.counters->status);
-  return launched("congruence: input checks and dense classes");
+  congruence_setup_kernel<>
+      <<<grids.rows, block_size, 0, on>>>(b.params, b.dense_row, b.parent, &b.counters->status);
+  VYRE_TRY(launched("congruence: input checks and dense rows"));
+  dense_children_kernel<>
+      <<<grids.children, block_size, 0, on>>>(b.params, b.dense_child, &b.counters->status);
+  return launched("congruence: dense children");
 }
 
 //! Part 2: one round over `bucket` rows (the caller decides whether another runs: a flag

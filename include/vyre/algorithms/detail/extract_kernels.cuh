@@ -144,23 +144,13 @@ VYRE_DEVICE inline void relax_in_block(const image_columns& image, const double*
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void extract_setup_kernel(const plan_params* params, double* cost,
                                       std::uint32_t* choice, std::uint32_t* dense_row,
-                                      std::uint32_t* dense_child, device_status* status) {
+                                      device_status* status) {
   // Inputs read once into registers: the stores below may alias `params` as far as the
   // compiler knows, and would make it read them again on every iteration.
   const image_columns image = params->image;
   const double* const node_cost = params->node_cost;
   VYRE_DETAIL_GRID_LOOP(i, image.row_count())
   extract_setup_at(image, node_cost, i, cost, choice, dense_row, status);
-  VYRE_DETAIL_GRID_LOOP(i, image.child_count()) {
-    const std::uint32_t g =
-        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
-    if (g == image.group_count()) {
-      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
-      dense_child[i] = 0;
-    } else {
-      dense_child[i] = g;
-    }
-  }
 }
 
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
@@ -247,15 +237,27 @@ struct extract_buffers {
   std::uint32_t* choice = nullptr;
 };
 
+//! Grid sizes: a thread per row for the setup and the choice, a thread per child entry for
+//! the dense children, and a resident-sized grid for the relaxation rounds (their parameter
+//! loads paid once per thread, not once per row: `resident_grid_for`).
+struct extract_grids {
+  unsigned rows = 1;
+  unsigned children = 1;
+  unsigned rounds = 1;
+};
+
 //! Part 1: clean counters, input checks, dense indices, costs at +inf; with `single`, the
 //! whole fixpoint in one block.
-inline expected<void> enqueue_extract_setup(const extract_buffers& b, unsigned rows_grid,
+inline expected<void> enqueue_extract_setup(const extract_buffers& b, const extract_grids& grids,
                                             bool single, cudaStream_t on) {
   init_counters_kernel<><<<1, 1, 0, on>>>(b.counters);
   VYRE_TRY(launched("extract: init counters"));
-  extract_setup_kernel<><<<rows_grid, block_size, 0, on>>>(b.params, b.cost, b.choice, b.dense_row,
-                                                           b.dense_child, &b.counters->status);
+  extract_setup_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.cost, b.choice, b.dense_row,
+                                                            &b.counters->status);
   VYRE_TRY(launched("extract: input checks"));
+  dense_children_kernel<>
+      <<<grids.children, block_size, 0, on>>>(b.params, b.dense_child, &b.counters->status);
+  VYRE_TRY(launched("extract: dense children"));
   if (!single) return {};
   relax_single_block_kernel<>
       <<<1, 1024, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost, b.counters);
@@ -264,10 +266,10 @@ inline expected<void> enqueue_extract_setup(const extract_buffers& b, unsigned r
 
 //! Part 2: one grid-wide relaxation round (sets `changed` when a cost dropped; whoever decides
 //! about the next round clears it).
-inline expected<void> enqueue_extract_round(const extract_buffers& b, unsigned rows_grid,
+inline expected<void> enqueue_extract_round(const extract_buffers& b, const extract_grids& grids,
                                             cudaStream_t on) {
-  relax_round_kernel<>
-      <<<rows_grid, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost, b.counters);
+  relax_round_kernel<><<<grids.rounds, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row,
+                                                            b.cost, b.counters);
   return launched("extract: relax round");
 }
 
@@ -280,10 +282,10 @@ inline expected<void> enqueue_extract_continue(const extract_buffers& b,
 }
 
 //! Part 3: the choices and the roots' cost.
-inline expected<void> enqueue_extract_choose(const extract_buffers& b, unsigned rows_grid,
+inline expected<void> enqueue_extract_choose(const extract_buffers& b, const extract_grids& grids,
                                              cudaStream_t on) {
-  choose_kernel<><<<rows_grid, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost,
-                                                    b.choice, b.counters);
+  choose_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.dense_child, b.dense_row, b.cost,
+                                                     b.choice, b.counters);
   VYRE_TRY(launched("extract: choose rows"));
   root_cost_kernel<><<<1, 32, 0, on>>>(b.params, b.cost, b.counters);
   return launched("extract: root cost");

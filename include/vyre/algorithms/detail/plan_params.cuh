@@ -40,6 +40,26 @@ VYRE_DEVICE inline bool input_ok(const device_status* status) noexcept {
 }
 
 //! Starts a run: clean status, zero counters.
+//! The dense class of every child entry (binary search of its e-class id among the groups'
+//! ids); an unknown id sets `bad_child` (the smallest such entry) and maps to class 0. Shared
+//! by congruence and extraction, launched on a grid over the children (a thread per entry:
+//! each search is a chain of dependent loads).
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void dense_children_kernel(const plan_params* params, std::uint32_t* dense_child,
+                                       device_status* status) {
+  const image_columns image = params->image;  // read once (the stores below may alias it)
+  VYRE_DETAIL_GRID_LOOP(i, image.child_count()) {
+    const std::uint32_t g =
+        find_sorted(image.group_eclass_ids(), image.group_count(), image.children()[i]);
+    if (g == image.group_count()) {
+      atomicMin(&status->bad_child, static_cast<std::uint32_t>(i));
+      dense_child[i] = 0;
+    } else {
+      dense_child[i] = g;
+    }
+  }
+}
+
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void init_counters_kernel(plan_counters* counters) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *counters = plan_counters{clean_status};
