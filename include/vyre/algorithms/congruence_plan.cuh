@@ -141,15 +141,8 @@ class congruence_plan {
     storage& s = storage_;
     detail::plan_params params;
     params.image = image;
-    *s.host_params.get() = params;
-    VYRE_CUDA_TRY(cudaMemcpyAsync(s.params.get(), s.host_params.get(), sizeof(detail::plan_params),
-                                  cudaMemcpyHostToDevice, stream_),
-                  "congruence_plan: upload parameters");
-    VYRE_TRY(graph->launch(stream_));
-    if (runtime_.telemetry != nullptr) runtime_.telemetry->record_graph_launch();
-    VYRE_TRY(detail::copy_to_host(runtime_, s.host_counters.get(), s.counters.get(), 1, stream_,
-                                  "congruence_plan: read counters"));
-    const detail::plan_counters seen = *s.host_counters.get();
+    VYRE_TRY_ASSIGN(const detail::plan_counters seen,
+                    s.io.replay(runtime_, *graph, params, stream_, "congruence_plan: run"));
     VYRE_TRY(detail::congruence_outcome(seen, image));
     congruence_view view;
     view.eclass_ids = s.class_ids.get();
@@ -245,10 +238,7 @@ class congruence_plan {
 
   struct storage {
     bool ready = false;
-    device_array<detail::plan_params> params;
-    device_array<detail::plan_counters> counters;
-    detail::pinned_array<detail::plan_params> host_params;
-    detail::pinned_array<detail::plan_counters> host_counters;
+    detail::plan_io io;
     detail::pinned_array<std::uint32_t> staging;  //!< run_host: image upload and result download
     u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
     u32_buffer dense_row, parent, dense_child, canon, keys, rows, sorted_keys, sorted_rows,
@@ -265,12 +255,7 @@ class congruence_plan {
       storage s;
       const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
       const char* what = "congruence_plan: allocate";
-      VYRE_TRY_ASSIGN(s.params, runtime.allocate<detail::plan_params>(1, stream, what));
-      VYRE_TRY_ASSIGN(s.counters, runtime.allocate<detail::plan_counters>(1, stream, what));
-      VYRE_TRY_ASSIGN(s.host_params,
-                      detail::pinned_array<detail::plan_params>::allocate(runtime, 1, what));
-      VYRE_TRY_ASSIGN(s.host_counters,
-                      detail::pinned_array<detail::plan_counters>::allocate(runtime, 1, what));
+      VYRE_TRY_ASSIGN(s.io, detail::plan_io::allocate(runtime, stream, what));
       for (u32_buffer* b :
            {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys, &s.sorted_rows, &s.run_start,
             &s.class_ids, &s.representative, &s.kept}) {
@@ -293,8 +278,8 @@ class congruence_plan {
       // Stale-but-initialised: the group scan reads counts past the last run.
       VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, s.counts.size_bytes(), stream), what);
       detail::congruence_buffers& b = s.buffers;
-      b.params = s.params.get();
-      b.counters = s.counters.get();
+      b.params = s.io.params.get();
+      b.counters = s.io.counters.get();
       b.dense_row = s.dense_row.get();
       b.parent = s.parent.get();
       b.dense_child = s.dense_child.get();

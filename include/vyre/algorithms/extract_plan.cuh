@@ -161,15 +161,8 @@ class extract_plan {
     p.node_cost = node_cost;
     p.roots = s.roots.get();
     p.root_count = root_count;
-    *s.host_params.get() = p;
-    VYRE_CUDA_TRY(cudaMemcpyAsync(s.params.get(), s.host_params.get(), sizeof(detail::plan_params),
-                                  cudaMemcpyHostToDevice, stream_),
-                  "extract_plan: upload parameters");
-    VYRE_TRY(graph->launch(stream_));
-    if (runtime_.telemetry != nullptr) runtime_.telemetry->record_graph_launch();
-    VYRE_TRY(detail::copy_to_host(runtime_, s.host_counters.get(), s.counters.get(), 1, stream_,
-                                  "extract_plan: read counters"));
-    const detail::plan_counters seen = *s.host_counters.get();
+    VYRE_TRY_ASSIGN(const detail::plan_counters seen,
+                    s.io.replay(runtime_, *graph, p, stream_, "extract_plan: run"));
     VYRE_TRY(detail::extract_outcome(seen, image.group_count(), roots.data()));
     extraction_view view;
     view.cost = s.cost.get();
@@ -250,10 +243,7 @@ class extract_plan {
 
   struct storage {
     bool ready = false;
-    device_array<detail::plan_params> params;
-    device_array<detail::plan_counters> counters;
-    detail::pinned_array<detail::plan_params> host_params;
-    detail::pinned_array<detail::plan_counters> host_counters;
+    detail::plan_io io;
     detail::pinned_array<std::uint32_t> host_roots;
     detail::pinned_array<std::uint32_t> staging;  //!< run_host: image + costs up, results down
     device_array<std::uint32_t> input;  //!< run_host: the uploaded image and costs (lazily)
@@ -267,12 +257,7 @@ class extract_plan {
       storage s;
       const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
       const char* what = "extract_plan: allocate";
-      VYRE_TRY_ASSIGN(s.params, runtime.allocate<detail::plan_params>(1, stream, what));
-      VYRE_TRY_ASSIGN(s.counters, runtime.allocate<detail::plan_counters>(1, stream, what));
-      VYRE_TRY_ASSIGN(s.host_params,
-                      detail::pinned_array<detail::plan_params>::allocate(runtime, 1, what));
-      VYRE_TRY_ASSIGN(s.host_counters,
-                      detail::pinned_array<detail::plan_counters>::allocate(runtime, 1, what));
+      VYRE_TRY_ASSIGN(s.io, detail::plan_io::allocate(runtime, stream, what));
       VYRE_TRY_ASSIGN(s.dense_child, runtime.allocate<std::uint32_t>(C, stream, what));
       VYRE_TRY_ASSIGN(s.choice, runtime.allocate<std::uint32_t>(B, stream, what));
       VYRE_TRY_ASSIGN(s.dense_row, runtime.allocate<std::uint32_t>(B, stream, what));
@@ -283,8 +268,8 @@ class extract_plan {
     }
 
     detail::extract_buffers buffers() const noexcept {
-      return {params.get(),    counters.get(), dense_child.get(),
-              dense_row.get(), cost.get(),     choice.get()};
+      return {io.params.get(), io.counters.get(), dense_child.get(),
+              dense_row.get(), cost.get(),        choice.get()};
     }
   };
 

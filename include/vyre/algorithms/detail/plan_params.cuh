@@ -39,7 +39,6 @@ VYRE_DEVICE inline bool input_ok(const device_status* status) noexcept {
   return status->bad_row == 0xFFFFFFFFu && status->bad_child == 0xFFFFFFFFu;
 }
 
-//! Starts a run: clean status, zero counters.
 //! The dense class of every child entry (binary search of its e-class id among the groups'
 //! ids); an unknown id sets `bad_child` (the smallest such entry) and maps to class 0. Shared
 //! by congruence and extraction, launched on a grid over the children (a thread per entry:
@@ -60,6 +59,7 @@ VYRE_KERNEL void dense_children_kernel(const plan_params* params, std::uint32_t*
   }
 }
 
+//! Starts a run: clean status, zero counters.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
 VYRE_KERNEL void init_counters_kernel(plan_counters* counters) {
   if (threadIdx.x == 0 && blockIdx.x == 0) *counters = plan_counters{clean_status};
@@ -82,5 +82,50 @@ inline void stage_columns(const image_columns& image, std::uint32_t* to) noexcep
     if (!column.empty()) std::memcpy(to + at.spans[c].offset, column.data(), column.size_bytes());
   }
 }
+
+//! A plan's parameter block and counters: the device copies its captured graph reads and
+//! writes, and the pinned copies the host fills and reads. One run is `replay`: upload the
+//! parameters, launch the graph, read the counters back (the run's one wait).
+struct plan_io {
+  device_array<plan_params> params;
+  device_array<plan_counters> counters;
+  pinned_array<plan_params> host_params;
+  pinned_array<plan_counters> host_counters;
+
+  // Host-only special members, defaulted out of line (nvcc would infer them host-device).
+  plan_io();
+  ~plan_io();
+  plan_io(plan_io&&) noexcept;
+  plan_io& operator=(plan_io&&) noexcept;
+
+  static expected<plan_io> allocate(const runtime_ref& runtime, cudaStream_t stream,
+                                    const char* what) {
+    plan_io io;
+    VYRE_TRY_ASSIGN(io.params, runtime.allocate<plan_params>(1, stream, what));
+    VYRE_TRY_ASSIGN(io.counters, runtime.allocate<plan_counters>(1, stream, what));
+    VYRE_TRY_ASSIGN(io.host_params, pinned_array<plan_params>::allocate(runtime, 1, what));
+    VYRE_TRY_ASSIGN(io.host_counters, pinned_array<plan_counters>::allocate(runtime, 1, what));
+    return io;
+  }
+
+  //! Runs `graph` (an instantiated graph with `launch(stream)`) on `input`; `what` names the
+  //! plan in errors.
+  template <class Graph>
+  expected<plan_counters> replay(const runtime_ref& runtime, Graph& graph, const plan_params& input,
+                                 cudaStream_t stream, const char* what) {
+    *host_params.get() = input;
+    VYRE_CUDA_TRY(cudaMemcpyAsync(params.get(), host_params.get(), sizeof(plan_params),
+                                  cudaMemcpyHostToDevice, stream),
+                  what);
+    VYRE_TRY(graph.launch(stream));
+    if (runtime.telemetry != nullptr) runtime.telemetry->record_graph_launch();
+    VYRE_TRY(copy_to_host(runtime, host_counters.get(), counters.get(), 1, stream, what));
+    return *host_counters.get();
+  }
+};
+inline plan_io::plan_io() = default;
+inline plan_io::~plan_io() = default;
+inline plan_io::plan_io(plan_io&&) noexcept = default;
+inline plan_io& plan_io::operator=(plan_io&&) noexcept = default;
 
 }  // namespace vyre::algorithms::detail
