@@ -26,6 +26,7 @@
 #include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/runtime/backend.cuh"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
@@ -41,21 +42,11 @@ struct device_congruence_result {
   device_packed_image rebuilt;                 //!< canonical, duplicate-free, regrouped, re-signed
   device_array<std::uint32_t> kept_rows;       //!< original row of each rebuilt row (R slots)
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  device_congruence_result();
-  ~device_congruence_result();
-  device_congruence_result(device_congruence_result&&) noexcept;
-  device_congruence_result& operator=(device_congruence_result&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(
+      device_congruence_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
 
-inline device_congruence_result::device_congruence_result() = default;
-inline device_congruence_result::~device_congruence_result() = default;
-inline device_congruence_result::device_congruence_result(device_congruence_result&&) noexcept =
-    default;
-inline device_congruence_result& device_congruence_result::operator=(
-    device_congruence_result&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(device_congruence_result);
 
 //! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense
 //! class indices).

@@ -26,6 +26,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -53,22 +54,9 @@ struct raw_rows {
             static_cast<std::uint32_t>(children.size())};
   }
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  raw_rows();
-  ~raw_rows();
-  raw_rows(const raw_rows&);
-  raw_rows(raw_rows&&) noexcept;
-  raw_rows& operator=(const raw_rows&);
-  raw_rows& operator=(raw_rows&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(raw_rows);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline raw_rows::raw_rows() = default;
-inline raw_rows::~raw_rows() = default;
-inline raw_rows::raw_rows(const raw_rows&) = default;
-inline raw_rows::raw_rows(raw_rows&&) noexcept = default;
-inline raw_rows& raw_rows::operator=(const raw_rows&) = default;
-inline raw_rows& raw_rows::operator=(raw_rows&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(raw_rows);
 
 //! An owning host packed image: the words plus where the columns are.
 struct host_packed_image {
@@ -77,22 +65,9 @@ struct host_packed_image {
 
   image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  host_packed_image();
-  ~host_packed_image();
-  host_packed_image(const host_packed_image&);
-  host_packed_image(host_packed_image&&) noexcept;
-  host_packed_image& operator=(const host_packed_image&);
-  host_packed_image& operator=(host_packed_image&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(host_packed_image);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline host_packed_image::host_packed_image() = default;
-inline host_packed_image::~host_packed_image() = default;
-inline host_packed_image::host_packed_image(const host_packed_image&) = default;
-inline host_packed_image::host_packed_image(host_packed_image&&) noexcept = default;
-inline host_packed_image& host_packed_image::operator=(const host_packed_image&) = default;
-inline host_packed_image& host_packed_image::operator=(host_packed_image&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(host_packed_image);
 
 //! What congruence closure found.
 struct congruence_result {
@@ -106,22 +81,9 @@ struct congruence_result {
   raw_rows rebuilt;
   std::vector<std::uint32_t> kept_rows;  //!< original index of each rebuilt row
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  congruence_result();
-  ~congruence_result();
-  congruence_result(const congruence_result&);
-  congruence_result(congruence_result&&) noexcept;
-  congruence_result& operator=(const congruence_result&);
-  congruence_result& operator=(congruence_result&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(congruence_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline congruence_result::congruence_result() = default;
-inline congruence_result::~congruence_result() = default;
-inline congruence_result::congruence_result(const congruence_result&) = default;
-inline congruence_result::congruence_result(congruence_result&&) noexcept = default;
-inline congruence_result& congruence_result::operator=(const congruence_result&) = default;
-inline congruence_result& congruence_result::operator=(congruence_result&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(congruence_result);
 
 //! What extraction found.
 struct extraction_result {
@@ -131,22 +93,9 @@ struct extraction_result {
   double root_cost = 0;                   //!< sum of the roots' costs (each root once)
   std::uint32_t rounds = 0;  //!< passes (CPU: worklist passes; GPU: rounds, the last unchanged)
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  extraction_result();
-  ~extraction_result();
-  extraction_result(const extraction_result&);
-  extraction_result(extraction_result&&) noexcept;
-  extraction_result& operator=(const extraction_result&);
-  extraction_result& operator=(extraction_result&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(extraction_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline extraction_result::extraction_result() = default;
-inline extraction_result::~extraction_result() = default;
-inline extraction_result::extraction_result(const extraction_result&) = default;
-inline extraction_result::extraction_result(extraction_result&&) noexcept = default;
-inline extraction_result& extraction_result::operator=(const extraction_result&) = default;
-inline extraction_result& extraction_result::operator=(extraction_result&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(extraction_result);
 
 namespace detail {
 
@@ -192,22 +141,9 @@ struct dense_classes {
   std::vector<std::uint32_t> of_row;
   std::vector<std::uint32_t> of_child;  //!< indexed like the children column
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  dense_classes();
-  ~dense_classes();
-  dense_classes(const dense_classes&);
-  dense_classes(dense_classes&&) noexcept;
-  dense_classes& operator=(const dense_classes&);
-  dense_classes& operator=(dense_classes&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(dense_classes);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline dense_classes::dense_classes() = default;
-inline dense_classes::~dense_classes() = default;
-inline dense_classes::dense_classes(const dense_classes&) = default;
-inline dense_classes::dense_classes(dense_classes&&) noexcept = default;
-inline dense_classes& dense_classes::operator=(const dense_classes&) = default;
-inline dense_classes& dense_classes::operator=(dense_classes&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dense_classes);
 
 inline expected<dense_classes> densify(const host_rows& rows) {
   dense_classes dense;

@@ -57,6 +57,7 @@
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -198,19 +199,9 @@ struct dense_map {
     }
   }
 
-  dense_map();
-  ~dense_map();
-  dense_map(const dense_map&);
-  dense_map(dense_map&&) noexcept;
-  dense_map& operator=(const dense_map&);
-  dense_map& operator=(dense_map&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(dense_map);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline dense_map::dense_map() = default;
-inline dense_map::~dense_map() = default;
-inline dense_map::dense_map(const dense_map&) = default;
-inline dense_map::dense_map(dense_map&&) noexcept = default;
-inline dense_map& dense_map::operator=(const dense_map&) = default;
-inline dense_map& dense_map::operator=(dense_map&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dense_map);
 
 //! Sorts `keys` ascending (LSD radix, 8 bits a pass); `scratch` is resized to match.
 inline void radix_sort(std::vector<u32>& keys, std::vector<u32>& scratch) {

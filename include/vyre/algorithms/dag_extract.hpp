@@ -48,6 +48,7 @@
 #include "vyre/algorithms/cpu.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -82,21 +83,10 @@ struct dag_extraction_result {
   std::uint32_t selected_rows = 0;  //!< rows in the selection
   std::uint64_t moves = 0;          //!< improving switches of the winning search
 
-  dag_extraction_result();
-  ~dag_extraction_result();
-  dag_extraction_result(const dag_extraction_result&);
-  dag_extraction_result(dag_extraction_result&&) noexcept;
-  dag_extraction_result& operator=(const dag_extraction_result&);
-  dag_extraction_result& operator=(dag_extraction_result&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(
+      dag_extraction_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline dag_extraction_result::dag_extraction_result() = default;
-inline dag_extraction_result::~dag_extraction_result() = default;
-inline dag_extraction_result::dag_extraction_result(const dag_extraction_result&) = default;
-inline dag_extraction_result::dag_extraction_result(dag_extraction_result&&) noexcept = default;
-inline dag_extraction_result& dag_extraction_result::operator=(const dag_extraction_result&) =
-    default;
-inline dag_extraction_result& dag_extraction_result::operator=(dag_extraction_result&&) noexcept =
-    default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_extraction_result);
 
 namespace detail {
 

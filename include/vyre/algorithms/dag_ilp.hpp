@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "vyre/algorithms/dag_extract.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 namespace vyre::algorithms {
 
@@ -55,19 +56,9 @@ struct dag_ilp_result {
   std::uint32_t model_rows = 0;
   double solver_seconds = 0;
 
-  dag_ilp_result();
-  ~dag_ilp_result();
-  dag_ilp_result(const dag_ilp_result&);
-  dag_ilp_result(dag_ilp_result&&) noexcept;
-  dag_ilp_result& operator=(const dag_ilp_result&);
-  dag_ilp_result& operator=(dag_ilp_result&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(dag_ilp_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline dag_ilp_result::dag_ilp_result() = default;
-inline dag_ilp_result::~dag_ilp_result() = default;
-inline dag_ilp_result::dag_ilp_result(const dag_ilp_result&) = default;
-inline dag_ilp_result::dag_ilp_result(dag_ilp_result&&) noexcept = default;
-inline dag_ilp_result& dag_ilp_result::operator=(const dag_ilp_result&) = default;
-inline dag_ilp_result& dag_ilp_result::operator=(dag_ilp_result&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_ilp_result);
 
 namespace detail {
 

@@ -22,6 +22,7 @@
 #include "vyre/algorithms/detail/plan_params.cuh"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/runtime/backend.cuh"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
@@ -35,20 +36,10 @@ struct device_extraction_result {
   double root_cost = 0;                //!< sum of the roots' costs, in the order given
   std::uint32_t rounds = 0;            //!< rounds until no cost changed (that round included)
 
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  device_extraction_result();
-  ~device_extraction_result();
-  device_extraction_result(device_extraction_result&&) noexcept;
-  device_extraction_result& operator=(device_extraction_result&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(
+      device_extraction_result);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline device_extraction_result::device_extraction_result() = default;
-inline device_extraction_result::~device_extraction_result() = default;
-inline device_extraction_result::device_extraction_result(device_extraction_result&&) noexcept =
-    default;
-inline device_extraction_result& device_extraction_result::operator=(
-    device_extraction_result&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(device_extraction_result);
 
 //! Extraction knobs.
 struct extract_options {

@@ -18,6 +18,7 @@
 #include "vyre/algorithms/cpu.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -45,20 +46,9 @@ struct synthetic_egraph {
   std::vector<std::uint32_t> roots;
   std::uint64_t planted_twins = 0;
 
-  // Host-only special members, defaulted out of line: see `raw_rows` in cpu.hpp.
-  synthetic_egraph();
-  ~synthetic_egraph();
-  synthetic_egraph(const synthetic_egraph&);
-  synthetic_egraph(synthetic_egraph&&) noexcept;
-  synthetic_egraph& operator=(const synthetic_egraph&);
-  synthetic_egraph& operator=(synthetic_egraph&&) noexcept;
+  VYRE_HOST_SPECIAL_MEMBERS(synthetic_egraph);  // host-only (vyre/detail/host_special_members.hpp)
 };
-inline synthetic_egraph::synthetic_egraph() = default;
-inline synthetic_egraph::~synthetic_egraph() = default;
-inline synthetic_egraph::synthetic_egraph(const synthetic_egraph&) = default;
-inline synthetic_egraph::synthetic_egraph(synthetic_egraph&&) noexcept = default;
-inline synthetic_egraph& synthetic_egraph::operator=(const synthetic_egraph&) = default;
-inline synthetic_egraph& synthetic_egraph::operator=(synthetic_egraph&&) noexcept = default;
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(synthetic_egraph);
 
 namespace detail {
 struct split_mix {

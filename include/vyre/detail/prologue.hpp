@@ -13,9 +13,10 @@
 //!   implicit special members of a host-only aggregate (one with `std::vector` or
 //!   `device_buffer` members) held in `cuda::std::expected`, whose members are host-device, and
 //!   then warns that they call host-only members. They only ever run on the host. A class that
-//!   is not an aggregate needs no region: declare its special members in the class and default
-//!   them out of line (`inline T::T() noexcept = default;`, as `vyre::egraph::snapshot` does),
-//!   which makes them host-only; an aggregate cannot declare constructors and stay one.
+//!   is not an aggregate needs no region: `VYRE_HOST_SPECIAL_MEMBERS` declares its special
+//!   members and `..._DEFAULTED` defaults them out of line, host-only
+//!   (`vyre/detail/host_special_members.hpp`); an aggregate cannot declare constructors and stay
+//!   one.
 //!
 //! No include guard and no `#pragma once`, by design: the file is included once per header
 //! that uses it and must take effect every time. The regions do not nest (each header opens

@@ -11,6 +11,7 @@
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/layout.hpp"
 
 namespace vyre::algorithms::detail {
@@ -92,11 +93,7 @@ struct plan_io {
   pinned_array<plan_params> host_params;
   pinned_array<plan_counters> host_counters;
 
-  // Host-only special members, defaulted out of line (nvcc would infer them host-device).
-  plan_io();
-  ~plan_io();
-  plan_io(plan_io&&) noexcept;
-  plan_io& operator=(plan_io&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(plan_io);  // host-only (vyre/detail/host_special_members.hpp)
 
   static expected<plan_io> allocate(const runtime_ref& runtime, cudaStream_t stream,
                                     const char* what) {
@@ -123,9 +120,6 @@ struct plan_io {
     return *host_counters.get();
   }
 };
-inline plan_io::plan_io() = default;
-inline plan_io::~plan_io() = default;
-inline plan_io::plan_io(plan_io&&) noexcept = default;
-inline plan_io& plan_io::operator=(plan_io&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(plan_io);
 
 }  // namespace vyre::algorithms::detail
