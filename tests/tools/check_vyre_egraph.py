@@ -190,6 +190,11 @@ def mode_data(tool, data_dir, work):
                   f"{name}: root_tree_cost {value['root_tree_cost']} != {cost}")
             check(math.isclose(sum(value["root_costs"]), cost, rel_tol=1e-9),
                   f"{name}: root_costs {value['root_costs']} do not sum to {cost}")
+            # The CPU engine's result does not depend on its thread count.
+            one = run_json(tool, "extract", path, "--device", "cpu", "--threads", "1")
+            if one:
+                check(one["root_costs"] == value["root_costs"],
+                      f"{name}: --threads 1 root_costs {one['root_costs']} != {value['root_costs']}")
         before, after, rows_after = python_congruence(path)
         value = run_json(tool, "congruence", path, "--device", "cpu")
         if value:
@@ -197,6 +202,11 @@ def mode_data(tool, data_dir, work):
                   (before, after, rows_after),
                   f"{name}: congruence {value} != python ({before}, {after}, {rows_after})")
             check(value["merges"] == before - after, f"{name}: merges {value['merges']}")
+            one = run_json(tool, "congruence", path, "--device", "cpu", "--threads", "1")
+            if one:
+                keys = ("classes_after", "nodes_after", "merges")
+                check([one[k] for k in keys] == [value[k] for k in keys],
+                      f"{name}: congruence --threads 1 {one} != {value}")
 
 
 def mode_roundtrip(tool, data_dir, work):
@@ -281,7 +291,8 @@ def mode_bad_input(tool, data_dir, work):
             check(path in err, f"{label}: stderr does not name {path}: {err!r}")
             check(out == "", f"{label}: printed on stdout: {out!r}")
     # Usage errors are exit status 2 as well.
-    for args in (["--device", "tpu"], ["frobnicate-extra", "x", "y"], ["pack"]):
+    for args in (["--device", "tpu"], ["frobnicate-extra", "x", "y"], ["pack"],
+                 ["--threads", "many"]):
         code, _, err = run(tool, *args)
         check(code == 2 and err.count("\n") == 1, f"usage {args}: exit {code}, stderr {err!r}")
     # An unwritable output names the output path.

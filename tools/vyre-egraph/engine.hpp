@@ -90,8 +90,11 @@ bool gpu_present() noexcept;
 //! Extraction needs node costs and roots: an image file has neither (`errc::invalid_argument`).
 vyre::expected<void> check_extractable(const graph_input& input);
 
-vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt);
-vyre::expected<extraction_summary> extract_cpu(const graph_input& input);
+//! Congruence closure and tree-cost extraction on the CPU engine (`vyre::algorithms::cpu_engine`,
+//! results identical to the references) with `threads` workers (0: every core).
+vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt,
+                                                  unsigned threads);
+vyre::expected<extraction_summary> extract_cpu(const graph_input& input, unsigned threads);
 //! DAG-cost extraction on the CPU (`method` dag or ilp; `time_limit` seconds bounds CBC).
 //! Errors: a negative node cost (naming the node and its cost), a needed e-class with no
 //! acyclic choice, ilp in a build without CBC.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loading (JSON through vyre::io, image files through vyre::egraph) and the CPU paths (vyre's
-// CPU references). Host code: simdjson lives here, never in the nvcc translation unit.
+// Loading (JSON through vyre::io, image files through vyre::egraph) and the CPU paths (the
+// multi-threaded CPU engine, vyre::algorithms::cpu_engine; DAG extraction). Host code: simdjson
+// lives here, never in the nvcc translation unit.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include <vyre/algorithms.hpp>
+#include <vyre/algorithms/cpu_engine.hpp>
 #include <vyre/algorithms/dag_extract.hpp>
 #if VYRE_HAVE_CBC
 #include <vyre/algorithms/dag_ilp.hpp>
@@ -142,9 +144,11 @@ expected<void> check_extractable(const graph_input& input) {
   return {};
 }
 
-expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt) {
+expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt,
+                                            unsigned threads) {
   const auto start = std::chrono::steady_clock::now();
-  VYRE_TRY_ASSIGN(auto found, vyre::algorithms::congruence_reference(packed_view(input.image)));
+  VYRE_TRY_ASSIGN(auto found,
+                  vyre::algorithms::cpu_engine::congruence(packed_view(input.image), threads));
   congruence_summary summary;
   summary.classes_before = input.image.layout().group_count;
   summary.classes_after = distinct_count(std::move(found.representative));
@@ -161,13 +165,13 @@ expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_
   return summary;
 }
 
-expected<extraction_summary> extract_cpu(const graph_input& input) {
+expected<extraction_summary> extract_cpu(const graph_input& input, unsigned threads) {
   VYRE_TRY(check_extractable(input));
   const auto start = std::chrono::steady_clock::now();
   VYRE_TRY_ASSIGN(const auto found,
-                  vyre::algorithms::extract_reference(
+                  vyre::algorithms::cpu_engine::extract(
                       packed_view(input.image), {input.node_cost.data(), input.node_cost.size()},
-                      {input.roots.data(), input.roots.size()}));
+                      {input.roots.data(), input.roots.size()}, threads));
   extraction_summary summary;
   summary.root_tree_cost = found.root_cost;
   summary.rounds = found.rounds;

@@ -219,6 +219,7 @@ struct options {
   std::string method = "tree";  //!< extract --method: "tree", "dag" or "ilp"
   double time_limit = 10;       //!< extract --time-limit: seconds for the ILP solver
   std::string selection;        //!< extract --selection: where to write the chosen nodes
+  unsigned threads = 0;         //!< --threads: CPU engine workers (0: every core)
 };
 
 enum class device_kind { cpu, gpu };
@@ -377,16 +378,18 @@ void choose_roots(graph_input& input, const options& opts) {
                input.file.c_str(), input.roots.size());
 }
 
-extraction_summary run_extract(const graph_input& input, device_kind device) {
+extraction_summary run_extract(const graph_input& input, device_kind device, unsigned threads) {
   progress_note note("extracting on the " + std::string(name_of(device)));
-  return take(device == device_kind::gpu ? extract_gpu(input) : extract_cpu(input), input.file);
+  return take(device == device_kind::gpu ? extract_gpu(input) : extract_cpu(input, threads),
+              input.file);
 }
 
-congruence_summary run_congruence(const graph_input& input, device_kind device, bool keep) {
+congruence_summary run_congruence(const graph_input& input, device_kind device, bool keep,
+                                  unsigned threads) {
   progress_note note("congruence closure on the " + std::string(name_of(device)));
-  return take(
-      device == device_kind::gpu ? congruence_gpu(input, keep) : congruence_cpu(input, keep),
-      input.file);
+  return take(device == device_kind::gpu ? congruence_gpu(input, keep)
+                                         : congruence_cpu(input, keep, threads),
+              input.file);
 }
 
 json_object extract_json(const graph_input& input, const extraction_summary& found,
@@ -463,8 +466,8 @@ int command_summary(const options& opts) {
   const device_kind device = choose_device(opts, input.image.layout().row_count);
   const bool extractable = static_cast<bool>(check_extractable(input));
   std::optional<extraction_summary> extracted;
-  if (extractable) extracted = run_extract(input, device);
-  const congruence_summary closed = run_congruence(input, device, false);
+  if (extractable) extracted = run_extract(input, device, opts.threads);
+  const congruence_summary closed = run_congruence(input, device, false, opts.threads);
   if (opts.json) {
     json_object out;
     out.add("command", "summary").add("file", input.file).add("device", name_of(device));
@@ -544,7 +547,7 @@ int command_extract(const options& opts) {
       by_dag ? device_kind::cpu : choose_device(opts, input.image.layout().row_count);
   if (by_dag && opts.device == "gpu")
     std::fprintf(stderr, "vyre-egraph: note: --method %s runs on the CPU.\n", opts.method.c_str());
-  const extraction_summary found = run_extract(input, device);
+  const extraction_summary found = run_extract(input, device, opts.threads);
   std::optional<dag_summary> dag;
   if (by_dag) dag = run_dag_extract(input, opts);
   if (!opts.selection.empty()) {
@@ -603,7 +606,7 @@ int command_congruence(const options& opts) {
   const graph_input input = load(opts);
   const device_kind device = choose_device(opts, input.image.layout().row_count);
   const bool keep = !opts.output.empty();
-  const congruence_summary found = run_congruence(input, device, keep);
+  const congruence_summary found = run_congruence(input, device, keep, opts.threads);
   if (keep) write_image(opts.output, *found.rebuilt);
   if (opts.json) {
     json_object out = congruence_json(input, found, device);
@@ -631,6 +634,9 @@ int run(int argc, char** argv) {
                  "where extract and congruence run (auto: the CPU below 2^20 e-nodes, where a "
                  "CUDA context alone costs more than the work; above, the GPU when present)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
+  app.add_option("--threads", opts.threads,
+                 "CPU engine worker threads for extract and congruence on the CPU (0, the "
+                 "default: every core); the results do not depend on it");
   app.add_flag("--json", opts.json, "print one JSON object with stable keys");
   app.add_option("--root", opts.roots,
                  "extract this e-class (a JSON e-class id; repeatable); default: the file's "

@@ -12,7 +12,7 @@
 //!
 //!     auto closure = vyre::algorithms::make_congruence_plan(gpu, stream, {.rows = 1 << 16});
 //!     auto merged = closure.run(image.ref());          // resident device image: on the device
-//!     auto on_host = closure.run_host(host_image);     // host image: the CPU reference below
+//!     auto on_host = closure.run_host(host_image);     // host image: the CPU engine below
 //!                                                      // the crossover, else the device
 //!
 //! Results are the same as the one-shot `congruence`'s (and the CPU reference's). A plan's views
@@ -33,6 +33,7 @@
 #include "vyre/algorithms/build.cuh"
 #include "vyre/algorithms/congruence.cuh"
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/cpu_engine.hpp"
 #include "vyre/algorithms/detail/congruence_kernels.cuh"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/loop_graph.cuh"
@@ -115,7 +116,7 @@ class congruence_plan {
   }
 
   //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
-  //! egraph snapshot's packed image), on the CPU reference or the device as `options` says.
+  //! egraph snapshot's packed image), on the CPU engine or the device as `options` says.
   //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
   result<congruence_result> run_host(const image_columns& host_image,
                                      dispatch_options options = {}) {
@@ -160,7 +161,7 @@ class congruence_plan {
   expected<congruence_result> run_on_host(const image_columns& host_image,
                                           dispatch_options options) {
     if (detail::runs_on_host(options, host_image.row_count(), congruence_host_below_rows))
-      return congruence_reference(host_image);
+      return cpu_engine::congruence(host_image, options.host_threads);
     VYRE_TRY(detail::check_image_counts(host_image, "congruence_plan: more groups than rows"));
     VYRE_TRY(fit(host_image.row_count(), host_image.child_count()));
     storage& s = storage_;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Host/device dispatch of the plans' `run_host` (a host e-graph runs the CPU reference below a
-//! measured crossover row count, else the device plan): the choice and its knobs.
+//! Host/device dispatch of the plans' `run_host` (a host e-graph runs the CPU engine,
+//! `cpu_engine.hpp`, below a measured crossover row count, else the device plan): the choice and
+//! its knobs.
 #pragma once
 
 #include <cstdint>
@@ -11,9 +12,9 @@ namespace vyre::algorithms {
 //! Where a plan runs an e-graph that lives on the host (`run_host`). A resident device image
 //! (`run`) always stays on the device.
 enum class dispatch : std::uint8_t {
-  automatic,  //!< the CPU reference below `dispatch_options::host_below_rows` rows, else the device
+  automatic,  //!< the CPU engine below `dispatch_options::host_below_rows` rows, else the device
   device,     //!< always the device (upload, replay, download)
-  host        //!< always the CPU reference
+  host        //!< always the CPU engine
 };
 
 //! `dispatch_options::host_below_rows` value meaning "the algorithm's default crossover".
@@ -22,19 +23,22 @@ inline constexpr std::uint32_t default_crossover = 0xFFFFFFFFu;
 //! Dispatch knobs.
 struct dispatch_options {
   dispatch where = dispatch::automatic;
-  //! `automatic` runs the CPU reference for inputs with fewer rows than this
+  //! `automatic` runs the CPU engine for inputs with fewer rows than this
   //! (`default_crossover`: `congruence_host_below_rows` / `extract_host_below_rows`).
   std::uint32_t host_below_rows = default_crossover;
+  //! Worker threads of the CPU engine when the host runs it (0: every core; small inputs run on
+  //! the calling thread whatever this says). Never changes the result.
+  unsigned host_threads = 0;
 };
 
-//! Default crossovers (rows) of `automatic` dispatch: below them the CPU reference is faster
-//! than one plan replay plus the upload and download (a replay costs tens of microseconds of
-//! launch latency whatever the size; the CPU references cost about 0.2-0.3 us (congruence) and
-//! 0.1 us (extraction) per row on the real e-graphs). Chosen on the safe side: a file just
-//! below a crossover runs on the CPU, which is never slower than the CPU. `bench_algorithms`
-//! measures the real crossovers (its `congruence_dispatch_crossover` /
-//! `extract_dispatch_crossover` lines); re-measure on other machines and pass your own through
-//! `dispatch_options::host_below_rows`.
+//! Default crossovers (rows) of `automatic` dispatch: below them the CPU is faster than one
+//! plan replay plus the upload and download (a replay costs tens of microseconds of launch
+//! latency whatever the size). Measured against the CPU references (about 0.2-0.3 us per row for
+//! congruence, 0.1 us for extraction on the real e-graphs); the CPU engine that `run_host` now
+//! runs is faster still, so these are on the safe side: a file just below a crossover runs on
+//! the CPU, never slower than the CPU. `bench_algorithms` measures the real crossovers (its
+//! `congruence_dispatch_crossover` / `extract_dispatch_crossover` lines); re-measure on other
+//! machines and pass your own through `dispatch_options::host_below_rows`.
 inline constexpr std::uint32_t congruence_host_below_rows = 512;
 inline constexpr std::uint32_t extract_host_below_rows = 1024;
 

@@ -21,6 +21,7 @@
 #include <cuda/std/span>
 
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/cpu_engine.hpp"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/extract_kernels.cuh"
 #include "vyre/algorithms/detail/loop_graph.cuh"
@@ -96,7 +97,7 @@ class extract_plan {
   }
 
   //! Extraction over a host image (host pointers) with host costs and roots, on the CPU
-  //! reference or the device as `options` says; both give the same costs (bit for bit),
+  //! engine or the device as `options` says; both give the same costs (bit for bit),
   //! choices and root cost. `rounds` counts the passes of the side that ran.
   result<extraction_result> run_host(const image_columns& host_image,
                                      cuda::std::span<const double> node_cost,
@@ -178,7 +179,7 @@ class extract_plan {
                                           cuda::std::span<const std::uint32_t> roots,
                                           dispatch_options options) {
     if (detail::runs_on_host(options, host_image.row_count(), extract_host_below_rows))
-      return extract_reference(host_image, node_cost, roots);
+      return cpu_engine::extract(host_image, node_cost, roots, options.host_threads);
     if (node_cost.size() != host_image.row_count())
       return fail(error(errc::invalid_argument, "extract: one node cost per row is required")
                       .with("costs", node_cost.size())
