@@ -713,6 +713,38 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
 
 }  // namespace detail
 
+namespace detail {
+
+//! What both extraction modes start from: the DAG problem of `view` and its tree-cost
+//! selection (a search start, and the ILP's first bound); `who` names the caller in errors.
+struct dag_input {
+  dag_problem problem;
+  extraction_result tree;
+};
+
+inline expected<dag_input> dag_input_of(const host_rows& view,
+                                        cuda::std::span<const double> node_cost,
+                                        cuda::std::span<const std::uint32_t> roots,
+                                        const char* who) {
+  VYRE_TRY_ASSIGN(const dense_classes dense, densify(view));
+  dag_input input;
+  VYRE_TRY_ASSIGN(input.problem, make_dag_problem(view, dense, node_cost, roots, who));
+  VYRE_TRY_ASSIGN(input.tree, extract(view, dense, node_cost, roots));
+  return input;
+}
+
+//! `dag_input_of` over raw rows (children offsets are the prefix sums of the lengths).
+inline expected<dag_input> dag_input_of(const raw_rows_ref& rows,
+                                        cuda::std::span<const double> node_cost,
+                                        cuda::std::span<const std::uint32_t> roots,
+                                        const char* who) {
+  std::vector<std::uint32_t> offsets;
+  VYRE_TRY_ASSIGN(const host_rows view, rows_of(rows, offsets));
+  return dag_input_of(view, node_cost, roots, who);
+}
+
+}  // namespace detail
+
 //! DAG-cost extraction (the heuristic above).
 //! @param node_cost one finite, non-negative cost per row, in row order.
 //! @param roots e-class ids (each must have rows); duplicates count once.
@@ -724,12 +756,9 @@ inline expected<dag_extraction_result> extract_dag(const image_columns& image,
                                                    cuda::std::span<const double> node_cost,
                                                    cuda::std::span<const std::uint32_t> roots,
                                                    const dag_options& options = {}) {
-  const detail::host_rows view = detail::rows_of(image);
-  VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
-  VYRE_TRY_ASSIGN(const detail::dag_problem problem,
-                  detail::make_dag_problem(view, dense, node_cost, roots, "extract_dag"));
-  VYRE_TRY_ASSIGN(const extraction_result tree, detail::extract(view, dense, node_cost, roots));
-  return detail::extract_dag(problem, options, "extract_dag", &tree);
+  VYRE_TRY_ASSIGN(const detail::dag_input input,
+                  detail::dag_input_of(detail::rows_of(image), node_cost, roots, "extract_dag"));
+  return detail::extract_dag(input.problem, options, "extract_dag", &input.tree);
 }
 
 //! @overload Raw rows (children offsets are the prefix sums of the lengths).
@@ -737,13 +766,9 @@ inline expected<dag_extraction_result> extract_dag(const raw_rows_ref& rows,
                                                    cuda::std::span<const double> node_cost,
                                                    cuda::std::span<const std::uint32_t> roots,
                                                    const dag_options& options = {}) {
-  std::vector<std::uint32_t> offsets;
-  VYRE_TRY_ASSIGN(const detail::host_rows view, detail::rows_of(rows, offsets));
-  VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
-  VYRE_TRY_ASSIGN(const detail::dag_problem problem,
-                  detail::make_dag_problem(view, dense, node_cost, roots, "extract_dag"));
-  VYRE_TRY_ASSIGN(const extraction_result tree, detail::extract(view, dense, node_cost, roots));
-  return detail::extract_dag(problem, options, "extract_dag", &tree);
+  VYRE_TRY_ASSIGN(const detail::dag_input input,
+                  detail::dag_input_of(rows, node_cost, roots, "extract_dag"));
+  return detail::extract_dag(input.problem, options, "extract_dag", &input.tree);
 }
 
 }  // namespace vyre::algorithms

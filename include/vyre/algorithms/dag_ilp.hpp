@@ -318,12 +318,10 @@ inline expected<dag_ilp_result> extract_dag_ilp(const image_columns& image,
                                                 cuda::std::span<const double> node_cost,
                                                 cuda::std::span<const std::uint32_t> roots,
                                                 const dag_ilp_options& options = {}) {
-  const detail::host_rows view = detail::rows_of(image);
-  VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
-  VYRE_TRY_ASSIGN(const detail::dag_problem problem,
-                  detail::make_dag_problem(view, dense, node_cost, roots, "extract_dag_ilp"));
-  VYRE_TRY_ASSIGN(const extraction_result tree, detail::extract(view, dense, node_cost, roots));
-  return detail::extract_dag_ilp(problem, options, "extract_dag_ilp", &tree);
+  VYRE_TRY_ASSIGN(
+      const detail::dag_input input,
+      detail::dag_input_of(detail::rows_of(image), node_cost, roots, "extract_dag_ilp"));
+  return detail::extract_dag_ilp(input.problem, options, "extract_dag_ilp", &input.tree);
 }
 
 //! @overload Raw rows (children offsets are the prefix sums of the lengths).
@@ -331,13 +329,9 @@ inline expected<dag_ilp_result> extract_dag_ilp(const raw_rows_ref& rows,
                                                 cuda::std::span<const double> node_cost,
                                                 cuda::std::span<const std::uint32_t> roots,
                                                 const dag_ilp_options& options = {}) {
-  std::vector<std::uint32_t> offsets;
-  VYRE_TRY_ASSIGN(const detail::host_rows view, detail::rows_of(rows, offsets));
-  VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
-  VYRE_TRY_ASSIGN(const detail::dag_problem problem,
-                  detail::make_dag_problem(view, dense, node_cost, roots, "extract_dag_ilp"));
-  VYRE_TRY_ASSIGN(const extraction_result tree, detail::extract(view, dense, node_cost, roots));
-  return detail::extract_dag_ilp(problem, options, "extract_dag_ilp", &tree);
+  VYRE_TRY_ASSIGN(const detail::dag_input input,
+                  detail::dag_input_of(rows, node_cost, roots, "extract_dag_ilp"));
+  return detail::extract_dag_ilp(input.problem, options, "extract_dag_ilp", &input.tree);
 }
 
 }  // namespace vyre::algorithms
