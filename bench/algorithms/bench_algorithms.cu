@@ -18,7 +18,12 @@
 // the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
 // around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
 // --parts build stops after the build lines of each input; --parts gpu skips the CPU baselines
-// (for same-run comparisons of two builds of vyre).
+// (for same-run comparisons of two builds of vyre). --parts engine (synthetic sizes only):
+//   *_vs_cpu_engine[_1t]  the GPU kernel path (one-shot call on the resident image) vs the
+//                   multi-threaded CPU engine (cpu_engine.hpp) on the host packed image, on
+//                   every core and on one thread (median of 3 after a warm-up)
+//   *_host_device_vs_cpu_engine  end to end: plan.run_host(dispatch::device) from the host
+//                   image (upload, replay, download to host vectors) vs the same CPU engine
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -35,6 +40,9 @@
 #include <cub/device/device_scan.cuh>
 
 #include "vyre/algorithms.cuh"
+#include "vyre/algorithms/cpu_engine.hpp"
+
+#include "bench_support.hpp"
 
 #if VYRE_HAVE_SIMDJSON
 #include "egraph_json.hpp"
@@ -44,8 +52,9 @@ using namespace vyre::algorithms;
 
 namespace {
 
-bool build_only = false;  // --parts build: the build lines only
-bool skip_cpu = false;    // --parts gpu: no CPU baselines (their lines report 0 ns)
+bool build_only = false;   // --parts build: the build lines only
+bool skip_cpu = false;     // --parts gpu: no CPU baselines (their lines report 0 ns)
+bool engine_only = false;  // --parts engine: GPU against the CPU engine, synthetic sizes only
 
 // Every algorithm allocates from one backend: the caching pool keeping everything freed (an
 // engine running them repeatedly would), so the timings measure the algorithms rather than
@@ -297,6 +306,59 @@ double wall_median_ns(int repeats, Work&& work) {
   return host_clock_median_ns(repeats, work);
 }
 
+// The CPU's model and this process's hardware threads, for the CPU engine lines.
+std::string cpu_params() {
+  return ",\"cpu\":\"" + vyre_bench::cpu_name() + "\",\"cpu_threads\":" +
+         std::to_string(vyre::algorithms::cpu_engine::detail::resolve_threads(0));
+}
+
+// --parts engine: the GPU (kernel path and end to end) against the multi-threaded CPU engine.
+void emit_engine_lines(const std::string& params, const std::string& device, const raw_rows& rows,
+                       const std::vector<double>& cost, const std::vector<std::uint32_t>& roots,
+                       double congruence_ns, double extract_ns, plans& plan) {
+  auto host_image = pack_reference(rows.ref());
+  const image_columns host = must(host_image, "pack_reference").ref();
+  const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
+  const cuda::std::span<const double> cost_span{cost.data(), cost.size()};
+  const auto engine_ns = [&](auto&& run) {
+    run();  // warm-up: page faults, thread start-up
+    return host_clock_median_ns(3, run);
+  };
+  for (const unsigned threads : {0u, 1u}) {
+    const double cpu_congruence_ns = engine_ns([&] {
+      auto found = cpu_engine::congruence(host, threads);
+      (void)must(found, "cpu_engine::congruence");
+    });
+    const double cpu_extract_ns = engine_ns([&] {
+      auto found = cpu_engine::extract(host, cost_span, root_span, threads);
+      (void)must(found, "cpu_engine::extract");
+    });
+    const std::string suffix = threads == 0 ? "" : "_1t";
+    const std::string with_cpu = params + cpu_params();
+    const char* congruence_baseline =
+        threads == 0 ? "cpu_engine::congruence, every core" : "cpu_engine::congruence, 1 thread";
+    const char* extract_baseline =
+        threads == 0 ? "cpu_engine::extract, every core" : "cpu_engine::extract, 1 thread";
+    emit(("congruence_vs_cpu_engine" + suffix).c_str(), with_cpu, device, congruence_ns,
+         congruence_baseline, cpu_congruence_ns);
+    emit(("extract_vs_cpu_engine" + suffix).c_str(), with_cpu, device, extract_ns, extract_baseline,
+         cpu_extract_ns);
+    if (threads != 0) continue;
+    const double host_device_congruence_ns = wall_median_ns(3, [&] {
+      auto found = plan.closure.run_host(host, {dispatch::device});
+      (void)must(found, "congruence_plan::run_host(device)");
+    });
+    const double host_device_extract_ns = wall_median_ns(3, [&] {
+      auto found = plan.best.run_host(host, cost_span, root_span, {dispatch::device});
+      (void)must(found, "extract_plan::run_host(device)");
+    });
+    emit("congruence_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
+         host_device_congruence_ns, congruence_baseline, cpu_congruence_ns);
+    emit("extract_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
+         host_device_extract_ns, extract_baseline, cpu_extract_ns);
+  }
+}
+
 void bench_graph(const std::string& label, const raw_rows& rows, const std::vector<double>& cost,
                  const std::vector<std::uint32_t>& roots, cudaStream_t stream, int repeats,
                  int cpu_repeats, bool with_primitives, const std::string& device, plans& plan,
@@ -384,6 +446,11 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   });
   emit("extract_vs_cpu", params, device, extract_ns, "extract_reference (1 CPU thread)",
        cpu_extract_ns, ",\"gpu_rounds\":" + std::to_string(extract_rounds));
+
+  if (engine_only) {
+    emit_engine_lines(params, device, rows, cost, roots, congruence_ns, extract_ns, plan);
+    return;
+  }
 
   // Plans on the resident image: one replay + one readback per call.
   const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
@@ -473,13 +540,15 @@ int main(int argc, char** argv) {
       data_dir = value;
     } else if (flag == "--repeats") {
       repeats = std::max(1, std::stoi(value));
-    } else if (flag == "--parts" && (value == "all" || value == "build" || value == "gpu")) {
+    } else if (flag == "--parts" &&
+               (value == "all" || value == "build" || value == "gpu" || value == "engine")) {
       build_only = value == "build";
-      skip_cpu = value == "gpu";
+      skip_cpu = value == "gpu" || value == "engine";
+      engine_only = value == "engine";
     } else {
       std::fprintf(stderr,
                    "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
-                   "[--parts all|build|gpu]\n");
+                   "[--parts all|build|gpu|engine]\n");
       return 2;
     }
   }
