@@ -21,14 +21,7 @@
 
 #include <cub/device/device_radix_sort.cuh>
 
-#define CHECK(x)                                          \
-  do {                                                    \
-    cudaError_t e = (x);                                  \
-    if (e != cudaSuccess) {                               \
-      std::printf("%s: %s\n", #x, cudaGetErrorString(e)); \
-      return 1;                                           \
-    }                                                     \
-  } while (0)
+#include "raw_cuda.cuh"
 
 __global__ void fill(unsigned* in, unsigned n) {
   for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
@@ -76,32 +69,21 @@ int main(int argc, char** argv) {
     CHECK(cudaMemsetAsync(out, 0, n * 4u, s));
     CHECK(cudaMemsetAsync(rounds, 0, 4, s));
     if (in_while) {
-      cudaGraph_t graph;
-      CHECK(cudaGraphCreate(&graph, 0));
-      cudaGraphConditionalHandle handle;
-      CHECK(cudaGraphConditionalHandleCreate(&handle, graph, 1, cudaGraphCondAssignDefault));
-      cudaGraphNodeParams params = {};
-      params.type = cudaGraphNodeTypeConditional;
-      params.conditional.handle = handle;
-      params.conditional.type = cudaGraphCondTypeWhile;
-      params.conditional.size = 1;
-      cudaGraphNode_t node;
-      CHECK(cudaGraphAddNode(&node, graph, nullptr, nullptr, 0, &params));
-      cudaGraph_t body = params.conditional.phGraph_out[0];
-      CHECK(cudaStreamBeginCaptureToGraph(capture, body, nullptr, nullptr, 0,
-                                          cudaStreamCaptureModeThreadLocal));
-      gather<<<264, 256, 0, capture>>>(in, out, n);
-      if (with_sort)
-        CHECK(cub::DeviceRadixSort::SortKeys(scratch, scratch_bytes, out, sorted,
-                                             static_cast<int>(n), 0, 32, capture));
-      count_round<<<1, 1, 0, capture>>>(handle, rounds, round_count);
-      CHECK(cudaStreamEndCapture(capture, &body));
       cudaGraphExec_t exec;
-      CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      if (make_while_graph(capture, &exec, [&](cudaGraphConditionalHandle handle) -> cudaError_t {
+            gather<<<264, 256, 0, capture>>>(in, out, n);
+            if (with_sort) {
+              const cudaError_t e = cub::DeviceRadixSort::SortKeys(
+                  scratch, scratch_bytes, out, sorted, static_cast<int>(n), 0, 32, capture);
+              if (e != cudaSuccess) return e;
+            }
+            count_round<<<1, 1, 0, capture>>>(handle, rounds, round_count);
+            return cudaGetLastError();
+          }) != 0)
+        return 1;
       CHECK(cudaGraphLaunch(exec, s));
       CHECK(cudaStreamSynchronize(s));
       CHECK(cudaGraphExecDestroy(exec));
-      CHECK(cudaGraphDestroy(graph));
     } else {
       for (unsigned r = 0; r < round_count; ++r) gather<<<264, 256, 0, s>>>(in, out, n);
       CHECK(cudaGetLastError());

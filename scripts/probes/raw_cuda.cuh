@@ -19,8 +19,9 @@
 
 // Builds and instantiates a graph of one conditional WHILE node (condition initially 1) into
 // `exec`; `capture(handle)` records the body on `s` and must return cudaSuccess or the error,
-// and the body must set the condition to 0 through `handle` to stop. Returns 1 on a failed
-// call (after printing it), else 0.
+// and the body must set the condition to 0 through `handle` to stop. The graph itself is
+// destroyed once instantiated (`exec` does not need it). Returns 1 on a failed call (after
+// printing it), else 0.
 template <class Capture>
 int make_while_graph(cudaStream_t s, cudaGraphExec_t* exec, Capture&& capture) {
   cudaGraph_t graph;
@@ -40,5 +41,6 @@ int make_while_graph(cudaStream_t s, cudaGraphExec_t* exec, Capture&& capture) {
   CHECK(capture(handle));
   CHECK(cudaStreamEndCapture(s, &body));
   CHECK(cudaGraphInstantiate(exec, graph, 0));
+  CHECK(cudaGraphDestroy(graph));
   return 0;
 }

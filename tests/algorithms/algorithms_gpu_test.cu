@@ -26,6 +26,9 @@
 using namespace vyre::algorithms;
 using vyre::errc;
 using vyre_test::add_row;
+using vyre_test::design_example;
+using vyre_test::gap_rows;
+using vyre_test::wide_id_rows;
 
 // Named namespace: kernels instantiated with it need external linkage.
 namespace vyre_test {
@@ -220,14 +223,6 @@ void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature s
                  s.stream) == expected_rebuilt->words);
 }
 
-raw_rows design_example() {
-  raw_rows rows;
-  add_row(rows, 2, 0, {});
-  add_row(rows, 1, 0, {});
-  add_row(rows, 2, 1, {1, 2});
-  return rows;
-}
-
 synthetic_egraph synthetic(std::uint32_t rows, std::uint64_t seed, bool sparse,
                            std::uint32_t window = 64, std::uint32_t ops = 8) {
   synthetic_options options;
@@ -248,17 +243,8 @@ TEST_CASE("device build is byte-identical to the host pack", "[gpu][build]") {
   raw_rows single;
   add_row(single, 0, 3, {});
   check_build(single);
-  raw_rows wide_ids;
-  add_row(wide_ids, 0xFFFFFFFFu, 0, {0xFFFFFFFFu, 5});
-  add_row(wide_ids, 5, 1, {});
-  add_row(wide_ids, 0xFFFFFFFFu, 1, {});
-  check_build(wide_ids);  // sparse ids (the child check searches instead of a bitmap)
-  raw_rows gaps;          // dense ids with gaps, across bitmap word boundaries
-  add_row(gaps, 31, 0, {});
-  add_row(gaps, 32, 1, {31});
-  add_row(gaps, 1000, 2, {32, 31, 32});
-  add_row(gaps, 32, 3, {1000});
-  check_build(gaps);
+  check_build(wide_id_rows());
+  check_build(gap_rows());
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     check_build(synthetic(20000, seed, seed % 2 == 0).rows);
   }
@@ -834,17 +820,8 @@ TEST_CASE("a build_workspace build without the child check is byte-identical to 
   };
   check_with(raw_rows{});
   check_with(design_example());
-  raw_rows wide_ids;  // sparse ids
-  add_row(wide_ids, 0xFFFFFFFFu, 0, {0xFFFFFFFFu, 5});
-  add_row(wide_ids, 5, 1, {});
-  add_row(wide_ids, 0xFFFFFFFFu, 1, {});
-  check_with(wide_ids);
-  raw_rows gaps;  // dense ids with gaps, across bitmap word boundaries
-  add_row(gaps, 31, 0, {});
-  add_row(gaps, 32, 1, {31});
-  add_row(gaps, 1000, 2, {32, 31, 32});
-  add_row(gaps, 32, 3, {1000});
-  check_with(gaps);
+  check_with(wide_id_rows());
+  check_with(gap_rows());
   check_with(diamond_rows(300));
   check_with(chain_rows(300));
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {

@@ -62,6 +62,35 @@ inline extraction_case ties_and_cycles() {
   return c;
 }
 
+// Three rows, two e-classes: class 2 holds a leaf and a row with children {1, 2}, class 1 a
+// leaf (docs/image_format.md, "Worked example").
+inline raw_rows design_example() {
+  raw_rows rows;
+  add_row(rows, 2, 0, {});
+  add_row(rows, 1, 0, {});
+  add_row(rows, 2, 1, {1, 2});
+  return rows;
+}
+
+// Sparse ids, 0xFFFFFFFF among them (a child check searches instead of using a bitmap).
+inline raw_rows wide_id_rows() {
+  raw_rows rows;
+  add_row(rows, 0xFFFFFFFFu, 0, {0xFFFFFFFFu, 5});
+  add_row(rows, 5, 1, {});
+  add_row(rows, 0xFFFFFFFFu, 1, {});
+  return rows;
+}
+
+// Dense ids with gaps, across bitmap word boundaries.
+inline raw_rows gap_rows() {
+  raw_rows rows;
+  add_row(rows, 31, 0, {});
+  add_row(rows, 32, 1, {31});
+  add_row(rows, 1000, 2, {32, 31, 32});
+  add_row(rows, 32, 3, {1000});
+  return rows;
+}
+
 // 1 -> 2 -> 1 plus a leaf of class 2: with costs {-3, 1, 0} a negative-cost cycle, with
 // {-3, 4, 0} a root cost of -3; the extraction error cases.
 inline raw_rows two_class_cycle() {

@@ -17,6 +17,7 @@
 using namespace vyre::algorithms;
 using vyre::errc;
 using vyre_test::add_row;
+using vyre_test::design_example;
 
 namespace {
 
@@ -44,22 +45,9 @@ cuda::std::span<const std::uint32_t> span_of(const std::vector<std::uint32_t>& v
 
 }  // namespace
 
-namespace {
-raw_rows design_example_rows() {
-  raw_rows rows;
-  add_row(rows, 2, 0, {});
-  add_row(rows, 1, 0, {});
-  add_row(rows, 2, 1, {1, 2});
-  return rows;
-}
-}  // namespace
-
 // docs/image_format.md, "Worked example".
 TEST_CASE("pack_reference reproduces the format's worked example", "[pack]") {
-  raw_rows rows;
-  add_row(rows, 2, 0, {});
-  add_row(rows, 1, 0, {});
-  add_row(rows, 2, 1, {1, 2});
+  const raw_rows rows = design_example();
   auto image = pack_reference(rows.ref());
   REQUIRE(image.has_value());
   const image_layout& at = image->layout;
@@ -87,8 +75,8 @@ TEST_CASE("pack_reference reproduces the format's worked example", "[pack]") {
 }
 
 TEST_CASE("pack_reference is byte-identical to vyre::egraph::pack", "[pack]") {
-  CHECK(pack_reference(design_example_rows().ref())->words ==
-        vyre_test::egraph_pack_words(design_example_rows()));
+  CHECK(pack_reference(design_example().ref())->words ==
+        vyre_test::egraph_pack_words(design_example()));
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     auto graph = make_synthetic_egraph({.rows = 20000, .seed = seed, .sparse_ids = seed % 2 == 0});
     REQUIRE(graph.has_value());
@@ -108,7 +96,7 @@ TEST_CASE("an egraph::pack image is a image_columns the algorithms run on", "[pa
   const vyre::egraph::host_image image = vyre::egraph::pack(snapshot);
   auto layout = require_standard_layout(image.layout());
   REQUIRE(layout.has_value());
-  CHECK(*layout == pack_reference(design_example_rows().ref())->layout);
+  CHECK(*layout == pack_reference(design_example().ref())->layout);
   const image_columns view = image_columns::from_words(image.words().data(), *layout);
   CHECK(view.group_offsets()[1] == 1);
   auto closure = congruence_reference(view);

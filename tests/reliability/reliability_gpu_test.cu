@@ -39,6 +39,8 @@
 
 #include <vyre/vyre.cuh>
 
+#include "require_ok.cuh"
+
 // Kernels need external linkage for VYRE_KERNEL's hidden visibility: a named namespace.
 namespace reliability_gpu_test {
 
@@ -79,6 +81,7 @@ using vyre::errc;
 using vyre::graph::captured_graph_expected;
 using vyre::testing::allocation_kind;
 using vyre::testing::scoped_allocation_fault;
+using vyre_test::acquire_or_fail;
 using expect = vyre::on_error::return_expected;
 
 template <class Alloc, class Staging = vyre::staging::native>
@@ -647,12 +650,11 @@ long long cycles_for_milliseconds(int milliseconds) {
 
 TEST_CASE("an invalidated capture is a clear error; stream and backend stay usable",
           "[reliability][gpu][cuda_fault]") {
-  auto gpu = vyre::backend<fault_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto stream = gpu->acquire_stream();
+  auto gpu = acquire_or_fail<vyre::backend<fault_policies>>();
+  auto stream = gpu.acquire_stream();
   REQUIRE(stream.has_value());
   constexpr std::uint32_t n = 2048;
-  auto out = gpu->allocate(n * 4u, stream->get());
+  auto out = gpu.allocate(n * 4u, stream->get());
   REQUIRE(out.has_value());
   auto invalidated = captured_graph_expected::capture_on_stream(stream->get(), [&](cudaStream_t s) {
     fill_words<<<blocks_for(n), 256, 0, s>>>(out->as<std::uint32_t>(), n, 1u);
@@ -677,7 +679,7 @@ TEST_CASE("an invalidated capture is a clear error; stream and backend stay usab
   REQUIRE(graph->launch(stream->get()).has_value());
   const auto replayed = check_fill(out->get(), n, 5u, stream->get());
   if (!replayed) FAIL(replayed.error().message());
-  require_backend_usable(*gpu);
+  require_backend_usable(gpu);
 }
 
 // Runs only as the child of the next test: a trap poisons the CUDA context for the rest of
@@ -689,12 +691,11 @@ TEST_CASE("trap child", "[.][trap_child]") {
     return;
   }
   using child_policies = expected_policies<vyre::alloc::direct>;
-  auto gpu = vyre::backend<child_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto stream = gpu->acquire_stream();
+  auto gpu = acquire_or_fail<vyre::backend<child_policies>>();
+  auto stream = gpu.acquire_stream();
   REQUIRE(stream.has_value());
   const cudaStream_t s = stream->get();
-  auto out = gpu->allocate(256, s);
+  auto out = gpu.allocate(256, s);
   REQUIRE(out.has_value());
   auto healthy = captured_graph_expected::capture_on_stream(s, [&](cudaStream_t c) {
     fill_words<<<1, 64, 0, c>>>(out->as<std::uint32_t>(), 64, 5u);
@@ -702,7 +703,7 @@ TEST_CASE("trap child", "[.][trap_child]") {
   });
   REQUIRE(healthy.has_value());
   REQUIRE(healthy->launch(s).has_value());
-  REQUIRE(gpu->synchronize(s).has_value());
+  REQUIRE(gpu.synchronize(s).has_value());
   const auto good = check_fill(out->get(), 64, 5u, s);
   REQUIRE(good.has_value());
 
@@ -713,7 +714,7 @@ TEST_CASE("trap child", "[.][trap_child]") {
   });
   REQUIRE(trapping.has_value());
   const auto launched = trapping->launch(s);  // asynchronous: the trap shows at the wait
-  const auto synced = gpu->synchronize(s);
+  const auto synced = gpu.synchronize(s);
   REQUIRE_FALSE((launched.has_value() && synced.has_value()));
   const vyre::error fault = launched ? synced.error() : launched.error();
   std::printf("VYRE_TRAP_CHILD sync: %s\n", fault.message().c_str());
@@ -721,7 +722,7 @@ TEST_CASE("trap child", "[.][trap_child]") {
   CHECK(fault.cuda_status() != 0);
   // The error is sticky: the next call that reaches CUDA reports it clearly instead of
   // crashing, and the backend's destructor runs on the dead context without hanging.
-  auto after = gpu->allocate(std::size_t{1} << 20, s);
+  auto after = gpu.allocate(std::size_t{1} << 20, s);
   REQUIRE_FALSE(after.has_value());
   std::printf("VYRE_TRAP_CHILD after: %s\n", after.error().message().c_str());
   CHECK(after.error().cuda_status() != 0);
@@ -749,59 +750,57 @@ TEST_CASE("a kernel that traps inside a graph replay is a clear error (child pro
   CHECK(output.find("VYRE_TRAP_CHILD after: ") != std::string::npos);
   CHECK(output.find("All tests passed") != std::string::npos);
   // This process's context is untouched.
-  auto gpu = vyre::backend<fault_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  require_backend_usable(*gpu);
+  auto gpu = acquire_or_fail<vyre::backend<fault_policies>>();
+  require_backend_usable(gpu);
 }
 
 TEST_CASE("cleanup while work is in flight waits for it; handles used after cleanup are refused",
           "[reliability][gpu][cuda_fault]") {
-  auto gpu = vyre::backend<fault_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto stream = gpu->acquire_stream();
+  auto gpu = acquire_or_fail<vyre::backend<fault_policies>>();
+  auto stream = gpu.acquire_stream();
   REQUIRE(stream.has_value());
   const cudaStream_t s = stream->get();
   const std::vector<std::byte> bytes = pattern_bytes(std::size_t{1} << 20, 5);
   std::uint32_t first_word = 0;
   std::memcpy(&first_word, bytes.data(), 4);
-  auto h = gpu->allocate_resident(bytes.size(), s);
+  auto h = gpu.allocate_resident(bytes.size(), s);
   REQUIRE(h.has_value());
-  REQUIRE(gpu->upload(*h, bytes, 0, s).has_value());
-  auto out = gpu->allocate(4, s);  // a live device_buffer: stays valid across cleanup
+  REQUIRE(gpu.upload(*h, bytes, 0, s).has_value());
+  auto out = gpu.allocate(4, s);  // a live device_buffer: stays valid across cleanup
   REQUIRE(out.has_value());
   REQUIRE(cudaMemsetAsync(out->get(), 0xCD, 4, s) == cudaSuccess);
-  auto source = gpu->resident_buffer(*h);
+  auto source = gpu.resident_buffer(*h);
   REQUIRE(source.has_value());
   spin_then_copy<<<1, 1, 0, s>>>(reinterpret_cast<const std::uint32_t*>(source->data),
                                  out->as<std::uint32_t>(), cycles_for_milliseconds(200));
   REQUIRE(cudaGetLastError() == cudaSuccess);
-  REQUIRE(gpu->mark_in_use(*h, s).has_value());
+  REQUIRE(gpu.mark_in_use(*h, s).has_value());
 
   // Freeing under pending work is refused, naming the launches; nothing is freed.
-  auto busy = gpu->free_resident(*h);
+  auto busy = gpu.free_resident(*h);
   REQUIRE_FALSE(busy.has_value());
   CHECK(busy.error().code() == errc::in_use);
   CHECK(busy.error().value_or("pending_launches", 0) == 1u);
-  CHECK(gpu->resident().live_buffers() == 1u);
+  CHECK(gpu.resident().live_buffers() == 1u);
 
   // cleanup() waits for the device, then releases the resident buffers.
-  REQUIRE(gpu->cleanup().has_value());
+  REQUIRE(gpu.cleanup().has_value());
   std::uint32_t result = 0;
   REQUIRE(cudaMemcpy(&result, out->get(), 4, cudaMemcpyDeviceToHost) == cudaSuccess);
   CHECK(result == first_word + 1u);
-  CHECK(gpu->resident().live_buffers() == 0u);
-  CHECK(gpu->resident().bytes_in_use() == 0u);
+  CHECK(gpu.resident().live_buffers() == 0u);
+  CHECK(gpu.resident().bytes_in_use() == 0u);
 
   SECTION("every use of a handle after cleanup is invalid_handle") {
     std::vector<std::byte> back(16);
     const std::vector<vyre::expected<void>> uses = [&] {
       std::vector<vyre::expected<void>> r;
-      auto lookup = gpu->resident_buffer(*h);
+      auto lookup = gpu.resident_buffer(*h);
       r.push_back(lookup ? vyre::expected<void>{} : vyre::fail(lookup.error()));
-      r.push_back(gpu->upload(*h, std::span<const std::byte>(bytes).first(16), 0, s));
-      r.push_back(gpu->download(*h, back, 0, s));
-      r.push_back(gpu->mark_in_use(*h, s));
-      r.push_back(gpu->free_resident(*h));
+      r.push_back(gpu.upload(*h, std::span<const std::byte>(bytes).first(16), 0, s));
+      r.push_back(gpu.download(*h, back, 0, s));
+      r.push_back(gpu.mark_in_use(*h, s));
+      r.push_back(gpu.free_resident(*h));
       return r;
     }();
     for (const auto& use : uses) {
@@ -813,14 +812,14 @@ TEST_CASE("cleanup while work is in flight waits for it; handles used after clea
   }
   SECTION("an e-graph image and its view after cleanup") {
     const eg::host_image image = eg::pack(sample_snapshot(1000));
-    auto resident = gpu->upload(image);
+    auto resident = gpu.upload(image);
     REQUIRE(resident.has_value());
-    REQUIRE(gpu->kernel_view(*resident).has_value());
-    REQUIRE(gpu->cleanup().has_value());
-    auto view = gpu->kernel_view(*resident);
+    REQUIRE(gpu.kernel_view(*resident).has_value());
+    REQUIRE(gpu.cleanup().has_value());
+    auto view = gpu.kernel_view(*resident);
     REQUIRE_FALSE(view.has_value());
     CHECK(view.error().code() == errc::invalid_handle);
-    auto back = eg::download(*gpu, *resident);
+    auto back = eg::download(gpu, *resident);
     REQUIRE_FALSE(back.has_value());
     CHECK(back.error().code() == errc::invalid_handle);
   }
@@ -829,66 +828,65 @@ TEST_CASE("cleanup while work is in flight waits for it; handles used after clea
     REQUIRE(other.has_value());
     auto foreign = other->allocate_resident(64, nullptr);
     REQUIRE(foreign.has_value());
-    auto refused = gpu->resident_buffer(*foreign);
+    auto refused = gpu.resident_buffer(*foreign);
     REQUIRE_FALSE(refused.has_value());
     CHECK(refused.error().code() == errc::invalid_handle);
     REQUIRE(other->free_resident(*foreign).has_value());
   }
   // The device_buffer outlived cleanup and is returned normally.
   REQUIRE(out->reset().has_value());
-  require_backend_usable(*gpu);
+  require_backend_usable(gpu);
 }
 
 TEMPLATE_TEST_CASE("double frees are refused with a clear error and count nothing twice",
                    "[reliability][gpu][cuda_fault]", vyre::alloc::caching_pool,
                    vyre::alloc::stream_ordered, vyre::alloc::direct) {
   using policies = expected_policies<TestType>;
-  auto gpu = vyre::backend<policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto stream = gpu->acquire_stream();
+  auto gpu = acquire_or_fail<vyre::backend<policies>>();
+  auto stream = gpu.acquire_stream();
   REQUIRE(stream.has_value());
   const cudaStream_t s = stream->get();
-  const leak_counters baseline = counters_of(*gpu);
+  const leak_counters baseline = counters_of(gpu);
 
   // A raw pool pointer freed twice.
-  auto raw = gpu->memory().try_allocate(4096, s);
+  auto raw = gpu.memory().try_allocate(4096, s);
   REQUIRE(raw.has_value());
-  REQUIRE(gpu->memory().try_deallocate(*raw, 4096, s).has_value());
-  auto twice = gpu->memory().try_deallocate(*raw, 4096, s);
+  REQUIRE(gpu.memory().try_deallocate(*raw, 4096, s).has_value());
+  auto twice = gpu.memory().try_deallocate(*raw, 4096, s);
   REQUIRE_FALSE(twice.has_value());
   INFO(twice.error().message());
   CHECK(twice.error().code() == errc::invalid_argument);
   CHECK(twice.error().value_or("pointer", 0) == reinterpret_cast<std::uintptr_t>(*raw));
   // A pointer the pool never handed out.
   int on_stack = 0;
-  CHECK_FALSE(gpu->memory().try_deallocate(&on_stack, 4, s).has_value());
+  CHECK_FALSE(gpu.memory().try_deallocate(&on_stack, 4, s).has_value());
 
   // A device_buffer released by hand then freed again through the pool.
-  auto buffer = gpu->allocate(8192, s);
+  auto buffer = gpu.allocate(8192, s);
   REQUIRE(buffer.has_value());
   void* ptr = buffer->get();
   REQUIRE(buffer->reset().has_value());
   CHECK(buffer->reset().has_value());  // an empty buffer: a no-op
-  CHECK_FALSE(gpu->memory().try_deallocate(ptr, 8192, s).has_value());
+  CHECK_FALSE(gpu.memory().try_deallocate(ptr, 8192, s).has_value());
 
   // A resident handle freed twice.
-  auto h = gpu->allocate_resident(4096, s);
+  auto h = gpu.allocate_resident(4096, s);
   REQUIRE(h.has_value());
-  REQUIRE(gpu->free_resident(*h).has_value());
-  auto again = gpu->free_resident(*h);
+  REQUIRE(gpu.free_resident(*h).has_value());
+  auto again = gpu.free_resident(*h);
   REQUIRE_FALSE(again.has_value());
   CHECK(again.error().code() == errc::invalid_handle);
 
   // A pinned lease returned twice.
-  auto lease = gpu->acquire_pinned(100);
+  auto lease = gpu.acquire_pinned(100);
   REQUIRE(lease.has_value());
   lease->reset();
   lease->reset();
 
   // Nothing was counted twice: the gauges are back where they started.
-  CHECK(counters_of(*gpu) == baseline);
-  require_backend_usable(*gpu);
-  CHECK(counters_of(*gpu) == baseline);
+  CHECK(counters_of(gpu) == baseline);
+  require_backend_usable(gpu);
+  CHECK(counters_of(gpu) == baseline);
 }
 
 // ---- stress ---------------------------------------------------------------------------------
@@ -898,10 +896,9 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
   constexpr std::size_t threads = 16;
   const std::size_t ops = env_size("VYRE_RELIABILITY_STRESS_OPS", 10000);
   using policies = expected_policies<vyre::alloc::caching_pool>;
-  auto gpu = vyre::backend<policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  const leak_counters baseline = counters_of(*gpu);
-  const vyre::telemetry_snapshot before = gpu->telemetry().snapshot();
+  auto gpu = acquire_or_fail<vyre::backend<policies>>();
+  const leak_counters baseline = counters_of(gpu);
+  const vyre::telemetry_snapshot before = gpu.telemetry().snapshot();
 
   struct tally {
     std::uint64_t pool_allocations = 0, resident_allocations = 0, uploads = 0, upload_bytes = 0,
@@ -920,10 +917,10 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
   const auto worker = [&](std::size_t index) {
     tally& t = tallies[index];
     std::mt19937_64 rng(0x5EED0000u + index);
-    auto stream = gpu->acquire_stream();
+    auto stream = gpu.acquire_stream();
     if (!stream) return report(stream.error().message());
     const cudaStream_t s = stream->get();
-    auto counter = gpu->allocate(4, s);
+    auto counter = gpu.allocate(4, s);
     if (!counter) return report(counter.error().message());
     ++t.pool_allocations;
     if (cudaMemsetAsync(counter->get(), 0, 4, s) != cudaSuccess) return report("memset counter");
@@ -951,7 +948,7 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
         case 0: {  // pool allocate / free
           if (live.size() < 8 && (live.empty() || rng() % 2 == 0)) {
             const std::size_t bytes = 1 + rng() % (std::size_t{256} << 10);
-            auto block = gpu->allocate(bytes, s);
+            auto block = gpu.allocate(bytes, s);
             if (!block) return report(block.error().message());
             ++t.pool_allocations;
             if (cudaMemsetAsync(block->get(), static_cast<int>(index), bytes, s) != cudaSuccess)
@@ -970,21 +967,21 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
           data.resize(bytes);
           for (std::size_t b = 0; b < bytes; b += 61)
             data[b] = static_cast<std::byte>((i * 131 + b + index) & 0xFF);
-          auto h = gpu->allocate_resident(bytes, s);
+          auto h = gpu.allocate_resident(bytes, s);
           if (!h) return report(h.error().message());
           ++t.resident_allocations;
-          if (auto up = gpu->upload(*h, data, 0, s); !up) return report(up.error().message());
+          if (auto up = gpu.upload(*h, data, 0, s); !up) return report(up.error().message());
           ++t.uploads;
           t.upload_bytes += bytes;
           if (rng() % 8 == 0) {
             back.assign(bytes, std::byte{0xCD});
-            if (auto down = gpu->download(*h, back, 0, s); !down)
+            if (auto down = gpu.download(*h, back, 0, s); !down)
               return report(down.error().message());
             ++t.downloads;
             t.download_bytes += bytes;
             if (back != data) return report("resident round trip differs");
           }
-          if (auto freed = gpu->free_resident(*h); !freed) return report(freed.error().message());
+          if (auto freed = gpu.free_resident(*h); !freed) return report(freed.error().message());
           break;
         }
         default: {  // graph replay
@@ -1021,7 +1018,7 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
     total.replays += t.replays;
     total.recaptures += t.recaptures;
   }
-  const vyre::telemetry_snapshot after = gpu->telemetry().snapshot();
+  const vyre::telemetry_snapshot after = gpu.telemetry().snapshot();
   CHECK(after.h2d_operations - before.h2d_operations == total.uploads);
   CHECK(after.h2d_bytes - before.h2d_bytes == total.upload_bytes);
   CHECK(after.d2h_operations - before.d2h_operations == total.downloads);
@@ -1031,7 +1028,7 @@ TEST_CASE("stress: 16 threads mix pool, resident and graph work on their own str
   CHECK((after.pool_hits - before.pool_hits) + (after.pool_misses - before.pool_misses) ==
         total.pool_allocations + total.resident_allocations);
   CHECK(after.peak_device_bytes >= after.current_device_bytes);
-  CHECK(counters_of(*gpu) == baseline);
+  CHECK(counters_of(gpu) == baseline);
   std::printf(
       "stress: %zu threads x %zu ops: %llu pool allocations, %llu resident uploads "
       "(%llu bytes), %llu downloads, %llu graph replays, %llu re-captures\n",

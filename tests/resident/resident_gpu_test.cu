@@ -16,6 +16,8 @@
 
 #include <vyre/vyre.cuh>
 
+#include "require_ok.cuh"
+
 namespace eg = vyre::egraph;
 
 using default_policies = vyre::policies<>;
@@ -67,6 +69,8 @@ VYRE_KERNEL void misuse(eg::kernel_view view, std::uint32_t* out) {
 }  // namespace resident_gpu_test
 
 namespace {
+
+using vyre_test::acquire_or_fail;
 
 struct random_graph {
   eg::snapshot snapshot;
@@ -125,6 +129,21 @@ struct device_array {
     return host;
   }
 };
+
+// make_graph(seed, rows, classes, id_space) packed, and uploaded to `gpu` (errors as values;
+// a failed upload fails the test).
+struct uploaded_graph {
+  eg::host_image image;
+  eg::resident_image resident;
+};
+template <class Backend>
+uploaded_graph upload_graph(Backend& gpu, std::uint32_t seed, std::uint32_t rows,
+                            std::uint32_t classes, std::uint32_t id_space) {
+  eg::host_image image = eg::pack(make_graph(seed, rows, classes, id_space).snapshot);
+  auto resident = gpu.upload(image);
+  REQUIRE(resident.has_value());
+  return {std::move(image), std::move(*resident)};
+}
 
 bool same_words(const eg::host_image& a, const eg::host_image& b) {
   const auto x = a.words();
@@ -266,13 +285,9 @@ TEST_CASE("a user kernel over the view agrees with the host on every row and gro
 
 TEST_CASE("checked accessors never read out of bounds and report the first fault",
           "[resident][gpu]") {
-  auto gpu = vyre::backend<expected_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto graph = make_graph(5, 1000, 300, 5000);
-  const eg::host_image image = eg::pack(graph.snapshot);
-  auto resident = gpu->upload(image);
-  REQUIRE(resident.has_value());
-  auto view = gpu->kernel_view(*resident);
+  auto gpu = acquire_or_fail<vyre::backend<expected_policies>>();
+  const auto [image, resident] = upload_graph(gpu, 5, 1000, 300, 5000);
+  auto view = gpu.kernel_view(resident);
   REQUIRE(view.has_value());
   device_array<std::uint32_t> out(4);
   resident_gpu_test::misuse<<<1, 1>>>(*view, out.ptr);
@@ -284,54 +299,50 @@ TEST_CASE("checked accessors never read out of bounds and report the first fault
   CHECK(values[2] == 0u);
   CHECK(values[3] == eg::invalid_id);  // absent e-class: a normal answer, not a fault
 
-  const auto faults = eg::check_view_faults(*gpu, *resident);
+  const auto faults = eg::check_view_faults(gpu, resident);
   REQUIRE_FALSE(faults.has_value());
   CHECK(faults.error().code() == vyre::errc::out_of_range);
   CHECK(faults.error().subject() == "eclass(row)");  // the first of the three
   CHECK(faults.error().value_or("index", 0) == 1000);
   CHECK(faults.error().value_or("bound", 0) == 1000);
   CHECK(faults.error().value_or("faults", 0) == 3);
-  CHECK(eg::check_view_faults(*gpu, *resident).has_value());  // cleared
+  CHECK(eg::check_view_faults(gpu, resident).has_value());  // cleared
   // The image itself is untouched by the misuse.
-  const auto back = eg::download(*gpu, *resident);
+  const auto back = eg::download(gpu, resident);
   REQUIRE(back.has_value());
   CHECK(same_words(*back, image));
 }
 
 TEST_CASE("a malformed layout is rejected when the view is built, naming the column",
           "[resident][gpu]") {
-  auto gpu = vyre::backend<expected_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto graph = make_graph(9, 2000, 500, 4000);
-  const eg::host_image image = eg::pack(graph.snapshot);
-  auto resident = gpu->upload(image);
-  REQUIRE(resident.has_value());
+  auto gpu = acquire_or_fail<vyre::backend<expected_policies>>();
+  const auto [image, resident] = upload_graph(gpu, 9, 2000, 500, 4000);
 
-  eg::upload_layout longer = resident->layout();
+  eg::upload_layout longer = resident.layout();
   longer.byte_spans[eg::column_index(eg::image_column::children)].length += 4;
-  auto too_long = gpu->kernel_view(eg::resident_image(resident->handle(), longer));
+  auto too_long = gpu.kernel_view(eg::resident_image(resident.handle(), longer));
   REQUIRE_FALSE(too_long.has_value());
   CHECK(too_long.error().code() == vyre::errc::invalid_layout);
   CHECK(too_long.error().subject() == "children");
 
-  eg::upload_layout shifted = resident->layout();
+  eg::upload_layout shifted = resident.layout();
   shifted.byte_spans[eg::column_index(eg::image_column::group_rows)].offset =
       shifted.total_bytes;  // past the image
-  auto outside = gpu->kernel_view(eg::resident_image(resident->handle(), shifted));
+  auto outside = gpu.kernel_view(eg::resident_image(resident.handle(), shifted));
   REQUIRE_FALSE(outside.has_value());
   CHECK(outside.error().code() == vyre::errc::invalid_layout);
   CHECK(outside.error().subject() == "group_rows");
   CHECK(outside.error().value_or("offset", 0) == shifted.total_bytes);
 
-  eg::upload_layout unaligned = resident->layout();
+  eg::upload_layout unaligned = resident.layout();
   unaligned.byte_spans[eg::column_index(eg::image_column::row_signatures)].offset += 2;
-  auto misaligned = gpu->kernel_view(eg::resident_image(resident->handle(), unaligned));
+  auto misaligned = gpu.kernel_view(eg::resident_image(resident.handle(), unaligned));
   REQUIRE_FALSE(misaligned.has_value());
   CHECK(misaligned.error().subject() == "row_signatures");
 
-  eg::upload_layout bigger = resident->layout();
+  eg::upload_layout bigger = resident.layout();
   bigger.total_bytes += 1024;  // claims more bytes than the buffer holds
-  auto overrun = gpu->kernel_view(eg::resident_image(resident->handle(), bigger));
+  auto overrun = gpu.kernel_view(eg::resident_image(resident.handle(), bigger));
   REQUIRE_FALSE(overrun.has_value());
   CHECK(overrun.error().code() == vyre::errc::invalid_layout);
 }
@@ -341,25 +352,22 @@ TEST_CASE("a foreign or freed image is rejected", "[resident][gpu]") {
   auto second = vyre::backend<expected_policies>::acquire(0);
   REQUIRE(first.has_value());
   REQUIRE(second.has_value());
-  auto graph = make_graph(3, 100, 40, 100);
-  const eg::host_image image = eg::pack(graph.snapshot);
-  auto resident = first->upload(image);
-  REQUIRE(resident.has_value());
+  const auto [image, resident] = upload_graph(*first, 3, 100, 40, 100);
 
-  auto foreign = second->kernel_view(*resident);
+  auto foreign = second->kernel_view(resident);
   REQUIRE_FALSE(foreign.has_value());
   CHECK(foreign.error().code() == vyre::errc::invalid_handle);
-  CHECK_FALSE(eg::download(*second, *resident).has_value());
+  CHECK_FALSE(eg::download(*second, resident).has_value());
 
-  REQUIRE(first->free_resident(resident->handle()).has_value());
-  auto freed = first->kernel_view(*resident);
+  REQUIRE(first->free_resident(resident.handle()).has_value());
+  auto freed = first->kernel_view(resident);
   REQUIRE_FALSE(freed.has_value());
   CHECK(freed.error().code() == vyre::errc::invalid_handle);
-  CHECK_FALSE(eg::download(*first, *resident).has_value());
+  CHECK_FALSE(eg::download(*first, resident).has_value());
 
   // Throwing policy: the same rejection as an exception.
   auto throwing = vyre::backend<default_policies>::acquire(0);
-  CHECK_THROWS_AS(throwing.kernel_view(*resident), vyre::error_exception);
+  CHECK_THROWS_AS(throwing.kernel_view(resident), vyre::error_exception);
 }
 
 TEST_CASE("a failed upload releases what it took", "[resident][gpu]") {
@@ -508,9 +516,8 @@ TEST_CASE("host-lane helpers persist across uploads and are joined by cleanup",
 
 TEST_CASE("a fill failing on any lane stops the upload and releases everything",
           "[resident][gpu][staging]") {
-  auto gpu = vyre::backend<expected_policies>::acquire(0);
-  REQUIRE(gpu.has_value());
-  auto stream = gpu->acquire_stream();
+  auto gpu = acquire_or_fail<vyre::backend<expected_policies>>();
+  auto stream = gpu.acquire_stream();
   REQUIRE(stream.has_value());
   constexpr std::size_t bytes = std::size_t{6} << 20;
   for (const std::size_t lanes : {std::size_t{1}, std::size_t{2}, std::size_t{4}})
@@ -527,16 +534,16 @@ TEST_CASE("a fill failing on any lane stops the upload and releases everything",
       vyre::upload_options options;
       options.chunk_bytes = std::size_t{256} << 10;  // 24 chunks
       options.host_lanes = lanes;
-      const std::size_t live = gpu->resident().live_buffers();
-      const std::size_t in_use = gpu->resident().bytes_in_use();
-      auto filled = gpu->resident().allocate_filled(bytes, stream->get(), fill, options);
+      const std::size_t live = gpu.resident().live_buffers();
+      const std::size_t in_use = gpu.resident().bytes_in_use();
+      auto filled = gpu.resident().allocate_filled(bytes, stream->get(), fill, options);
       REQUIRE_FALSE(filled.has_value());
       CHECK(filled.error().code() == vyre::errc::corrupt_data);
       CHECK(calls.load() >= static_cast<int>(failing_chunk) + 1);
       CHECK(calls.load() <= 24);
-      CHECK(gpu->resident().live_buffers() == live);
-      CHECK(gpu->resident().bytes_in_use() == in_use);
-      CHECK(gpu->pinned().leased_blocks() == 0);
+      CHECK(gpu.resident().live_buffers() == live);
+      CHECK(gpu.resident().bytes_in_use() == in_use);
+      CHECK(gpu.pinned().leased_blocks() == 0);
     }
 }
 

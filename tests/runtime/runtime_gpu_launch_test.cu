@@ -17,6 +17,8 @@
 
 #include <vyre/runtime.cuh>
 
+#include "require_ok.cuh"
+
 namespace runtime_gpu_launch_test {
 
 // Counts how often each element is visited: every element must be visited exactly once.
@@ -77,16 +79,8 @@ using test_backend =
     vyre::backend<vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
                                  vyre::on_error::return_expected>>;
 
-#define REQUIRE_OK(expr)                             \
-  do {                                               \
-    const auto& vyre_ok_ = (expr);                   \
-    if (!vyre_ok_) FAIL(vyre_ok_.error().message()); \
-  } while (false)
-
 test_backend acquire_or_fail() {
-  auto b = test_backend::acquire(0);
-  if (!b) FAIL(b.error().message());
-  return std::move(*b);
+  return vyre_test::acquire_or_fail<test_backend>();
 }
 
 // extern "C": the kernel's name in the PTX is "fill_affine".

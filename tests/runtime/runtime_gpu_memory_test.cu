@@ -19,6 +19,8 @@
 
 #include <vyre/runtime.cuh>
 
+#include "require_ok.cuh"
+
 namespace runtime_gpu_memory_test {
 
 // Spins for about `cycles` clock cycles: keeps a stream busy so "pending work" is real.
@@ -53,18 +55,7 @@ int positive_env_or(const char* name, int fallback) {
   return value > 0 ? value : fallback;
 }
 
-template <class Backend>
-Backend acquire_or_fail(const vyre::backend_options& options = {}) {
-  auto b = Backend::acquire(0, options);
-  if (!b) FAIL(b.error().message());
-  return std::move(*b);
-}
-
-#define REQUIRE_OK(expr)                             \
-  do {                                               \
-    const auto& vyre_ok_ = (expr);                   \
-    if (!vyre_ok_) FAIL(vyre_ok_.error().message()); \
-  } while (false)
+using vyre_test::acquire_or_fail;
 
 // What the telemetry gauge holds with no live allocation: the caching pool's free blocks.
 template <class Backend>

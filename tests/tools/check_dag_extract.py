@@ -16,10 +16,10 @@ Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no CBC for MODE ilp)
 """
 import json
 import os
-import subprocess
 import sys
 
-SKIP = 77
+from tool_check import SKIP, check, failures, run
+
 FILES = [
     "crafted/multi_root.json",
     "crafted/tree_plus_cycles.json",
@@ -31,18 +31,6 @@ FILES = [
     "fuzz/37.json",
     "tensat/vgg_acyclic.json",
 ]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def run(tool, *args):
-    result = subprocess.run([tool, *args], capture_output=True, text=True, timeout=300)
-    return result.returncode, result.stdout, result.stderr
 
 
 def selection_cost(graph, choices, what):

@@ -17,10 +17,10 @@ Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no GPU for MODE gpu)
 import json
 import math
 import os
-import subprocess
 import sys
 
-SKIP = 77
+from tool_check import SKIP, check, failures, run
+
 # Small and medium files with cycles, several roots, shared children and real congruences.
 DATA_FILES = [
     "crafted/multi_root.json",
@@ -38,18 +38,6 @@ DATA_FILES = [
     "fuzz/36.json",
     "fuzz/37.json",
 ]
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
-
-def run(tool, *args, timeout=300):
-    result = subprocess.run([tool, *args], capture_output=True, text=True, timeout=timeout)
-    return result.returncode, result.stdout, result.stderr
 
 
 def run_json(tool, *args):

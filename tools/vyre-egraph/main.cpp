@@ -45,27 +45,17 @@
 
 #include <vyre/egraph.hpp>
 
+#include "common/cli.hpp"
 #include "engine.hpp"
 
 namespace vyre_tool {
 namespace {
-
-constexpr int exit_ok = 0;
-constexpr int exit_failure = 1;
-constexpr int exit_bad_input = 2;
-constexpr int exit_no_device = 3;
 
 //! A failure with its exit status and the one line that explains it.
 struct tool_failure {
   int status;
   std::string line;
 };
-
-std::string one_line(std::string text) {
-  std::replace(text.begin(), text.end(), '\n', ' ');
-  std::replace(text.begin(), text.end(), '\r', ' ');
-  return text;
-}
 
 //! Errors of the input are exit status 2; a failing device or machine is 1.
 int status_of(const vyre::error& err) noexcept {
@@ -676,17 +666,7 @@ int run(int argc, char** argv) {
   add_file(congruence);
   congruence->add_option("-o,--output", opts.output, "write the rebuilt image file here");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "vyre-egraph: %s (run with --help for usage)\n",
-                 one_line(e.what()).c_str());
-    return exit_bad_input;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
 
   if (*inspect) return command_inspect(opts);
   if (*pack) return command_pack(opts);

@@ -31,12 +31,10 @@
 
 #include <vyre/eqsat.hpp>
 
-namespace {
+#include "common/cli.hpp"
 
-constexpr int exit_ok = 0;
-constexpr int exit_failure = 1;
-constexpr int exit_bad_input = 2;
-constexpr int exit_no_device = 3;
+namespace vyre_tool {
+namespace {
 
 struct options {
   std::string file;
@@ -81,17 +79,7 @@ int run(int argc, char** argv) {
   app.add_option("--run", opts.run, "run N more iterations after the program");
   app.add_flag("--extract-roots", opts.extract_roots,
                "extract every top-level term and let at the end");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::string line = e.what();
-    for (char& c : line)
-      if (c == '\n') c = ' ';
-    std::fprintf(stderr, "vyre-eqsat: %s (run with --help for usage)\n", line.c_str());
-    return exit_bad_input;
-  }
+  if (const auto status = parse_command_line(app, argc, argv)) return *status;
   if (opts.device == "gpu") {
     std::fprintf(stderr, "vyre-eqsat: the GPU engine is not built yet; use --device cpu\n");
     return exit_no_device;
@@ -172,15 +160,16 @@ int run(int argc, char** argv) {
 }
 
 }  // namespace
+}  // namespace vyre_tool
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    return vyre_tool::run(argc, argv);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "vyre-eqsat: out of host memory. Fix: lower --node-limit\n");
-    return exit_failure;
+    return vyre_tool::exit_failure;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "vyre-eqsat: %s\n", e.what());
-    return exit_failure;
+    return vyre_tool::exit_failure;
   }
 }

@@ -28,6 +28,7 @@
 #include <cuda/std/expected>
 
 #include "vyre/core/config.hpp"
+#include "vyre/detail/enum_name.hpp"
 
 namespace vyre {
 
@@ -54,43 +55,25 @@ enum class errc : std::uint8_t {
 
 //! Short human name of an error category.
 VYRE_HOST_DEVICE constexpr const char* errc_name(errc code) noexcept {
-  switch (code) {
-    case errc::invalid_argument:
-      return "invalid argument";
-    case errc::overflow:
-      return "arithmetic overflow";
-    case errc::out_of_range:
-      return "value out of range";
-    case errc::abi_limit:
-      return "exceeds the u32 image ABI";
-    case errc::out_of_memory:
-      return "out of memory";
-    case errc::cuda_runtime:
-      return "CUDA runtime error";
-    case errc::cuda_driver:
-      return "CUDA driver error";
-    case errc::unsupported:
-      return "unsupported";
-    case errc::invalid_handle:
-      return "invalid handle";
-    case errc::invalid_layout:
-      return "invalid layout";
-    case errc::in_use:
-      return "in use";
-    case errc::io:
-      return "I/O error";
-    case errc::parse:
-      return "parse error";
-    case errc::corrupt_data:
-      return "corrupt data";
-    case errc::duplicate:
-      return "duplicate";
-    case errc::not_found:
-      return "not found";
-    case errc::invalid_state:
-      return "invalid state";
-  }
-  return "unknown error";
+  constexpr const char* names[] = {"invalid argument",
+                                   "arithmetic overflow",
+                                   "value out of range",
+                                   "exceeds the u32 image ABI",
+                                   "out of memory",
+                                   "CUDA runtime error",
+                                   "CUDA driver error",
+                                   "unsupported",
+                                   "invalid handle",
+                                   "invalid layout",
+                                   "in use",
+                                   "I/O error",
+                                   "parse error",
+                                   "corrupt data",
+                                   "duplicate",
+                                   "not found",
+                                   "invalid state"};
+  return detail::enum_name<errc::invalid_argument, errc::invalid_state>(code, names,
+                                                                        "unknown error");
 }
 
 //! Where `error::cuda_status()` came from.

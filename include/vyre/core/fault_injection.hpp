@@ -28,6 +28,8 @@
 #include <atomic>
 #include <cstdint>
 
+#include "vyre/detail/enum_name.hpp"
+
 namespace vyre::testing {
 
 //! What kind of memory an allocation obtains.
@@ -38,15 +40,9 @@ enum class allocation_kind : std::uint8_t {
 };
 
 constexpr const char* allocation_kind_name(allocation_kind kind) noexcept {
-  switch (kind) {
-    case allocation_kind::device:
-      return "device";
-    case allocation_kind::pinned:
-      return "pinned";
-    case allocation_kind::host:
-      return "host";
-  }
-  return "unknown";
+  constexpr const char* names[] = {"device", "pinned", "host"};
+  return vyre::detail::enum_name<allocation_kind::device, allocation_kind::host>(kind, names,
+                                                                                 "unknown");
 }
 
 //! The process-wide injector (see the file comment). Thread-safe.

@@ -35,35 +35,35 @@ bool injected_growth_failure(const Container& container, std::size_t count) noex
   }
   return testing::inject_allocation_failure(testing::allocation_kind::host);
 }
+
+//! Runs `grow` (which grows `container` to `count` elements), turning an injected fault,
+//! `std::bad_alloc` or `std::length_error` into `errc::out_of_memory` naming `what`.
+template <class Container, class Grow>
+expected<void> try_grow(const Container& container, std::size_t count, const char* what,
+                        Grow grow) noexcept {
+  if (injected_growth_failure(container, count))
+    return fail(reservation_error<Container>(what, count));
+  try {
+    grow();
+    return {};
+  } catch (const std::bad_alloc&) {
+  } catch (const std::length_error&) {
+  }
+  return fail(reservation_error<Container>(what, count));
+}
 }  // namespace detail
 
 //! `container.reserve(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
 //! @param what static text, e.g. "snapshot rows".
 template <class Container>
 expected<void> try_reserve(Container& container, std::size_t count, const char* what) noexcept {
-  if (detail::injected_growth_failure(container, count))
-    return fail(detail::reservation_error<Container>(what, count));
-  try {
-    container.reserve(count);
-    return {};
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  return fail(detail::reservation_error<Container>(what, count));
+  return detail::try_grow(container, count, what, [&] { container.reserve(count); });
 }
 
 //! `container.resize(count)`; on failure `errc::out_of_memory` naming `what`, container unchanged.
 template <class Container>
 expected<void> try_resize(Container& container, std::size_t count, const char* what) noexcept {
-  if (detail::injected_growth_failure(container, count))
-    return fail(detail::reservation_error<Container>(what, count));
-  try {
-    container.resize(count);
-    return {};
-  } catch (const std::bad_alloc&) {
-  } catch (const std::length_error&) {
-  }
-  return fail(detail::reservation_error<Container>(what, count));
+  return detail::try_grow(container, count, what, [&] { container.resize(count); });
 }
 
 }  // namespace vyre

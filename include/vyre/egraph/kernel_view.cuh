@@ -25,6 +25,7 @@
 #include <cuda/std/span>
 
 #include "vyre/core/config.hpp"
+#include "vyre/detail/enum_name.hpp"
 #include "vyre/egraph/layout.hpp"
 
 namespace vyre::egraph {
@@ -43,21 +44,10 @@ enum class view_accessor : std::uint32_t {
 };
 
 VYRE_HOST_DEVICE constexpr const char* view_accessor_name(view_accessor accessor) noexcept {
-  switch (accessor) {
-    case view_accessor::none:
-      return "none";
-    case view_accessor::eclass:
-      return "eclass(row)";
-    case view_accessor::op:
-      return "op(row)";
-    case view_accessor::signature:
-      return "signature(row)";
-    case view_accessor::children:
-      return "children(row)";
-    case view_accessor::group:
-      return "group(i)";
-  }
-  return "unknown accessor";
+  constexpr const char* names[] = {"none",           "eclass(row)",   "op(row)",
+                                   "signature(row)", "children(row)", "group(i)"};
+  return vyre::detail::enum_name<view_accessor::none, view_accessor::group>(accessor, names,
+                                                                            "unknown accessor");
 }
 
 //! The first out-of-bounds access of the kernels that used a view, written on the device.

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "vyre/detail/enum_name.hpp"
 #include "vyre/eqsat/plan.hpp"
 #include "vyre/eqsat/program.hpp"
 
@@ -37,17 +38,9 @@ namespace vyre::eqsat {
 enum class stop_reason : std::uint8_t { saturated, iterations, node_limit, time_limit };
 
 inline const char* stop_reason_name(stop_reason r) noexcept {
-  switch (r) {
-    case stop_reason::saturated:
-      return "saturated";
-    case stop_reason::iterations:
-      return "iterations";
-    case stop_reason::node_limit:
-      return "node_limit";
-    case stop_reason::time_limit:
-      return "time_limit";
-  }
-  return "unknown";
+  constexpr const char* names[] = {"saturated", "iterations", "node_limit", "time_limit"};
+  return vyre::detail::enum_name<stop_reason::saturated, stop_reason::time_limit>(r, names,
+                                                                                  "unknown");
 }
 
 //! What one committed iteration did and left behind.

@@ -21,6 +21,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
+#include "vyre/detail/enum_name.hpp"
 
 namespace vyre::graph {
 
@@ -79,13 +80,9 @@ struct scan_topology {
 enum class join_kind : std::uint8_t { inner = 0, indexed_inner = 1 };
 
 constexpr const char* join_kind_name(join_kind kind) noexcept {
-  switch (kind) {
-    case join_kind::inner:
-      return "inner";
-    case join_kind::indexed_inner:
-      return "indexed_inner";
-  }
-  return "unknown join kind";
+  constexpr const char* names[] = {"inner", "indexed_inner"};
+  return vyre::detail::enum_name<join_kind::inner, join_kind::indexed_inner>(kind, names,
+                                                                             "unknown join kind");
 }
 
 //! The identity of a captured join pipeline. Build one with `make_graph_key`; compare with

@@ -8,6 +8,8 @@
 
 #include <driver_types.h>
 
+#include "vyre/detail/enum_name.hpp"
+
 namespace vyre::graph {
 
 //! The kind of one graph node. The numbering follows CUDA's (driver and runtime share it);
@@ -72,39 +74,22 @@ constexpr node_kind to_node_kind(cudaGraphNodeType cuda_type) noexcept {
 
 //! Human name of a node kind ("kernel", "memset", ...).
 constexpr const char* node_kind_name(node_kind kind) noexcept {
-  switch (kind) {
-    case node_kind::kernel:
-      return "kernel";
-    case node_kind::memcpy:
-      return "memcpy";
-    case node_kind::memset:
-      return "memset";
-    case node_kind::host:
-      return "host";
-    case node_kind::child_graph:
-      return "child graph";
-    case node_kind::empty:
-      return "empty";
-    case node_kind::event_wait:
-      return "event wait";
-    case node_kind::event_record:
-      return "event record";
-    case node_kind::external_semaphore_signal:
-      return "external semaphore signal";
-    case node_kind::external_semaphore_wait:
-      return "external semaphore wait";
-    case node_kind::mem_alloc:
-      return "mem alloc";
-    case node_kind::mem_free:
-      return "mem free";
-    case node_kind::batch_mem_op:
-      return "batch mem op";
-    case node_kind::conditional:
-      return "conditional";
-    case node_kind::unknown:
-      return "unknown";
-  }
-  return "unknown";
+  constexpr const char* names[] = {"kernel",
+                                   "memcpy",
+                                   "memset",
+                                   "host",
+                                   "child graph",
+                                   "empty",
+                                   "event wait",
+                                   "event record",
+                                   "external semaphore signal",
+                                   "external semaphore wait",
+                                   "mem alloc",
+                                   "mem free",
+                                   "batch mem op",
+                                   "conditional"};
+  // `unknown` (255) is past the table: it gets the fallback, its own name.
+  return vyre::detail::enum_name<node_kind::kernel, node_kind::conditional>(kind, names, "unknown");
 }
 
 //! Why a whole-graph update (`cudaGraphExecUpdate`) was refused, in words.

@@ -87,15 +87,9 @@ class direct_resource : public mr_interface<direct_resource> {
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/,
                                 cudaStream_t /*stream*/) noexcept {
     detail::live_block block;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = live_.find(ptr);
-      if (it == live_.end())
-        return fail(detail::unknown_pointer(
-            "alloc::direct: pointer is not a live allocation of this resource", ptr));
-      block = it->second;
-      live_.erase(it);
-    }
+    VYRE_TRY_ASSIGN(block, detail::take_live_block(
+                               mutex_, live_, ptr,
+                               "alloc::direct: pointer is not a live allocation of this resource"));
     if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
@@ -114,11 +108,7 @@ class direct_resource : public mr_interface<direct_resource> {
 
   //! Frees every live allocation (backend teardown; leaked buffers become dangling).
   expected<void> release_all() noexcept {
-    std::unordered_map<void*, detail::live_block> live;
-    {
-      std::lock_guard lock(mutex_);
-      live.swap(live_);
-    }
+    const detail::live_map live = detail::take_all_live(mutex_, live_);
     detail::device_guard guard(ordinal_);
     expected<void> result;
     for (const auto& [ptr, block] : live) {
@@ -134,7 +124,7 @@ class direct_resource : public mr_interface<direct_resource> {
   int ordinal_;
   telemetry_counters* telemetry_;
   mutable std::mutex mutex_;
-  std::unordered_map<void*, detail::live_block> live_;
+  detail::live_map live_;
 };
 
 //! `vyre::alloc::stream_ordered`: a dedicated `cudaMemPool_t` driven by
@@ -210,15 +200,10 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
   //! @returns `errc::invalid_argument` when `ptr` is not a live allocation of this resource.
   expected<void> try_deallocate(void* ptr, std::size_t /*bytes*/, cudaStream_t stream) noexcept {
     detail::live_block block;
-    {
-      std::lock_guard lock(mutex_);
-      const auto it = live_.find(ptr);
-      if (it == live_.end())
-        return fail(detail::unknown_pointer(
-            "alloc::stream_ordered: pointer is not a live allocation of this resource", ptr));
-      block = it->second;
-      live_.erase(it);
-    }
+    VYRE_TRY_ASSIGN(
+        block, detail::take_live_block(
+                   mutex_, live_, ptr,
+                   "alloc::stream_ordered: pointer is not a live allocation of this resource"));
     if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
     VYRE_CUDA_TRY(cudaFreeAsync(ptr, stream), "alloc::stream_ordered: cudaFreeAsync failed");
     return {};
@@ -245,11 +230,7 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
   //! Frees every live allocation and releases the reserve (backend teardown).
   expected<void> release_all() noexcept {
     if (!status_) return {};
-    std::unordered_map<void*, detail::live_block> live;
-    {
-      std::lock_guard lock(mutex_);
-      live.swap(live_);
-    }
+    const detail::live_map live = detail::take_all_live(mutex_, live_);
     expected<void> result;
     for (const auto& [ptr, block] : live) {
       if (telemetry_ != nullptr) telemetry_->record_deallocation(block.held);
@@ -310,7 +291,7 @@ class stream_ordered_resource : public mr_interface<stream_ordered_resource> {
   expected<void> status_;
   mutable std::mutex mutex_;
   std::uint64_t last_reserved_ = 0;
-  std::unordered_map<void*, detail::live_block> live_;
+  detail::live_map live_;
 };
 
 //! The resource type of an allocation policy.

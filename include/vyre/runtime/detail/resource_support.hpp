@@ -7,7 +7,9 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -86,6 +88,27 @@ struct live_block {
   std::size_t requested = 0;
   std::size_t held = 0;
 };
+using live_map = std::unordered_map<void*, live_block>;
+
+//! Takes `ptr` out of `live` (under `mutex`) and returns its block: the check of every free.
+//! @returns `unknown_pointer(context, ptr)` when `ptr` is not live (foreign, or freed already).
+inline expected<live_block> take_live_block(std::mutex& mutex, live_map& live, void* ptr,
+                                            const char* context) noexcept {
+  std::lock_guard lock(mutex);
+  const auto it = live.find(ptr);
+  if (it == live.end()) return fail(unknown_pointer(context, ptr));
+  const live_block block = it->second;
+  live.erase(it);
+  return block;
+}
+
+//! Takes every entry out of `live` (under `mutex`): what a resource frees at teardown.
+inline live_map take_all_live(std::mutex& mutex, live_map& live) noexcept {
+  live_map all;
+  std::lock_guard lock(mutex);
+  all.swap(live);
+  return all;
+}
 
 //! Throws the error of a failed `expected` (the `cuda::mr` boundary).
 template <class T>
