@@ -35,16 +35,17 @@
   inline T& T::operator=(const T&) = default;  \
   inline T& T::operator=(T&&) noexcept = default
 
-//! Declares T's default constructor, destructor and (noexcept) move operations; no copies.
+//! Declares T's (noexcept) default constructor, destructor and (noexcept) move operations; no
+//! copies.
 #define VYRE_HOST_MOVE_ONLY_MEMBERS(T) \
-  T();                                 \
+  T() noexcept;                        \
   ~T();                                \
   T(T&&) noexcept;                     \
   T& operator=(T&&) noexcept
 
 //! Defaults what `VYRE_HOST_MOVE_ONLY_MEMBERS(T)` declared (inline, host-only).
 #define VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(T) \
-  inline T::T() = default;                       \
+  inline T::T() noexcept = default;              \
   inline T::~T() = default;                      \
   inline T::T(T&&) noexcept = default;           \
   inline T& T::operator=(T&&) noexcept = default

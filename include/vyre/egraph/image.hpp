@@ -19,6 +19,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -163,12 +164,7 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
 //! be large); `clone` copies explicitly.
 class host_image {
  public:
-  // Special members are defaulted out of line: under nvcc, members defaulted in the class would
-  // be inferred __host__ __device__ (through cuda::std::expected) and call host-only unique_ptr.
-  host_image() noexcept;
-  ~host_image();
-  host_image(host_image&&) noexcept;
-  host_image& operator=(host_image&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(host_image);  // host-only (vyre/detail/host_special_members.hpp)
   host_image(const host_image&) = delete;
   host_image& operator=(const host_image&) = delete;
 
@@ -226,9 +222,6 @@ class host_image {
   image_layout layout_;
 };
 
-inline host_image::host_image() noexcept = default;
-inline host_image::~host_image() = default;
-inline host_image::host_image(host_image&&) noexcept = default;
-inline host_image& host_image::operator=(host_image&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(host_image);
 
 }  // namespace vyre::egraph

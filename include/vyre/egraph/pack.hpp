@@ -13,6 +13,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/detail/pack_impl.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/layout.hpp"
@@ -25,11 +26,7 @@ namespace vyre::egraph {
 //! scratch. Writing consumes it.
 class prepared_pack {
  public:
-  // Out-of-line special members: see host_image (nvcc would infer them host-device).
-  prepared_pack() noexcept;
-  ~prepared_pack();
-  prepared_pack(prepared_pack&&) noexcept;
-  prepared_pack& operator=(prepared_pack&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(prepared_pack);  // host-only (vyre/detail/host_special_members.hpp)
   const image_layout& layout() const noexcept { return layout_; }
   std::uint64_t word_count() const noexcept { return layout_.word_count(); }
 
@@ -90,10 +87,7 @@ class prepared_pack {
   bool ready_ = false;
 };
 
-inline prepared_pack::prepared_pack() noexcept = default;
-inline prepared_pack::~prepared_pack() = default;
-inline prepared_pack::prepared_pack(prepared_pack&&) noexcept = default;
-inline prepared_pack& prepared_pack::operator=(prepared_pack&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(prepared_pack);
 
 //! Validates `source` and groups its rows: the expensive half of packing, after which the
 //! image size is known. See `snapshot::validate` for the errors.

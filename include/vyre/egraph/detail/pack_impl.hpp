@@ -18,6 +18,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/row.hpp"
@@ -37,11 +38,7 @@ struct snapshot_columns {
 
 //! Grouping of rows by e-class, computed once and consumed by `emit`.
 struct grouping {
-  // Out-of-line special members: see host_image (nvcc would infer them host-device).
-  grouping() noexcept;
-  ~grouping();
-  grouping(grouping&&) noexcept;
-  grouping& operator=(grouping&&) noexcept;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(grouping);  // host-only (vyre/detail/host_special_members.hpp)
 
   bool dense = true;
   std::uint32_t min_eclass = 0;
@@ -66,10 +63,7 @@ struct grouping {
   }
 };
 
-inline grouping::grouping() noexcept = default;
-inline grouping::~grouping() = default;
-inline grouping::grouping(grouping&&) noexcept = default;
-inline grouping& grouping::operator=(grouping&&) noexcept = default;
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(grouping);
 
 //! Ids are "dense" when a counting array over [min, max] costs at most a few words per row.
 inline bool use_counting_sort(std::uint64_t id_range, std::uint64_t rows) noexcept {
