@@ -428,6 +428,17 @@ inline expected<congruence_result> congruence_reference(const image_columns& ima
 
 namespace detail {
 
+//! The error of tree costs that still decrease after `rounds` rounds over `classes` classes (a
+//! negative-cost cycle): one text for the CPU engines and the device.
+inline error negative_cycle_error(std::uint64_t rounds, std::uint32_t classes) {
+  return error(errc::invalid_argument,
+               "extract: costs still decrease after #classes + 1 rounds (a negative-cost cycle "
+               "makes the tree cost unbounded)")
+      .with("rounds", rounds)
+      .with("classes", classes)
+      .fix("make node costs non-negative, or at least free of negative cycles");
+}
+
 inline expected<extraction_result> extract(const host_rows& rows, const dense_classes& dense,
                                            cuda::std::span<const double> node_cost,
                                            cuda::std::span<const std::uint32_t> roots) {
@@ -493,13 +504,7 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
   VYRE_TRY(try_resize(queued, rows.row_count, "extract: worklist membership"));
   for (std::uint32_t r = 0; r < rows.row_count; ++r) pending[r] = r;
   while (!pending.empty()) {
-    if (result.rounds == round_limit)
-      return fail(error(errc::invalid_argument,
-                        "extract: costs still decrease after #classes + 1 rounds (a "
-                        "negative-cost cycle makes the tree cost unbounded)")
-                      .with("rounds", result.rounds)
-                      .with("classes", class_count)
-                      .fix("make node costs non-negative, or at least free of negative cycles"));
+    if (result.rounds == round_limit) return fail(negative_cycle_error(result.rounds, class_count));
     ++result.rounds;
     next.clear();
     for (const std::uint32_t r : pending) {

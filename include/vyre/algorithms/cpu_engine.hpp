@@ -803,13 +803,7 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       for (u32 r = 0; r < rows.row_count; ++r) pending[r] = r;
       while (!pending.empty()) {
         if (result.rounds == round_limit)
-          return fail(
-              error(errc::invalid_argument,
-                    "extract: costs still decrease after #classes + 1 rounds (a "
-                    "negative-cost cycle makes the tree cost unbounded)")
-                  .with("rounds", result.rounds)
-                  .with("classes", class_count)
-                  .fix("make node costs non-negative, or at least free of negative cycles"));
+          return fail(vyre::algorithms::detail::negative_cycle_error(result.rounds, class_count));
         ++result.rounds;
         next.clear();
         for (const u32 r : pending) {

@@ -463,31 +463,26 @@ class dag_search {
       decrement(p_.child[k]);
   }
 
-  void increment(std::uint32_t c) {
-    stack_.clear();
-    stack_.push_back(c);
-    while (!stack_.empty()) {
-      const std::uint32_t x = stack_.back();
-      stack_.pop_back();
-      ++work_;
-      if (ref_[x]++ != 0) continue;
-      const std::uint32_t xr = choice_[x];
-      total_ += p_.cost[xr];
-      for (std::uint32_t k = p_.children_begin(xr); k < p_.children_end(xr); ++k)
-        stack_.push_back(p_.child[k]);
-    }
-  }
+  void increment(std::uint32_t c) { adjust<+1>(c); }
+  void decrement(std::uint32_t c) { adjust<-1>(c); }
 
-  void decrement(std::uint32_t c) {
+  //! Adds `Step` (+1 or -1) to class c's reference count; a class whose count leaves or reaches
+  //! zero adds or removes its chosen row's cost and passes the step on to that row's children.
+  template <int Step>
+  void adjust(std::uint32_t c) {
     stack_.clear();
     stack_.push_back(c);
     while (!stack_.empty()) {
       const std::uint32_t x = stack_.back();
       stack_.pop_back();
       ++work_;
-      if (--ref_[x] != 0) continue;
+      if constexpr (Step > 0) {
+        if (ref_[x]++ != 0) continue;
+      } else {
+        if (--ref_[x] != 0) continue;
+      }
       const std::uint32_t xr = choice_[x];
-      total_ -= p_.cost[xr];
+      total_ += Step * p_.cost[xr];
       for (std::uint32_t k = p_.children_begin(xr); k < p_.children_end(xr); ++k)
         stack_.push_back(p_.child[k]);
     }

@@ -304,12 +304,7 @@ inline expected<void> extract_outcome(const plan_counters& seen, std::uint32_t g
                     .with("child_entry", seen.status.bad_child)
                     .fix("add a row for that e-class or drop the child"));
   if (seen.status.changed != 0)
-    return fail(error(errc::invalid_argument,
-                      "extract: costs still decrease after #classes + 1 rounds (a negative-cost "
-                      "cycle makes the tree cost unbounded)")
-                    .with("rounds", std::uint64_t{group_count} + 1)
-                    .with("classes", group_count)
-                    .fix("make node costs non-negative, or at least free of negative cycles"));
+    return fail(negative_cycle_error(std::uint64_t{group_count} + 1, group_count));
   if (seen.status.bad_root != 0xFFFFFFFFu)
     return fail(error(errc::not_found, "extract: a root names an e-class that has no row")
                     .with("root", seen.status.bad_root)
