@@ -115,7 +115,7 @@ VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint3
                                      device_status* status) {
   // Inputs read once into registers (the stores below may alias `params` as far as the
   // compiler knows), and both loads issued before the branch: one latency, not two, in front
-  // of a two-load body (the grid is resident-sized: `resident_grid_for`).
+  // of a two-load body.
   const bool ok = input_ok(status);
   const std::uint32_t children = params->image.child_count();
   if (!ok) return;
