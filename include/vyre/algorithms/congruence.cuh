@@ -186,7 +186,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     // One graph whose only node is a conditional WHILE; its body is one round plus the kernel
     // that decides whether to run another (counting the rounds on the device).
     VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
-    VYRE_TRY(order_capture_after(runtime, capture.get(), stream));
+    VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
       VYRE_TRY(enqueue_congruence_round(b, R, grids, signature, on));
       return enqueue_congruence_continue(b, handle, on);

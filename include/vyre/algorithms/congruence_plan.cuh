@@ -354,7 +354,9 @@ class congruence_plan {
     storage& s = storage_;
     const detail::congruence_buffers& b = s.buffers;
     const std::uint32_t B = bucket;
-    VYRE_TRY(detail::order_capture_after(runtime_, s.capture.get(), stream_));
+    // Held until the capture is done (one wait per captured bucket, not per run).
+    VYRE_TRY_ASSIGN(event_lease ordered,
+                    detail::order_capture_after(runtime_, s.capture.get(), stream_));
     const detail::congruence_grids grids{
         detail::grid_for(B),
         detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B))};

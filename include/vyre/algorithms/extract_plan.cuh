@@ -292,7 +292,9 @@ class extract_plan {
   //! setup (-> single-block fixpoint) -> WHILE(round) unless single -> choices and root cost.
   expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single) {
     const detail::extract_buffers b = storage_.buffers();
-    VYRE_TRY(detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
+    // Held until the capture is done (one wait per captured bucket, not per run).
+    VYRE_TRY_ASSIGN(event_lease ordered,
+                    detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
     VYRE_TRY_ASSIGN(const unsigned round_grid, detail::resident_grid_for(bucket));
     const detail::extract_grids grids{
         detail::grid_for(bucket),

@@ -61,13 +61,15 @@ struct runtime_ref {
 //! is captured on it and launched on `stream`. Launch order alone is what CUDA needs; the wait
 //! also gives the capture stream the same view of `stream`'s stream-ordered allocations (a
 //! leased stream carries the history of earlier leases; compute-sanitizer checks graph nodes
-//! captured on it against that view).
-inline expected<void> order_capture_after(const runtime_ref& runtime, cudaStream_t capture,
-                                          cudaStream_t stream) {
+//! captured on it against that view). Keep the returned event lease until the graph is launched:
+//! a lease synchronises before it goes back to its pool, and returning it at once would make the
+//! host wait for the work on `stream` instead of capturing meanwhile.
+inline expected<event_lease> order_capture_after(const runtime_ref& runtime, cudaStream_t capture,
+                                                 cudaStream_t stream) {
   VYRE_TRY_ASSIGN(event_lease ready, runtime.events->acquire());
   VYRE_CUDA_TRY(cudaEventRecord(ready.get(), stream), "capture: record the work stream");
   VYRE_CUDA_TRY(cudaStreamWaitEvent(capture, ready.get(), 0), "capture: order after it");
-  return {};
+  return ready;
 }
 
 //! The runtime services of `gpu`.
