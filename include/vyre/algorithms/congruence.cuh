@@ -160,7 +160,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
       "congruence: upload parameters");
   // A thread per item (resident-sized grids made the congruence kernels 1.12-1.20x slower at
   // 4M-16M rows on an H100, unlike extraction's relaxation rounds).
-  const congruence_grids grids{grid_for(R), grid_for(C)};
+  const congruence_grids grids{grid_for(R), grid_for(C), grid_for(G)};
   VYRE_TRY(enqueue_congruence_checks(b, grids, stream));
 
   // The rounds. Every round but the last merges at least once, so G + 1 rounds always

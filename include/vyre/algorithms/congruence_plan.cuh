@@ -359,7 +359,8 @@ class congruence_plan {
                     detail::order_capture_after(runtime_, s.capture.get(), stream_));
     const detail::congruence_grids grids{
         detail::grid_for(B),
-        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B))};
+        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B)),
+        detail::grid_for(B)};
     const Signature signature = signature_;
     auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {

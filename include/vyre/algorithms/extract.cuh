@@ -105,7 +105,7 @@ inline expected<device_extraction_result> extract_once(const runtime_ref& runtim
 
   const extract_buffers b{params.get(),    counters.get(),    dense_child.get(),
                           dense_row.get(), result.cost.get(), result.choice.get()};
-  VYRE_TRY_ASSIGN(const unsigned round_grid, resident_grid_for(R));
+  const unsigned round_grid = resident_grid_for(runtime, R);
   const extract_grids grids{grid_for(R), grid_for(C), round_grid};
   const bool single = G <= options.single_block_max_groups && R <= options.single_block_max_rows;
   VYRE_TRY(enqueue_extract_setup(b, grids, single, stream));

@@ -295,7 +295,7 @@ class extract_plan {
     // Held until the capture is done (one wait per captured bucket, not per run).
     VYRE_TRY_ASSIGN(event_lease ordered,
                     detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
-    VYRE_TRY_ASSIGN(const unsigned round_grid, detail::resident_grid_for(bucket));
+    const unsigned round_grid = detail::resident_grid_for(runtime_, bucket);
     const detail::extract_grids grids{
         detail::grid_for(bucket),
         detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * bucket)),

@@ -311,10 +311,12 @@ struct congruence_buffers {
   }
 };
 
-//! Launch grids of one pipeline: over the bucket's rows, and over the children.
+//! Launch grids of one pipeline: over the bucket's rows, the children, and the groups (the
+//! union-find; a plan, which does not know the group count when it captures, uses its rows).
 struct congruence_grids {
   unsigned rows = 1;
   unsigned children = 1;
+  unsigned groups = 1;
 };
 
 //! The bits of the rebuilt grouping sort (dense representatives < bucket) and the key that
@@ -405,7 +407,7 @@ expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32
                                                       b.dense_row, b.parent, b.leader_flag, bucket,
                                                       status);
   VYRE_TRY(launched("congruence: leaders and unions"));
-  flatten_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.parent, status);
+  flatten_kernel<><<<grids.groups, block_size, 0, on>>>(b.params, b.parent, status);
   return launched("congruence: flatten");
 }
 

@@ -44,6 +44,7 @@ struct runtime_ref {
   stream_pool* streams = nullptr;
   event_pool* events = nullptr;
   telemetry_counters* telemetry = nullptr;
+  unsigned sm_count = 0;  //!< the backend device's SMs (`device_caps::sm_count`)
 
   //! `count` elements of `T` from the allocation policy, on `stream`.
   template <class T>
@@ -75,7 +76,8 @@ inline expected<event_lease> order_capture_after(const runtime_ref& runtime, cud
 //! The runtime services of `gpu`.
 template <policy_bundle P>
 runtime_ref runtime_of(backend<P>& gpu) noexcept {
-  return {gpu.memory_ref(), &gpu.pinned(), &gpu.streams(), &gpu.events(), &gpu.telemetry()};
+  return {gpu.memory_ref(), &gpu.pinned(),    &gpu.streams(),
+          &gpu.events(),    &gpu.telemetry(), static_cast<unsigned>(gpu.caps().sm_count)};
 }
 
 //! Whether `workspace_runtime` was made from `gpu` (a workspace or plan used with another
@@ -166,12 +168,9 @@ inline unsigned grid_for(std::uint64_t items) noexcept {
 //! their inputs from a device parameter block pay those dependent loads once per thread; with a
 //! thread per item they would lengthen every item's latency chain (about 1.45x on extraction's
 //! relaxation rounds at 16M rows, H100).
-inline expected<unsigned> resident_grid_for(std::uint64_t items, unsigned blocks_per_sm = 8) {
-  int device = 0, sms = 0;
-  VYRE_CUDA_TRY(cudaGetDevice(&device), "resident grid: current device");
-  VYRE_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-                "resident grid: SM count");
-  const std::uint64_t resident = std::uint64_t{static_cast<unsigned>(sms)} * blocks_per_sm;
+inline unsigned resident_grid_for(const runtime_ref& runtime, std::uint64_t items,
+                                  unsigned blocks_per_sm = 8) noexcept {
+  const std::uint64_t resident = std::uint64_t{runtime.sm_count} * blocks_per_sm;
   const unsigned grid = grid_for(items);
   return resident != 0 && grid > resident ? static_cast<unsigned>(resident) : grid;
 }
