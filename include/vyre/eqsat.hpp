@@ -6,7 +6,9 @@
 //! - plan.hpp: rules compiled to joins over per-constructor tables plus actions
 //! - cpu_engine.hpp: the CPU engine (hash-consed tables, union-find, rebuild, limits)
 //! - execute.hpp: runs a program's commands on an engine
-//! - emit.hpp: the e-graph as egraph-serialize JSON
+//! - emit.hpp: the e-graph as egraph-serialize JSON (any engine)
+//!
+//! The GPU engine (`gpu_engine.cuh`, nvcc) comes with `vyre/eqsat.cuh`.
 #pragma once
 
 #include "vyre/eqsat/cpu_engine.hpp"

@@ -5,6 +5,7 @@
 
 #include "vyre/algorithms.cuh"
 #include "vyre/egraph.cuh"
+#include "vyre/eqsat.cuh"
 #include "vyre/fusion.cuh"
 #include "vyre/graph.cuh"
 #include "vyre/runtime.cuh"

@@ -17,8 +17,12 @@
 // extracts every top-level term and let at the end, `--emit` writes the final e-graph as
 // egraph-serialize JSON with the top-level terms as roots.
 //
-// Exit status: 0 success; 1 the machine failed; 2 a bad program or bad usage (one line on
-// stderr, `file:line:col: ...` for program errors); 3 `--device gpu` (not built yet).
+// `--device gpu` runs the GPU engine (vyre/eqsat/gpu_engine.cuh) on device 0, `cpu` the CPU
+// engine, `auto` the GPU engine when a CUDA device is present, else the CPU engine.
+//
+// Exit status: 0 success; 1 the machine failed (out of device memory, a CUDA error); 2 a bad
+// program or bad usage (one line on stderr, `file:line:col: ...` for program errors); 3
+// `--device gpu` without a usable CUDA device.
 #include <cstdint>
 #include <cstdio>
 #include <exception>
@@ -26,12 +30,14 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
 #include <vyre/eqsat.hpp>
 
 #include "common/cli.hpp"
+#include "engine.hpp"
 
 namespace vyre_tool {
 namespace {
@@ -67,7 +73,8 @@ int run(int argc, char** argv) {
   options opts;
   CLI::App app{"vyre-eqsat: equality saturation on an egglog program", "vyre-eqsat"};
   app.add_option("program", opts.file, "egglog program (.egg)")->required();
-  app.add_option("--device", opts.device, "where the engine runs (auto = cpu for now)")
+  app.add_option("--device", opts.device,
+                 "where the engine runs (auto: the GPU when a CUDA device is present)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   app.add_flag("--json", opts.json, "print one JSON object with stable keys");
   app.add_option("--node-limit", opts.node_limit,
@@ -80,10 +87,14 @@ int run(int argc, char** argv) {
   app.add_flag("--extract-roots", opts.extract_roots,
                "extract every top-level term and let at the end");
   if (const auto status = parse_command_line(app, argc, argv)) return *status;
-  if (opts.device == "gpu") {
-    std::fprintf(stderr, "vyre-eqsat: the GPU engine is not built yet; use --device cpu\n");
+  bool on_gpu = opts.device == "gpu";
+  if (on_gpu && !gpu_present()) {
+    std::fprintf(stderr,
+                 "vyre-eqsat: --device gpu: no usable CUDA device here. Fix: run with --device "
+                 "cpu, or on a machine with an NVIDIA GPU and driver.\n");
     return exit_no_device;
   }
+  if (opts.device == "auto") on_gpu = gpu_present();
   std::ifstream in(opts.file, std::ios::binary);
   if (!in) {
     std::fprintf(stderr, "vyre-eqsat: %s: cannot open the program file. Fix: check the path\n",
@@ -97,13 +108,32 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", vyre::eqsat::diagnostic(opts.file, prog.error()).c_str());
     return exit_bad_input;
   }
-  vyre::eqsat::cpu_engine engine(*prog, opts.threads);
   vyre::eqsat::execute_options xo;
   xo.limits.node_limit = opts.node_limit;
   xo.limits.time_limit = opts.time_limit;
   xo.extra_iterations = opts.run;
   xo.extract_roots = opts.extract_roots;
-  const vyre::eqsat::execution ex = vyre::eqsat::execute(*prog, engine, xo);
+  vyre::eqsat::execution ex;
+  unsigned threads = 0;
+  if (on_gpu) {
+    auto done = execute_on_gpu(*prog, xo, opts.emit, ex);
+    if (!done) {
+      std::fprintf(stderr, "vyre-eqsat: %s\n", done.error().message().c_str());
+      return exit_failure;
+    }
+  } else {
+    vyre::eqsat::cpu_engine engine(*prog, opts.threads);
+    threads = engine.threads();
+    ex = vyre::eqsat::execute(*prog, engine, xo);
+    if (!opts.emit.empty()) {
+      auto written = vyre::eqsat::write_egraph_json(engine, ex.roots, opts.emit);
+      if (!written) {
+        std::fprintf(stderr, "vyre-eqsat: %s\n", written.error().message().c_str());
+        return exit_failure;
+      }
+    }
+  }
+  const char* device = on_gpu ? "gpu" : "cpu";
 
   if (opts.json) {
     std::string out = "{\"iterations\": [";
@@ -128,11 +158,15 @@ int run(int argc, char** argv) {
              ", \"cost\": " + std::to_string(ex.extracts[i].best.cost) +
              ", \"best\": " + json_text(ex.extracts[i].best.term) + "}";
     out += "],\n \"stopped\": \"" + std::string(vyre::eqsat::stop_reason_name(ex.stopped)) +
-           "\", \"threads\": " + std::to_string(engine.threads()) + ", \"device\": \"cpu\"}\n";
+           "\", \"threads\": " + std::to_string(threads) + ", \"device\": \"" + device + "\"}\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
-    std::printf("%s: %zu constructors, %zu rules, %u threads (cpu)\n", opts.file.c_str(),
-                prog->constructors.size(), prog->rules.size(), engine.threads());
+    if (on_gpu)
+      std::printf("%s: %zu constructors, %zu rules (gpu)\n", opts.file.c_str(),
+                  prog->constructors.size(), prog->rules.size());
+    else
+      std::printf("%s: %zu constructors, %zu rules, %u threads (cpu)\n", opts.file.c_str(),
+                  prog->constructors.size(), prog->rules.size(), threads);
     std::printf("iteration 0: %llu e-nodes, %llu e-classes\n",
                 static_cast<unsigned long long>(ex.initial.enodes),
                 static_cast<unsigned long long>(ex.initial.eclasses));
@@ -148,13 +182,6 @@ int run(int argc, char** argv) {
       std::printf("extract %s: cost %llu: %s\n", e.source.c_str(),
                   static_cast<unsigned long long>(e.best.cost), e.best.term.c_str());
     std::printf("stopped: %s\n", vyre::eqsat::stop_reason_name(ex.stopped));
-  }
-  if (!opts.emit.empty()) {
-    auto written = vyre::eqsat::write_egraph_json(engine, ex.roots, opts.emit);
-    if (!written) {
-      std::fprintf(stderr, "vyre-eqsat: %s\n", written.error().message().c_str());
-      return exit_failure;
-    }
   }
   return exit_ok;
 }

@@ -30,17 +30,19 @@
 #include <vector>
 
 #include "vyre/detail/enum_name.hpp"
+#include "vyre/eqsat/detail/tree_cost.hpp"
 #include "vyre/eqsat/plan.hpp"
 #include "vyre/eqsat/program.hpp"
 
 namespace vyre::eqsat {
 
-enum class stop_reason : std::uint8_t { saturated, iterations, node_limit, time_limit };
+//! Why a run stopped. `failed`: the engine failed (the GPU engine: out of device memory or a
+//! CUDA error; its `failure()` says why); the last committed iteration is kept.
+enum class stop_reason : std::uint8_t { saturated, iterations, node_limit, time_limit, failed };
 
 inline const char* stop_reason_name(stop_reason r) noexcept {
-  constexpr const char* names[] = {"saturated", "iterations", "node_limit", "time_limit"};
-  return vyre::detail::enum_name<stop_reason::saturated, stop_reason::time_limit>(r, names,
-                                                                                  "unknown");
+  constexpr const char* names[] = {"saturated", "iterations", "node_limit", "time_limit", "failed"};
+  return vyre::detail::enum_name<stop_reason::saturated, stop_reason::failed>(r, names, "unknown");
 }
 
 //! What one committed iteration did and left behind.
@@ -50,7 +52,11 @@ struct iteration_stats {
   std::uint64_t eclasses = 0;
   std::vector<std::uint64_t> per_constructor;  //!< e-nodes, indexed like program::constructors
   std::uint64_t matches = 0;
-  std::uint64_t unions = 0;  //!< unions of the apply phase that merged two classes
+  //! E-classes that existed before the iteration and were merged away during it (apply and
+  //! rebuild together): old roots before minus old roots after. Union keeps the smaller id,
+  //! so a class made during the iteration never counts and every engine reports the same
+  //! number.
+  std::uint64_t unions = 0;
   double search_seconds = 0;
   double apply_seconds = 0;
   double rebuild_seconds = 0;
@@ -135,18 +141,20 @@ class cpu_engine {
       auto t1 = clock::now();
       stats.search_seconds = std::chrono::duration<double>(t1 - t0).count();
       const std::uint64_t rows_before = total_rows();
-      std::uint64_t unions = 0;
-      for (std::size_t r = 0; r < active.size(); ++r)
-        unions += apply(plans_[active[r]], matches[r]);
+      const std::size_t old_ids = parent_.size();
+      const std::uint64_t old_roots = roots_below(old_ids);
+      for (std::size_t r = 0; r < active.size(); ++r) apply(plans_[active[r]], matches[r]);
       matches.clear();
-      const bool changed = unions != 0 || total_rows() != rows_before;
       auto t2 = clock::now();
       stats.apply_seconds = std::chrono::duration<double>(t2 - t1).count();
       rebuild();
       auto t3 = clock::now();
       stats.rebuild_seconds = std::chrono::duration<double>(t3 - t2).count();
-      stats.unions = unions;
+      stats.unions = old_roots - roots_below(old_ids);
       fill_counts(stats);
+      // Without a merge of two old classes the old rows stay canonical and distinct, so the
+      // e-graph changed exactly when a row was added.
+      const bool changed = stats.unions != 0 || stats.enodes != rows_before;
       if (limits.node_limit != 0 && stats.enodes > limits.node_limit) {
         restore(std::move(saved));
         --iteration_;
@@ -180,8 +188,8 @@ class cpu_engine {
   extraction extract(std::uint32_t eclass) const {
     compute_costs();
     extraction out;
-    out.cost = class_cost_[find_const(eclass)];
-    out.term = term_of(find_const(eclass), 0);
+    out.cost = costs_.class_cost[find_const(eclass)];
+    out.term = costs_.term(*prog_, flat_tables(), find_const(eclass));
     return out;
   }
 
@@ -324,6 +332,13 @@ class cpu_engine {
     else
       insert_slot(t, h, new_row);
     return cls;
+  }
+
+  // Roots among the class ids below `ids`.
+  std::uint64_t roots_below(std::size_t ids) const noexcept {
+    std::uint64_t n = 0;
+    for (std::size_t i = 0; i < ids; ++i) n += parent_[i] == i ? 1 : 0;
+    return n;
   }
 
   std::uint64_t total_rows() const noexcept {
@@ -514,11 +529,10 @@ class cpu_engine {
 
   // --- apply --------------------------------------------------------------------------------
 
-  std::uint64_t apply(const query_plan& plan, const std::vector<std::uint32_t>& matches) {
+  void apply(const query_plan& plan, const std::vector<std::uint32_t>& matches) {
     const std::size_t width = plan.saved.size();
     std::vector<std::uint32_t> temps(plan.actions.size());
     std::uint32_t key[max_arity];
-    std::uint64_t unions = 0;
     for (std::size_t m = 0; m < matches.size(); m += width) {
       const std::uint32_t* saved = &matches[m];
       auto value = [&](const operand& o) {
@@ -537,9 +551,8 @@ class cpu_engine {
         for (std::size_t a = 0; a < step.args.size(); ++a) key[a] = value(step.args[a]);
         temps[s] = lookup_or_insert(step.ctor, key);
       }
-      if (unite(saved[0], value(plan.result))) ++unions;
+      unite(saved[0], value(plan.result));
     }
-    return unions;
   }
 
   // --- limits -------------------------------------------------------------------------------
@@ -561,46 +574,16 @@ class cpu_engine {
 
   // --- extraction ---------------------------------------------------------------------------
 
-  void compute_costs() const {
-    if (cost_epoch_ == epoch_ + 1) return;
-    constexpr std::uint64_t infinite = ~std::uint64_t{0};
-    class_cost_.assign(parent_.size(), infinite);
-    best_row_.assign(parent_.size(), {dead, dead});
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (std::size_t c = 0; c < tables_.size(); ++c) {
-        const table& t = tables_[c];
-        for (std::size_t r = 0; r < t.row_count(); ++r) {
-          const std::uint32_t* cells = &t.cells[r * t.width];
-          std::uint64_t cost = 1;
-          for (std::uint32_t i = 0; i < t.arity && cost != infinite; ++i) {
-            const std::uint64_t child = t.datatype_column[i] ? class_cost_[cells[i]] : 1;
-            cost = child == infinite || cost + child < cost ? infinite : cost + child;
-          }
-          std::uint64_t& best = class_cost_[cells[t.arity]];
-          if (cost < best) {
-            best = cost;
-            best_row_[cells[t.arity]] = {static_cast<std::uint32_t>(c),
-                                         static_cast<std::uint32_t>(r)};
-            changed = true;
-          }
-        }
-      }
-    }
-    cost_epoch_ = epoch_ + 1;
+  std::vector<detail::flat_table> flat_tables() const {
+    std::vector<detail::flat_table> out;
+    for (const table& t : tables_) out.push_back({t.cells.data(), t.row_count(), t.width});
+    return out;
   }
 
-  std::string term_of(std::uint32_t cls, int depth) const {
-    const auto [c, r] = best_row_[cls];
-    if (c == dead || depth > 10000) return "?";
-    const table& t = tables_[c];
-    const std::uint32_t* cells = &t.cells[std::size_t{r} * t.width];
-    std::string out = "(" + prog_->constructors[c].name;
-    for (std::uint32_t i = 0; i < t.arity; ++i) {
-      out += ' ';
-      out += t.datatype_column[i] ? term_of(cells[i], depth + 1) : prog_->literal_text(cells[i]);
-    }
-    return out + ")";
+  void compute_costs() const {
+    if (cost_epoch_ == epoch_ + 1) return;
+    costs_.compute(*prog_, flat_tables(), parent_.size());
+    cost_epoch_ = epoch_ + 1;
   }
 
   const program* prog_;
@@ -612,8 +595,7 @@ class cpu_engine {
   std::uint64_t iteration_ = 0;
   std::uint64_t epoch_ = 0;
   mutable std::uint64_t cost_epoch_ = 0;
-  mutable std::vector<std::uint64_t> class_cost_;
-  mutable std::vector<std::pair<std::uint32_t, std::uint32_t>> best_row_;
+  mutable detail::tree_costs costs_;
 };
 
 }  // namespace vyre::eqsat

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::eqsat::write_egraph_json`: the CPU engine's e-graph as egraph-serialize JSON (the
-//! format `vyre::egraph_json` and vyre-egraph read).
+//! `vyre::eqsat::write_egraph_json`: an engine's e-graph as egraph-serialize JSON (the format
+//! `vyre::egraph_json` and vyre-egraph read). Any engine with `prog()`, `class_id_count()`,
+//! `rows(c)`, `width(c)` and `find_const(x)` (the CPU engine, the GPU engine).
 //!
 //! Each row of constructor `C` is node `"C.<row>"` (op `C`, cost 1, e-class `"<id>"`); its
 //! datatype children name the first node of the child e-class. As in egglog's serializer, each
@@ -39,18 +40,19 @@ inline void json_string(std::string& out, const std::string& text) {
 }  // namespace detail
 
 //! The e-graph as egraph-serialize JSON text.
-inline std::string egraph_json(const cpu_engine& engine, const std::vector<std::uint32_t>& roots) {
+template <class Engine>
+std::string egraph_json(const Engine& engine, const std::vector<std::uint32_t>& roots) {
+  constexpr std::uint32_t none = 0xffffffffu;
   const program& prog = engine.prog();
   const auto ctor_count = static_cast<std::uint32_t>(prog.constructors.size());
   // First node of every e-class: the child every parent names.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> first(engine.class_id_count(),
-                                                             {cpu_engine::dead, 0});
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> first(engine.class_id_count(), {none, 0});
   for (std::uint32_t c = 0; c < ctor_count; ++c) {
     const auto& cells = engine.rows(c);
     const std::uint32_t w = engine.width(c);
     for (std::size_t r = 0; r * w < cells.size(); ++r) {
       auto& slot = first[cells[r * w + w - 1]];
-      if (slot.first == cpu_engine::dead) slot = {c, static_cast<std::uint32_t>(r)};
+      if (slot.first == none) slot = {c, static_cast<std::uint32_t>(r)};
     }
   }
   std::vector<bool> literal_used(prog.literals.size(), false);
@@ -97,9 +99,9 @@ inline std::string egraph_json(const cpu_engine& engine, const std::vector<std::
 }
 
 //! Writes `egraph_json(engine, roots)` to `path`.
-inline expected<void> write_egraph_json(const cpu_engine& engine,
-                                        const std::vector<std::uint32_t>& roots,
-                                        const std::string& path) {
+template <class Engine>
+expected<void> write_egraph_json(const Engine& engine, const std::vector<std::uint32_t>& roots,
+                                 const std::string& path) {
   const std::string text = egraph_json(engine, roots);
   std::FILE* f = std::fopen(path.c_str(), "wb");
   if (f == nullptr)

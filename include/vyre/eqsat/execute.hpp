@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::eqsat::execute`: runs a program's commands in order on an engine (the CPU engine
-//! today; any engine with the same `add_term`/`set_global`/`run`/`extract`/`counts` calls).
+//! `vyre::eqsat::execute`: runs a program's commands in order on an engine (`cpu_engine`,
+//! `gpu_engine`, or any engine with the same `add_term`/`set_global`/`run`/`extract`/`counts`/
+//! `find` calls).
 //!
 //! Rules take part in the runs that follow their declaration; terms, `let`s and `extract`s are
 //! added when reached. A run that stops on the node or time limit ends the program's runs (the
-//! later commands still add their terms and extract). `extra_iterations` runs that many more
+//! later commands still add their terms and extract; a run that stops as `failed` likewise, and
+//! the caller checks the engine's failure). `extra_iterations` runs that many more
 //! iterations after the last command, as if the program ended with `(run N)`; `extract_roots`
 //! then extracts every top-level term and `let`.
 #pragma once
@@ -67,7 +69,8 @@ execution execute(const program& prog, Engine& engine, const execute_options& op
     run_result r = engine.run(iterations, active, limits);
     for (auto& it : r.iterations) out.iterations.push_back(std::move(it));
     out.stopped = r.stopped;
-    stopped_early = r.stopped == stop_reason::node_limit || r.stopped == stop_reason::time_limit;
+    stopped_early = r.stopped == stop_reason::node_limit || r.stopped == stop_reason::time_limit ||
+                    r.stopped == stop_reason::failed;
   };
   auto do_extract = [&](const term& t) {
     const std::uint32_t cls = engine.add_term(t);

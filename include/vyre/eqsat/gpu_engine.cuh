@@ -1,0 +1,849 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! `vyre::eqsat::gpu_engine`: equality saturation on the GPU with egglog's semantics, the same
+//! calls as `cpu_engine` (so `eqsat::execute` runs either) and the same counts.
+//!
+//!     VYRE_TRY_ASSIGN(auto engine, vyre::eqsat::gpu_engine<vyre::backend<>>::create(gpu, prog));
+//!     const vyre::eqsat::execution ex = vyre::eqsat::execute(prog, engine);
+//!     if (engine.failure()) ...  // out of device memory or a CUDA error: the run stopped as
+//!                                // `stop_reason::failed`, the last committed iteration kept
+//!
+//! State on the device: per constructor a table of rows of u32 `(columns..., eclass)` (see
+//! plan.hpp), capacity grown by powers of two; a union-find `parent` over class ids whose
+//! representative is always the smallest id of its class; the class-id count on the host.
+//!
+//! Iteration:
+//! 1. Search: every active rule's `query_plan`, flattened into `detail::gpu_query`, runs in one
+//!    join-interpreter kernel: a thread per row of atom 0's table, nested loops over the later
+//!    atoms through indexes (rows sorted by the key column, found by binary search; a table is
+//!    sorted by its first column after every rebuild and needs no index for it). Two phases:
+//!    count matches per row, read every rule's total back in one copy (the one host round
+//!    trip the search makes per iteration), scan, write the saved registers.
+//! 2. Apply without hashing: every `make_node` step of every match appends a row with a fresh
+//!    class (`base + match * steps + step`) at a position known from the totals, then the
+//!    match's root and result are united (lock-free: a CAS links the larger root under the
+//!    smaller). A fresh row equal to an existing row is merged by the rebuild's congruence,
+//!    which yields the e-graph `cpu_engine`'s lookup-or-insert yields.
+//! 3. Rebuild: rounds of {compress the union-find; canonicalize every class column; sort each
+//!    table's rows by their arguments (LSD: stable radix sorts of a row permutation, last
+//!    argument first); unite the classes of adjacent rows with equal arguments} until a round
+//!    unites nothing (one flag read back per round); then drop duplicate rows.
+//! 4. Counts: e-nodes per constructor = rows; e-classes = roots; `unions` = old classes merged
+//!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
+//!    were added.
+//!
+//! Every iteration starts with a device copy of the committed state (tables and union-find;
+//! about a tenth of the iteration's peak on growing programs): an iteration that crosses the
+//! node or time limit, or fails (out of device memory, a CUDA error), is rolled back to it.
+//! `add_term` uploads the term's rows as fresh rows and rebuilds; `find` reads the union-find
+//! back; `extract` downloads the tables once (until the next change) and runs the shared
+//! host tree-cost code (`detail/tree_cost.hpp`).
+//!
+//! Device memory, peak (estimate): the tables (12 bytes per row of a binary constructor, up to
+//! twice that from capacity rounding) plus, while the largest table is sorted, a second copy
+//! of it and four u32 per row; the union-find (4 bytes per class id ever made); the committed
+//! snapshot. Limits of one rule: `detail::gpu_max_*` (checked by `create`).
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda/std/functional>
+
+#include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/core/cuda_check.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/core/reserve.hpp"
+#include "vyre/detail/host_special_members.hpp"
+#include "vyre/eqsat/cpu_engine.hpp"
+#include "vyre/eqsat/detail/gpu_kernels.cuh"
+#include "vyre/eqsat/detail/tree_cost.hpp"
+#include "vyre/eqsat/plan.hpp"
+#include "vyre/eqsat/program.hpp"
+#include "vyre/runtime/device_array.hpp"
+#include "vyre/runtime/streams.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
+
+namespace vyre::eqsat {
+
+namespace detail {
+
+//! A constructor's rows on the device.
+struct gpu_table {
+  device_array<std::uint32_t> cells;  //!< capacity() rows of `width`
+  std::uint32_t rows = 0;
+  std::uint32_t width = 1;
+  std::uint32_t class_mask = 0;  //!< bit c: column c holds a class id (the last always)
+  std::size_t capacity() const noexcept { return cells.size() / width; }
+};
+
+//! The committed state, copied on the device before an iteration.
+struct gpu_snapshot {
+  std::vector<device_array<std::uint32_t>> cells;
+  std::vector<std::uint32_t> rows;
+  device_array<std::uint32_t> parent;
+  std::uint32_t ids = 0;
+  std::uint64_t eclasses = 0;
+  VYRE_HOST_MOVE_ONLY_MEMBERS(gpu_snapshot);
+};
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
+
+//! A search index built for one iteration.
+struct gpu_built_index {
+  std::uint32_t ctor = 0, column = 0;
+  device_array<std::uint32_t> keys, rows;
+  gpu_index view{};
+};
+
+}  // namespace detail
+
+//! The GPU engine on a `vyre::backend<P>` (`Backend`), which must outlive it.
+template <class Backend>
+class gpu_engine {
+  using u32_array = device_array<std::uint32_t>;
+  using clock = std::chrono::steady_clock;
+
+ public:
+  //! An engine for `prog` (kept by reference) on `gpu`.
+  //! @returns `errc::unsupported` naming the rule or constructor beyond `detail::gpu_max_*`,
+  //!          or the runtime's error (no stream, no memory).
+  static expected<gpu_engine> create(Backend& gpu, const program& prog) {
+    for (std::size_t c = 0; c < prog.constructors.size(); ++c)
+      if (prog.constructors[c].arity() + 1 > detail::gpu_max_width)
+        return fail(error(errc::unsupported, "eqsat gpu_engine: constructor arity")
+                        .about(prog.constructors[c].name)
+                        .with("arity", prog.constructors[c].arity())
+                        .with("max", detail::gpu_max_width - 1)
+                        .fix("use --device cpu for constructors of more arguments"));
+    std::vector<query_plan> plans = compile_rules(prog);
+    for (const query_plan& p : plans) {
+      std::size_t widest = 0;
+      for (const make_node& m : p.actions) widest = (std::max)(widest, m.args.size() + 1);
+      if (p.atoms.size() > detail::gpu_max_atoms || p.register_count > detail::gpu_max_registers ||
+          p.saved.size() > detail::gpu_max_saved || p.actions.size() > detail::gpu_max_steps)
+        return fail(error(errc::unsupported, "eqsat gpu_engine: rule too large for the device")
+                        .about(prog.rules[p.rule].text)
+                        .with("atoms", p.atoms.size())
+                        .with("registers", p.register_count)
+                        .with("saved", p.saved.size())
+                        .with("steps", p.actions.size())
+                        .fix("split the rule, or use --device cpu"));
+    }
+    VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
+    gpu_engine engine(algorithms::detail::runtime_of(gpu), prog, std::move(stream));
+    engine.plans_ = std::move(plans);
+    VYRE_TRY_ASSIGN(engine.flags_, engine.allocate<unsigned long long>(4, "eqsat: flags"));
+    return engine;
+  }
+
+  // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
+  // members for a type held in cuda::std::expected and reject the host-only members'.
+  gpu_engine(gpu_engine&& o) noexcept
+      : prog_(o.prog_),
+        runtime_(o.runtime_),
+        stream_(std::move(o.stream_)),
+        tables_(std::move(o.tables_)),
+        parent_(std::move(o.parent_)),
+        flags_(std::move(o.flags_)),
+        ids_(o.ids_),
+        eclasses_(o.eclasses_),
+        plans_(std::move(o.plans_)),
+        global_class_(std::move(o.global_class_)),
+        iteration_(o.iteration_),
+        failure_(std::move(o.failure_)),
+        host_valid_(o.host_valid_),
+        costs_valid_(o.costs_valid_),
+        host_cells_(std::move(o.host_cells_)),
+        host_parent_(std::move(o.host_parent_)),
+        costs_(std::move(o.costs_)) {}
+  gpu_engine& operator=(gpu_engine&&) = delete;
+  gpu_engine(const gpu_engine&) = delete;
+  gpu_engine& operator=(const gpu_engine&) = delete;
+  ~gpu_engine() {}  // NOLINT(modernize-use-equals-default): see the move constructor
+
+  const program& prog() const noexcept { return *prog_; }
+  const std::vector<query_plan>& plans() const noexcept { return plans_; }
+  //! The first error the engine met (it then does nothing more); empty while it works.
+  const std::optional<error>& failure() const noexcept { return failure_; }
+
+  //! Adds a ground term; returns its canonical e-class (0 after a failure, see `failure()`).
+  std::uint32_t add_term(const term& t) {
+    if (failure_) return 0;
+    auto r = try_add_term(t);
+    if (!r) {
+      failure_ = r.error();
+      return 0;
+    }
+    return *r;
+  }
+  void set_global(std::uint32_t global, std::uint32_t eclass) { global_class_[global] = eclass; }
+
+  //! Runs up to `iterations` iterations of the rules `active`. Stops as `failed` when the
+  //! device fails (see `failure()`); the last committed iteration stays.
+  run_result run(std::uint64_t iterations, const std::vector<std::uint32_t>& active,
+                 const run_limits& limits = {}) {
+    run_result result;
+    if (failure_) {
+      result.stopped = stop_reason::failed;
+      return result;
+    }
+    auto r = try_run(iterations, active, limits, result);
+    if (!r) {
+      failure_ = r.error();
+      result.stopped = stop_reason::failed;
+    }
+    return result;
+  }
+
+  //! Counts of the committed e-graph.
+  iteration_stats counts() const {
+    iteration_stats stats;
+    stats.iteration = iteration_;
+    stats.per_constructor.resize(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      stats.per_constructor[c] = tables_[c].rows;
+      stats.enodes += tables_[c].rows;
+    }
+    stats.eclasses = eclasses_;
+    return stats;
+  }
+
+  //! The cheapest term of `eclass` (egglog's tree cost), from a host copy of the tables.
+  extraction extract(std::uint32_t eclass) const {
+    extraction out;
+    if (!ensure_host()) return out;
+    std::vector<detail::flat_table> flat;
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      flat.push_back({host_cells_[c].data(), tables_[c].rows, tables_[c].width});
+    if (!costs_valid_) {
+      costs_.compute(*prog_, flat, ids_);
+      costs_valid_ = true;
+    }
+    const std::uint32_t cls = find_const(eclass);
+    out.cost = costs_.class_cost[cls];
+    out.term = costs_.term(*prog_, flat, cls);
+    return out;
+  }
+
+  //! Canonical e-class id of `x` (read back from the device; `x` after a failure).
+  std::uint32_t find(std::uint32_t x) {
+    if (failure_) return x;
+    if (host_valid_) return find_const(x);
+    for (;;) {
+      std::uint32_t p = x;
+      auto r = read_back(&p, parent_.get() + x, 1, "eqsat: find");
+      if (!r) {
+        failure_ = r.error();
+        return x;
+      }
+      if (p == x) return x;
+      x = p;
+    }
+  }
+  //! `find` on the host copy (downloads it first when stale).
+  std::uint32_t find_const(std::uint32_t x) const {
+    if (!ensure_host()) return x;
+    while (host_parent_[x] != x) x = host_parent_[x];
+    return x;
+  }
+  std::uint64_t class_id_count() const noexcept { return ids_; }
+  //! Rows of constructor `c` (a host copy, downloaded when stale; empty after a failure).
+  const std::vector<std::uint32_t>& rows(std::uint32_t c) const {
+    static const std::vector<std::uint32_t> none;
+    return ensure_host() ? host_cells_[c] : none;
+  }
+  std::uint32_t width(std::uint32_t c) const noexcept { return tables_[c].width; }
+
+ private:
+  using table = detail::gpu_table;
+  using snapshot = detail::gpu_snapshot;
+  using index = detail::gpu_built_index;
+
+  gpu_engine(const algorithms::detail::runtime_ref& runtime, const program& prog,
+             stream_lease stream)
+      : prog_(&prog), runtime_(runtime), stream_(std::move(stream)) {
+    tables_.resize(prog.constructors.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      const constructor_decl& decl = prog.constructors[c];
+      tables_[c].width = decl.arity() + 1;
+      tables_[c].class_mask = 1u << decl.arity();
+      for (std::uint32_t a = 0; a < decl.arity(); ++a)
+        if (decl.args[a].kind == sort_kind::datatype) tables_[c].class_mask |= 1u << a;
+    }
+    global_class_.assign(prog.globals.size(), 0);
+  }
+
+  cudaStream_t stream() const noexcept { return stream_.get(); }
+
+  template <class T>
+  expected<device_array<T>> allocate(std::size_t count, const char* what) const {
+    return runtime_.allocate<T>(count, stream(), what);
+  }
+
+  template <class T>
+  expected<void> read_back(T* host, const T* device, std::size_t count, const char* what) const {
+    return algorithms::detail::copy_to_host(runtime_, host, device, count, stream(), what);
+  }
+
+  static std::size_t capacity_class(std::size_t rows) noexcept {
+    return std::bit_ceil((std::max)(rows, std::size_t{16}));
+  }
+
+  static expected<void> launched(const char* what) { return algorithms::detail::launched(what); }
+  static unsigned grid(std::uint64_t items) { return algorithms::detail::grid_for(items); }
+  static constexpr unsigned block = algorithms::detail::block_size;
+
+  void invalidate() noexcept {
+    host_valid_ = false;
+    costs_valid_ = false;
+  }
+
+  // --- host copies --------------------------------------------------------------------------
+
+  bool ensure_host() const {
+    if (host_valid_) return true;
+    if (failure_) return false;
+    auto r = download_all();
+    if (!r) {
+      failure_ = r.error();
+      return false;
+    }
+    host_valid_ = true;
+    costs_valid_ = false;
+    return true;
+  }
+
+  expected<void> download_all() const {
+    host_cells_.resize(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      const table& t = tables_[c];
+      VYRE_TRY(try_resize(host_cells_[c], std::size_t{t.rows} * t.width, "eqsat: host tables"));
+      VYRE_TRY(read_back(host_cells_[c].data(), t.cells.get(), std::size_t{t.rows} * t.width,
+                         "eqsat: download a table"));
+    }
+    VYRE_TRY(try_resize(host_parent_, ids_, "eqsat: host union-find"));
+    VYRE_TRY(read_back(host_parent_.data(), parent_.get(), ids_, "eqsat: download parent"));
+    return {};
+  }
+
+  // --- capacity -----------------------------------------------------------------------------
+
+  //! Room for `rows` rows in table `c`, keeping its rows (a capacity class).
+  expected<void> reserve_rows(table& t, std::size_t rows) {
+    if (rows <= t.capacity()) return {};
+    VYRE_TRY_ASSIGN(u32_array grown,
+                    allocate<std::uint32_t>(capacity_class(rows) * t.width, "eqsat: table rows"));
+    VYRE_TRY(algorithms::detail::copy_on_device(grown.get(), t.cells.get(),
+                                                std::size_t{t.rows} * t.width, stream(),
+                                                "eqsat: grow a table"));
+    t.cells = std::move(grown);
+    return {};
+  }
+
+  //! Class ids `[ids_, ids)` made (each its own class).
+  expected<void> add_classes(std::size_t ids) {
+    if (ids > 0xfffffffeull)
+      return fail(error(errc::abi_limit, "eqsat gpu_engine: class ids exceed u32")
+                      .with("ids", ids)
+                      .fix("lower the iteration count or set --node-limit"));
+    if (ids > parent_.size()) {
+      VYRE_TRY_ASSIGN(u32_array grown,
+                      allocate<std::uint32_t>(capacity_class(ids), "eqsat: union-find"));
+      VYRE_TRY(algorithms::detail::copy_on_device(grown.get(), parent_.get(), ids_, stream(),
+                                                  "eqsat: grow the union-find"));
+      parent_ = std::move(grown);
+    }
+    const auto to = static_cast<std::uint32_t>(ids);
+    if (to > ids_) {
+      detail::eqsat_iota_from_kernel<>
+          <<<grid(to - ids_), block, 0, stream()>>>(parent_.get(), ids_, to);
+      VYRE_TRY(launched("eqsat: new classes"));
+    }
+    ids_ = to;
+    return {};
+  }
+
+  // --- snapshot -----------------------------------------------------------------------------
+
+  expected<snapshot> take_snapshot() const {
+    snapshot s;
+    for (const table& t : tables_) {
+      const std::size_t n = std::size_t{t.rows} * t.width;
+      VYRE_TRY_ASSIGN(u32_array copy, allocate<std::uint32_t>(n, "eqsat: snapshot rows"));
+      VYRE_TRY(algorithms::detail::copy_on_device(copy.get(), t.cells.get(), n, stream(),
+                                                  "eqsat: snapshot rows"));
+      s.cells.push_back(std::move(copy));
+      s.rows.push_back(t.rows);
+    }
+    VYRE_TRY_ASSIGN(s.parent, allocate<std::uint32_t>(ids_, "eqsat: snapshot union-find"));
+    VYRE_TRY(algorithms::detail::copy_on_device(s.parent.get(), parent_.get(), ids_, stream(),
+                                                "eqsat: snapshot union-find"));
+    s.ids = ids_;
+    s.eclasses = eclasses_;
+    return s;
+  }
+
+  //! Back to the snapshot's state (moves only: cannot fail).
+  void restore(snapshot& s) noexcept {
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      tables_[c].cells = std::move(s.cells[c]);
+      tables_[c].rows = s.rows[c];
+    }
+    parent_ = std::move(s.parent);
+    ids_ = s.ids;
+    eclasses_ = s.eclasses;
+    invalidate();
+  }
+
+  // --- add_term -----------------------------------------------------------------------------
+
+  expected<std::uint32_t> try_add_term(const term& t) {
+    if (t.kind == term_kind::global) return find(global_class_[t.id]);
+    // Every call node of the term becomes a fresh row with a fresh class; the rebuild merges
+    // the ones already present.
+    std::vector<std::vector<std::uint32_t>> fresh(tables_.size());
+    std::uint32_t next = ids_;
+    auto build = [&](auto& self, const term& node) -> std::uint32_t {
+      if (node.kind == term_kind::literal) return node.id;
+      if (node.kind == term_kind::global) return find(global_class_[node.id]);
+      std::vector<std::uint32_t> row;
+      for (const term& arg : node.args) row.push_back(self(self, arg));
+      const std::uint32_t cls = next++;
+      row.push_back(cls);
+      fresh[node.id].insert(fresh[node.id].end(), row.begin(), row.end());
+      return cls;
+    };
+    const std::uint32_t root = build(build, t);
+    if (failure_) return fail(*failure_);
+    VYRE_TRY_ASSIGN(snapshot saved, take_snapshot());
+    auto done = [&]() -> expected<void> {
+      VYRE_TRY(add_classes(next));
+      for (std::size_t c = 0; c < tables_.size(); ++c) {
+        if (fresh[c].empty()) continue;
+        table& tb = tables_[c];
+        const std::size_t added = fresh[c].size() / tb.width;
+        VYRE_TRY(reserve_rows(tb, tb.rows + added));
+        VYRE_CUDA_TRY(cudaMemcpyAsync(tb.cells.get() + std::size_t{tb.rows} * tb.width,
+                                      fresh[c].data(), fresh[c].size() * sizeof(std::uint32_t),
+                                      cudaMemcpyHostToDevice, stream()),
+                      "eqsat: upload a term's rows");
+        tb.rows += static_cast<std::uint32_t>(added);
+      }
+      VYRE_TRY(rebuild(0));
+      // The upload reads pageable host memory: wait before `fresh` goes away.
+      VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: add a term");
+      return {};
+    }();
+    invalidate();
+    if (!done) {
+      (void)cudaStreamSynchronize(stream());
+      restore(saved);
+      return fail(done.error());
+    }
+    return find(root);
+  }
+
+  // --- run ----------------------------------------------------------------------------------
+
+  expected<void> try_run(std::uint64_t iterations, const std::vector<std::uint32_t>& active,
+                         const run_limits& limits, run_result& result) {
+    const auto start = clock::now();
+    auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+    result.stopped = stop_reason::iterations;
+    for (std::uint64_t i = 0; i < iterations; ++i) {
+      if (limits.time_limit > 0 && elapsed() >= limits.time_limit) {
+        result.stopped = stop_reason::time_limit;
+        break;
+      }
+      VYRE_TRY_ASSIGN(snapshot saved, take_snapshot());
+      iteration_stats stats;
+      bool changed = false;
+      auto step = iterate(active, stats, changed);
+      invalidate();
+      if (!step) {
+        (void)cudaStreamSynchronize(stream());
+        restore(saved);
+        return fail(step.error());
+      }
+      if (limits.node_limit != 0 && stats.enodes > limits.node_limit) {
+        restore(saved);
+        result.stopped = stop_reason::node_limit;
+        break;
+      }
+      if (limits.time_limit > 0 && elapsed() > limits.time_limit) {
+        restore(saved);
+        result.stopped = stop_reason::time_limit;
+        break;
+      }
+      ++iteration_;
+      stats.iteration = iteration_;
+      result.iterations.push_back(std::move(stats));
+      if (!changed) {
+        result.stopped = stop_reason::saturated;
+        break;
+      }
+    }
+    return {};
+  }
+
+  std::uint64_t total_rows() const noexcept {
+    std::uint64_t n = 0;
+    for (const table& t : tables_) n += t.rows;
+    return n;
+  }
+
+  //! The index of table `ctor` by `column` (built into `built` once per search).
+  expected<detail::gpu_index> index_of(std::vector<index>& built, std::uint32_t ctor,
+                                       std::uint32_t column) {
+    const table& t = tables_[ctor];
+    // Rebuilt tables are sorted by their arguments: by the first one already.
+    if (column == 0 && t.width > 1)
+      return detail::gpu_index{t.cells.get(), nullptr, t.width, t.rows};
+    for (const index& ix : built)
+      if (ix.ctor == ctor && ix.column == column) return ix.view;
+    index ix;
+    ix.ctor = ctor;
+    ix.column = column;
+    ix.view = detail::gpu_index{nullptr, nullptr, 1, t.rows};
+    if (t.rows != 0) {
+      const char* what = "eqsat: search index";
+      VYRE_TRY_ASSIGN(u32_array keys, allocate<std::uint32_t>(t.rows, what));
+      VYRE_TRY_ASSIGN(u32_array rows, allocate<std::uint32_t>(t.rows, what));
+      VYRE_TRY_ASSIGN(ix.keys, allocate<std::uint32_t>(t.rows, what));
+      VYRE_TRY_ASSIGN(ix.rows, allocate<std::uint32_t>(t.rows, what));
+      detail::eqsat_column_keys_kernel<><<<grid(t.rows), block, 0, stream()>>>(
+          t.cells.get(), t.rows, t.width, column, nullptr, keys.get(), rows.get());
+      VYRE_TRY(launched("eqsat: index keys"));
+      VYRE_TRY(sort_pairs(keys.get(), ix.keys.get(), rows.get(), ix.rows.get(), t.rows,
+                          key_bits(ctor, column), what));
+      ix.view = detail::gpu_index{ix.keys.get(), ix.rows.get(), 1, t.rows};
+    }
+    built.push_back(std::move(ix));
+    return built.back().view;
+  }
+
+  //! Bits that hold every value of column `column` of table `ctor`.
+  int key_bits(std::uint32_t ctor, std::uint32_t column) const noexcept {
+    const bool literal = ((tables_[ctor].class_mask >> column) & 1u) == 0;
+    const std::uint64_t domain = literal ? prog_->literals.size() : ids_;
+    return (std::max)(1, static_cast<int>(std::bit_width(domain)));
+  }
+
+  expected<void> sort_pairs(const std::uint32_t* keys_in, std::uint32_t* keys_out,
+                            const std::uint32_t* values_in, std::uint32_t* values_out,
+                            std::uint32_t n, int bits, const char* what) {
+    return algorithms::detail::cub_call(
+        runtime_,
+        [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in,
+                                                 values_out, n, 0, bits, stream());
+        },
+        stream(), what);
+  }
+
+  detail::gpu_atom flatten_atom(const plan_atom& a) const {
+    const table& t = tables_[a.ctor];
+    detail::gpu_atom g{};
+    g.cells = t.cells.get();
+    g.rows = t.rows;
+    g.width = t.width;
+    g.key_column = a.key_column;
+    for (std::size_t c = 0; c < a.columns.size(); ++c) {
+      g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
+      g.value[c] = a.columns[c].value;
+    }
+    return g;
+  }
+
+  //! One iteration: search, apply, rebuild. Mutates the committed state (the caller restores
+  //! its snapshot on an error).
+  expected<void> iterate(const std::vector<std::uint32_t>& active, iteration_stats& stats,
+                         bool& changed) {
+    const auto t0 = clock::now();
+    const std::uint64_t rows_before = total_rows();
+    const std::uint32_t old_ids = ids_;
+    const std::uint64_t old_roots = eclasses_;
+
+    // 1. Search: count passes of every rule, one read back of the totals, write passes.
+    const std::size_t rules = active.size();
+    std::vector<index> indexes;
+    std::vector<detail::gpu_query> queries(rules);
+    std::vector<u32_array> offsets(rules);
+    std::vector<u32_array> matches(rules);
+    std::vector<unsigned long long> totals(rules, 0);
+    VYRE_TRY_ASSIGN(device_array<unsigned long long> totals_dev,
+                    allocate<unsigned long long>(rules, "eqsat: match totals"));
+    if (rules != 0)
+      VYRE_CUDA_TRY(cudaMemsetAsync(totals_dev.get(), 0, totals_dev.size_bytes(), stream()),
+                    "eqsat: match totals");
+    for (std::size_t r = 0; r < rules; ++r) {
+      const query_plan& plan = plans_[active[r]];
+      detail::gpu_query& q = queries[r];
+      q = detail::gpu_query{};
+      q.atom_count = static_cast<std::uint32_t>(plan.atoms.size());
+      q.saved_count = static_cast<std::uint32_t>(plan.saved.size());
+      for (std::size_t s = 0; s < plan.saved.size(); ++s) q.saved[s] = plan.saved[s];
+      for (std::size_t k = 0; k < plan.atoms.size(); ++k) {
+        q.atoms[k] = flatten_atom(plan.atoms[k]);
+        if (k != 0) {
+          VYRE_TRY_ASSIGN(q.atoms[k].index,
+                          index_of(indexes, plan.atoms[k].ctor, plan.atoms[k].key_column));
+        }
+      }
+      const std::uint32_t n = q.atoms[0].rows;
+      if (n == 0) continue;
+      VYRE_TRY_ASSIGN(offsets[r], allocate<std::uint32_t>(n, "eqsat: matches per row"));
+      detail::eqsat_count_kernel<><<<grid(n), block, 0, stream()>>>(q, offsets[r].get());
+      VYRE_TRY(launched("eqsat: count matches"));
+      const std::uint32_t* counts = offsets[r].get();
+      unsigned long long* total = totals_dev.get() + r;
+      VYRE_TRY(algorithms::detail::cub_call(
+          runtime_,
+          [&](void* temp, std::size_t& bytes) {
+            return cub::DeviceReduce::Reduce(temp, bytes, counts, total, n,
+                                             cuda::std::plus<unsigned long long>{}, 0ull, stream());
+          },
+          stream(), "eqsat: total matches"));
+    }
+    // The search's one host round trip per iteration: the totals size the match buffers, the
+    // new rows and the fresh classes.
+    VYRE_TRY(read_back(totals.data(), totals_dev.get(), rules, "eqsat: read the totals"));
+    for (std::size_t r = 0; r < rules; ++r) {
+      const unsigned long long total = totals[r];
+      stats.matches += total;
+      if (total == 0) continue;
+      const query_plan& plan = plans_[active[r]];
+      if (total > 0xffffffffull)
+        return fail(error(errc::abi_limit, "eqsat gpu_engine: matches of one rule exceed u32")
+                        .about(prog_->rules[plan.rule].text)
+                        .with("matches", total)
+                        .fix("set --node-limit lower"));
+      const std::uint32_t n = queries[r].atoms[0].rows;
+      std::uint32_t* counts = offsets[r].get();
+      VYRE_TRY(algorithms::detail::cub_call(
+          runtime_,
+          [&](void* temp, std::size_t& bytes) {
+            return cub::DeviceScan::ExclusiveSum(temp, bytes, counts, counts, n, stream());
+          },
+          stream(), "eqsat: match offsets"));
+      VYRE_TRY_ASSIGN(matches[r],
+                      allocate<std::uint32_t>(total * plan.saved.size(), "eqsat: matches"));
+      detail::eqsat_write_kernel<>
+          <<<grid(n), block, 0, stream()>>>(queries[r], counts, matches[r].get());
+      VYRE_TRY(launched("eqsat: write matches"));
+    }
+    indexes.clear();
+    offsets.clear();
+    VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");
+    const auto t1 = clock::now();
+
+    // 2. Apply: room for the new rows and classes first, then one kernel per rule.
+    std::vector<std::uint64_t> appended(tables_.size(), 0);
+    std::uint64_t fresh = 0;
+    for (std::size_t r = 0; r < rules; ++r) {
+      const query_plan& plan = plans_[active[r]];
+      for (const make_node& m : plan.actions) appended[m.ctor] += totals[r];
+      fresh += totals[r] * plan.actions.size();
+    }
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      const std::uint64_t rows = tables_[c].rows + appended[c];
+      if (rows > 0xffffffffull)
+        return fail(error(errc::abi_limit, "eqsat gpu_engine: rows of a table exceed u32")
+                        .about(prog_->constructors[c].name)
+                        .with("rows", rows)
+                        .fix("set --node-limit lower"));
+      VYRE_TRY(reserve_rows(tables_[c], rows));
+    }
+    std::uint32_t class_base = ids_;
+    VYRE_TRY(add_classes(std::uint64_t{ids_} + fresh));
+    std::vector<std::uint32_t> cursor(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) cursor[c] = tables_[c].rows;
+    for (std::size_t r = 0; r < rules; ++r) {
+      if (totals[r] == 0) continue;
+      const query_plan& plan = plans_[active[r]];
+      const auto total = static_cast<std::uint32_t>(totals[r]);
+      detail::gpu_actions a{};
+      a.step_count = static_cast<std::uint32_t>(plan.actions.size());
+      a.saved_count = static_cast<std::uint32_t>(plan.saved.size());
+      a.class_base = class_base;
+      a.result_kind = static_cast<std::uint8_t>(plan.result.kind);
+      a.result_value = plan.result.value;
+      for (std::size_t s = 0; s < plan.actions.size(); ++s) {
+        const make_node& m = plan.actions[s];
+        detail::gpu_step& g = a.steps[s];
+        g.cells = tables_[m.ctor].cells.get();
+        g.width = tables_[m.ctor].width;
+        g.row_base = cursor[m.ctor];
+        cursor[m.ctor] += total;
+        for (std::size_t c = 0; c < m.args.size(); ++c) {
+          g.kind[c] = static_cast<std::uint8_t>(m.args[c].kind);
+          g.value[c] = m.args[c].value;
+        }
+      }
+      class_base += total * a.step_count;
+      detail::eqsat_apply_kernel<>
+          <<<grid(total), block, 0, stream()>>>(a, matches[r].get(), total, parent_.get());
+      VYRE_TRY(launched("eqsat: apply"));
+    }
+    for (std::size_t c = 0; c < tables_.size(); ++c) tables_[c].rows = cursor[c];
+    matches.clear();
+    VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: apply");
+    const auto t2 = clock::now();
+
+    // 3. Rebuild.
+    VYRE_TRY_ASSIGN(const std::uint64_t old_roots_after, rebuild(old_ids));
+    const auto t3 = clock::now();
+
+    stats.search_seconds = std::chrono::duration<double>(t1 - t0).count();
+    stats.apply_seconds = std::chrono::duration<double>(t2 - t1).count();
+    stats.rebuild_seconds = std::chrono::duration<double>(t3 - t2).count();
+    const iteration_stats now = counts();
+    stats.enodes = now.enodes;
+    stats.eclasses = now.eclasses;
+    stats.per_constructor = now.per_constructor;
+    stats.unions = old_roots - old_roots_after;
+    changed = stats.unions != 0 || stats.enodes != rows_before;
+    return {};
+  }
+
+  // --- rebuild ------------------------------------------------------------------------------
+
+  //! Sorts table `t`'s rows by their arguments (stable LSD radix sorts of a permutation, last
+  //! argument first), into a new array of the same capacity.
+  expected<void> sort_rows(std::uint32_t c) {
+    table& t = tables_[c];
+    const std::uint32_t n = t.rows, arity = t.width - 1;
+    if (arity == 0 || n < 2) return {};
+    const char* what = "eqsat: rebuild sort";
+    VYRE_TRY_ASSIGN(u32_array keys, allocate<std::uint32_t>(n, what));
+    VYRE_TRY_ASSIGN(u32_array sorted_keys, allocate<std::uint32_t>(n, what));
+    VYRE_TRY_ASSIGN(u32_array perm, allocate<std::uint32_t>(n, what));
+    VYRE_TRY_ASSIGN(u32_array sorted_perm, allocate<std::uint32_t>(n, what));
+    for (std::uint32_t col = arity; col-- > 0;) {
+      const bool first = col + 1 == arity;  // the first pass starts from the identity
+      detail::eqsat_column_keys_kernel<><<<grid(n), block, 0, stream()>>>(
+          t.cells.get(), n, t.width, col, first ? nullptr : perm.get(), keys.get(),
+          first ? perm.get() : nullptr);
+      VYRE_TRY(launched("eqsat: sort keys"));
+      VYRE_TRY(sort_pairs(keys.get(), sorted_keys.get(), perm.get(), sorted_perm.get(), n,
+                          key_bits(c, col), what));
+      std::swap(perm, sorted_perm);
+    }
+    keys = u32_array{};
+    sorted_keys = u32_array{};
+    sorted_perm = u32_array{};
+    VYRE_TRY_ASSIGN(u32_array sorted, allocate<std::uint32_t>(t.cells.size(), what));
+    detail::eqsat_gather_rows_kernel<>
+        <<<grid(n), block, 0, stream()>>>(t.cells.get(), n, t.width, perm.get(), sorted.get());
+    VYRE_TRY(launched("eqsat: gather sorted rows"));
+    t.cells = std::move(sorted);
+    return {};
+  }
+
+  //! Roots among the ids below `ids` (a read back).
+  expected<std::uint64_t> count_roots(std::uint32_t ids) {
+    VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get() + 1, 0, sizeof(unsigned long long), stream()),
+                  "eqsat: count roots");
+    if (ids != 0) {
+      detail::eqsat_count_roots_kernel<>
+          <<<grid(ids), block, 0, stream()>>>(parent_.get(), ids, flags_.get() + 1);
+      VYRE_TRY(launched("eqsat: count roots"));
+    }
+    unsigned long long roots = 0;
+    VYRE_TRY(read_back(&roots, flags_.get() + 1, 1, "eqsat: count roots"));
+    return roots;
+  }
+
+  //! Congruence closure, then duplicate rows dropped; updates the e-class count and returns
+  //! the roots among the ids below `old_ids`.
+  expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
+    for (;;) {
+      if (ids_ != 0) {
+        detail::eqsat_compress_kernel<><<<grid(ids_), block, 0, stream()>>>(parent_.get(), ids_);
+        VYRE_TRY(launched("eqsat: compress"));
+      }
+      VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, sizeof(unsigned long long), stream()),
+                    "eqsat: rebuild flag");
+      auto* merged = reinterpret_cast<std::uint32_t*>(flags_.get());
+      for (std::uint32_t c = 0; c < tables_.size(); ++c) {
+        table& t = tables_[c];
+        if (t.rows == 0) continue;
+        detail::eqsat_canonicalize_kernel<><<<grid(t.rows), block, 0, stream()>>>(
+            t.cells.get(), t.rows, t.width, t.class_mask, parent_.get());
+        VYRE_TRY(launched("eqsat: canonicalize"));
+        VYRE_TRY(sort_rows(c));
+        detail::eqsat_union_adjacent_kernel<><<<grid(t.rows), block, 0, stream()>>>(
+            t.cells.get(), t.rows, t.width, parent_.get(), merged);
+        VYRE_TRY(launched("eqsat: congruent rows"));
+      }
+      std::uint32_t any = 0;
+      VYRE_TRY(read_back(&any, merged, 1, "eqsat: rebuild round"));
+      if (any == 0) break;
+    }
+    // Duplicates: the first row of every run of equal arguments stays (their classes are
+    // equal now: the last round united nothing).
+    for (table& t : tables_) {
+      if (t.rows < 2) continue;
+      const char* what = "eqsat: drop duplicate rows";
+      VYRE_TRY_ASSIGN(u32_array position, allocate<std::uint32_t>(t.rows, what));
+      detail::eqsat_first_of_run_kernel<>
+          <<<grid(t.rows), block, 0, stream()>>>(t.cells.get(), t.rows, t.width, position.get());
+      VYRE_TRY(launched(what));
+      std::uint32_t* p = position.get();
+      const std::uint32_t n = t.rows;
+      VYRE_TRY(algorithms::detail::cub_call(
+          runtime_,
+          [&](void* temp, std::size_t& bytes) {
+            return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, n, stream());
+          },
+          stream(), what));
+      std::uint32_t kept = 0;
+      VYRE_TRY(read_back(&kept, p + n - 1, 1, what));
+      if (kept == n) continue;
+      VYRE_TRY_ASSIGN(u32_array out, allocate<std::uint32_t>(capacity_class(kept) * t.width, what));
+      detail::eqsat_compact_rows_kernel<>
+          <<<grid(n), block, 0, stream()>>>(t.cells.get(), n, t.width, p, out.get());
+      VYRE_TRY(launched(what));
+      t.cells = std::move(out);
+      t.rows = kept;
+    }
+    VYRE_TRY_ASSIGN(eclasses_, count_roots(ids_));
+    if (old_ids == 0) return std::uint64_t{0};
+    return count_roots(old_ids);
+  }
+
+  // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
+  const program* prog_;
+  algorithms::detail::runtime_ref runtime_;
+  stream_lease stream_;
+  std::vector<table> tables_;
+  u32_array parent_;
+  device_array<unsigned long long> flags_;  //!< [0] rebuild's merged flag, [1] roots count
+  std::uint32_t ids_ = 0;
+  std::uint64_t eclasses_ = 0;
+  std::vector<query_plan> plans_;
+  std::vector<std::uint32_t> global_class_;
+  std::uint64_t iteration_ = 0;
+  mutable std::optional<error> failure_;
+  mutable bool host_valid_ = false;
+  mutable bool costs_valid_ = false;
+  mutable std::vector<std::vector<std::uint32_t>> host_cells_;
+  mutable std::vector<std::uint32_t> host_parent_;
+  mutable detail::tree_costs costs_;
+};
+
+}  // namespace vyre::eqsat
+
+#include "vyre/detail/epilogue.hpp"

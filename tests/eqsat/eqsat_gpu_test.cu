@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// vyre::eqsat::gpu_engine against cpu_engine through eqsat::execute: every count of every
+// iteration (e-nodes per constructor, e-classes, matches, unions), the stop reason and the
+// extract costs equal; the node limit rolls the crossing iteration back and the engine goes
+// on from the committed state. (math.egg 1-11 and the oracle's programs: the
+// vyre_eqsat_gpu_vs_cpu test through the tool.)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <vyre/eqsat.cuh>
+#include <vyre/runtime.cuh>
+
+#include "gpu_test_programs.hpp"
+
+namespace eq = vyre::eqsat;
+using gpu_backend = vyre::backend<>;
+
+namespace {
+
+void check_same_stats(const eq::iteration_stats& cpu, const eq::iteration_stats& gpu) {
+  CHECK(gpu.iteration == cpu.iteration);
+  CHECK(gpu.enodes == cpu.enodes);
+  CHECK(gpu.eclasses == cpu.eclasses);
+  CHECK(gpu.per_constructor == cpu.per_constructor);
+  CHECK(gpu.matches == cpu.matches);
+  CHECK(gpu.unions == cpu.unions);
+}
+
+void check_same(const eq::execution& cpu, const eq::execution& gpu) {
+  check_same_stats(cpu.initial, gpu.initial);
+  REQUIRE(gpu.iterations.size() == cpu.iterations.size());
+  for (std::size_t i = 0; i < cpu.iterations.size(); ++i)
+    check_same_stats(cpu.iterations[i], gpu.iterations[i]);
+  CHECK(gpu.stopped == cpu.stopped);
+  REQUIRE(gpu.extracts.size() == cpu.extracts.size());
+  for (std::size_t i = 0; i < cpu.extracts.size(); ++i)
+    CHECK(gpu.extracts[i].best.cost == cpu.extracts[i].best.cost);
+}
+
+const char* const programs[] = {
+    // repeated variables, literals, a nullary constructor
+    R"((datatype M (Add M M) (Mul M M) (Num i64) (V String) (Zero))
+(rewrite (Add x x) (Mul (Num 2) x))
+(rewrite (Mul a b) (Mul b a))
+(rewrite (Add a (Num 0)) a)
+(rewrite (Num 0) (Zero))
+(Add (V "a") (V "a"))
+(Add (Add (V "a") (V "b")) (Add (V "a") (V "b")))
+(Add (V "c") (Num 0))
+(extract (Add (V "a") (V "a"))))",
+    // let, depth 3, a rule that never matches
+    R"((datatype M (Add M M) (Neg M) (V String) (G M))
+(let $x (V "x"))
+(let y (Neg $x))
+(rewrite (Neg (Neg a)) a)
+(rewrite (Neg (Add (Neg a) b)) (Add a (Neg b)))
+(rewrite (G (G (G x))) x)
+(rewrite (Add a b) (Add b a))
+(Add $x (Neg y))
+(Neg (Add (Neg (V "p")) (V "q")))
+(extract (Add $x (Neg y))))",
+    // two datatypes, growth
+    R"((datatype E (Lit i64) (Plus E E) (Times E E))
+(datatype S (Assign String E) (Seq S S))
+(rewrite (Plus a b) (Plus b a))
+(rewrite (Plus a (Plus b c)) (Plus (Plus a b) c))
+(rewrite (Times a (Plus b c)) (Plus (Times a b) (Times a c)))
+(rewrite (Seq (Assign v e) (Assign v e)) (Assign v e))
+(Seq (Assign "x" (Times (Lit 2) (Plus (Lit 0) (Plus (Lit 5) (Lit 7))))) (Assign "x" (Lit 1)))
+(extract (Assign "x" (Lit 1))))",
+};
+
+}  // namespace
+
+TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]") {
+  auto gpu = gpu_backend::acquire(0);
+  for (const char* text : programs) {
+    const eq::program& prog = eqsat_test::read_test_program(text);
+    eq::execute_options options;
+    options.extra_iterations = 6;
+    options.extract_roots = true;
+    eq::cpu_engine cpu(prog, 2);
+    const eq::execution want = eq::execute(prog, cpu, options);
+    auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
+    REQUIRE(engine);
+    const eq::execution got = eq::execute(prog, *engine, options);
+    REQUIRE_FALSE(engine->failure());
+    check_same(want, got);
+  }
+}
+
+TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsat][gpu]") {
+  auto gpu = gpu_backend::acquire(0);
+  const eq::program& prog = eqsat_test::read_test_program(programs[2]);
+  eq::execute_options free_run;
+  free_run.extra_iterations = 6;
+  eq::cpu_engine reference(prog, 2);
+  const eq::execution unlimited = eq::execute(prog, reference, free_run);
+  REQUIRE(unlimited.iterations.size() >= 4);
+  // A limit between the sizes after iterations 2 and 3: iteration 3 is rolled back.
+  eq::execute_options limited = free_run;
+  limited.limits.node_limit = unlimited.iterations[1].enodes + 1;
+  REQUIRE(limited.limits.node_limit < unlimited.iterations[2].enodes);
+
+  eq::cpu_engine cpu(prog, 2);
+  const eq::execution want = eq::execute(prog, cpu, limited);
+  auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
+  REQUIRE(engine);
+  const eq::execution got = eq::execute(prog, *engine, limited);
+  REQUIRE_FALSE(engine->failure());
+  CHECK(got.stopped == eq::stop_reason::node_limit);
+  REQUIRE(got.iterations.size() == 2);
+  check_same(want, got);
+  // The committed state is the second iteration's, and running on from it matches the CPU.
+  check_same_stats(cpu.counts(), engine->counts());
+  CHECK(engine->counts().enodes == unlimited.iterations[1].enodes);
+  std::vector<std::uint32_t> every_rule;
+  for (std::uint32_t r = 0; r < prog.rules.size(); ++r) every_rule.push_back(r);
+  const eq::run_result more_cpu = cpu.run(2, every_rule);
+  const eq::run_result more_gpu = engine->run(2, every_rule);
+  REQUIRE_FALSE(engine->failure());
+  REQUIRE(more_gpu.iterations.size() == more_cpu.iterations.size());
+  for (std::size_t i = 0; i < more_cpu.iterations.size(); ++i)
+    check_same_stats(more_cpu.iterations[i], more_gpu.iterations[i]);
+}
