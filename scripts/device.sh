@@ -9,7 +9,8 @@
 #             examples, through scripts/reliability.sh (SANITIZE_FILTER picks executables,
 #             SANITIZE_TOOLS the tools, SANITIZE_JOBS runs at once, SANITIZE_TIMEOUT per run)
 #   examples  run every example program (04 on a real e-graph from .deps/egraphs)
-#   bench     every benchmark executable under build/default/bench (JSON lines)
+#   bench     every benchmark executable under build/default/bench (JSON lines), but bench_eqsat
+#   eqsat     bench/eqsat/run.sh: bench_eqsat and egglog itself on math.egg (EQSAT_ITERATIONS)
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -61,7 +62,7 @@ stage_examples() {
   local rc=0 dir=$build/examples
   local runs=("00_quickstart/quickstart" "01_policies/policies" "02_cuda_graph/cuda_graph"
               "03_fusion/fusion_example" "04_congruence_extraction/congruence_extraction"
-              "20_egraph_pack/egraph_pack")
+              "05_equality_saturation/equality_saturation" "20_egraph_pack/egraph_pack")
   for run in "${runs[@]}"; do
     local args=()
     [[ $run == 04_* ]] && args=("$PWD/.deps/egraphs/fuzz/37.json")
@@ -76,11 +77,18 @@ stage_examples() {
 stage_bench() {
   local rc=0
   # BENCH_FILTER (a grep -E pattern on the executable's path) picks a subset.
-  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' | sort | grep -E "${BENCH_FILTER:-.}"); do
+  # bench_eqsat runs in its own stage (eqsat), beside egglog.
+  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' -not -name bench_eqsat | sort | grep -E "${BENCH_FILTER:-.}"); do
     echo "== $exe"
     "$exe" | tee -a "$out/bench.jsonl" || rc=1
   done
   return $rc
+}
+stage_eqsat() {
+  # bench_eqsat (GPU and all-core CPU engines) and egglog itself on math.egg, one run.
+  # EQSAT_ITERATIONS (a list), EQSAT_REPEATS, EGGLOG_ITERATIONS (see bench/eqsat/run.sh).
+  bench/eqsat/run.sh "$build" .deps/egglog/math.egg "${EQSAT_ITERATIONS:-11,12}" \
+    "${EQSAT_REPEATS:-3}" | tee -a "$out/eqsat.jsonl"
 }
 
 for stage in "$@"; do

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Prepares .deps/ (git-ignored) for the lent GPU machine, which has no network and no apt:
 # the RMM wheels for the runtime benchmark's RMM peer, unpacked into .deps/rmm (below), and
-# the Debian packages the build needs, unpacked into .deps/root. Carry .deps with the run.
+# the Debian packages the build needs, unpacked into .deps/root, and egglog's compiled module
+# (.deps/egglog-bindings). Carry .deps with the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
@@ -40,6 +41,30 @@ if [ "${VYRE_SKIP_RMM:-0}" != 1 ]; then
   else
     rm -rf .deps/wheels
     echo "librmm-cu13 / rapids-logger wheels not downloaded: the RMM peer will be skipped" >&2
+  fi
+fi
+# egglog itself for the eqsat benchmark's peer (the GPU machine's Python is 3.12): only the
+# compiled module of the cp312 wheel (`bindings`, all the benchmark calls), stripped of its
+# symbols (219 MB -> 11 MB). Imported as a top-level module: `import bindings` with
+# .deps/egglog-bindings on sys.path. Skip with VYRE_SKIP_EGGLOG=1.
+if [ "${VYRE_SKIP_EGGLOG:-0}" != 1 ]; then
+  if (mkdir -p .deps/wheels && cd .deps/wheels &&
+    python3 -m pip download --quiet --no-deps --only-binary=:all: \
+      --platform manylinux_2_17_x86_64 --python-version 3.12 "egglog==${VYRE_EGGLOG_VERSION:-13.2.0}"); then
+    mkdir -p .deps/egglog-bindings
+    python3 - .deps/wheels/egglog-*.whl .deps/egglog-bindings <<'PY'
+import sys, zipfile
+wheel, out = sys.argv[1], sys.argv[2]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.startswith("egglog/bindings.") and n.endswith(".so"))
+    open(f"{out}/{name.split('/')[-1]}", "wb").write(z.read(name))
+PY
+    strip --strip-unneeded .deps/egglog-bindings/*.so
+    rm -rf .deps/wheels
+    echo "prepared .deps/egglog-bindings ($(du -sh .deps/egglog-bindings | cut -f1))"
+  else
+    rm -rf .deps/wheels
+    echo "egglog wheel not downloaded: the eqsat benchmark's egglog peer will be skipped" >&2
   fi
 fi
 echo "prepared .deps/root ($(du -sh .deps/root | cut -f1))"

@@ -84,10 +84,9 @@ TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]
     options.extract_roots = true;
     eq::cpu_engine cpu(prog, 2);
     const eq::execution want = eq::execute(prog, cpu, options);
-    auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
-    REQUIRE(engine);
-    const eq::execution got = eq::execute(prog, *engine, options);
-    REQUIRE_FALSE(engine->failure());
+    auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
+    const eq::execution got = eq::execute(prog, engine, options);
+    REQUIRE_FALSE(engine.failure());
     check_same(want, got);
   }
 }
@@ -107,21 +106,20 @@ TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsa
 
   eq::cpu_engine cpu(prog, 2);
   const eq::execution want = eq::execute(prog, cpu, limited);
-  auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
-  REQUIRE(engine);
-  const eq::execution got = eq::execute(prog, *engine, limited);
-  REQUIRE_FALSE(engine->failure());
+  auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
+  const eq::execution got = eq::execute(prog, engine, limited);
+  REQUIRE_FALSE(engine.failure());
   CHECK(got.stopped == eq::stop_reason::node_limit);
   REQUIRE(got.iterations.size() == 2);
   check_same(want, got);
   // The committed state is the second iteration's, and running on from it matches the CPU.
-  check_same_stats(cpu.counts(), engine->counts());
-  CHECK(engine->counts().enodes == unlimited.iterations[1].enodes);
+  check_same_stats(cpu.counts(), engine.counts());
+  CHECK(engine.counts().enodes == unlimited.iterations[1].enodes);
   std::vector<std::uint32_t> every_rule;
   for (std::uint32_t r = 0; r < prog.rules.size(); ++r) every_rule.push_back(r);
   const eq::run_result more_cpu = cpu.run(2, every_rule);
-  const eq::run_result more_gpu = engine->run(2, every_rule);
-  REQUIRE_FALSE(engine->failure());
+  const eq::run_result more_gpu = engine.run(2, every_rule);
+  REQUIRE_FALSE(engine.failure());
   REQUIRE(more_gpu.iterations.size() == more_cpu.iterations.size());
   for (std::size_t i = 0; i < more_cpu.iterations.size(); ++i)
     check_same_stats(more_cpu.iterations[i], more_gpu.iterations[i]);

@@ -3,8 +3,8 @@
 //! `vyre::eqsat::gpu_engine`: equality saturation on the GPU with egglog's semantics, the same
 //! calls as `cpu_engine` (so `eqsat::execute` runs either) and the same counts.
 //!
-//!     VYRE_TRY_ASSIGN(auto engine, vyre::eqsat::gpu_engine<vyre::backend<>>::create(gpu, prog));
-//!     const vyre::eqsat::execution ex = vyre::eqsat::execute(prog, engine);
+//!     auto engine = vyre::eqsat::gpu_engine<vyre::backend<>>::create(gpu, prog);  // the
+//!     const vyre::eqsat::execution ex = vyre::eqsat::execute(prog, engine);  // error policy's
 //!     if (engine.failure()) ...  // out of device memory or a CUDA error: the run stopped as
 //!                                // `stop_reason::failed`, the last committed iteration kept
 //!
@@ -116,36 +116,15 @@ class gpu_engine {
   using clock = std::chrono::steady_clock;
 
  public:
+  template <class T>
+  using result = typename Backend::template result<T>;
+
   //! An engine for `prog` (kept by reference) on `gpu`.
-  //! @returns `errc::unsupported` naming the rule or constructor beyond `detail::gpu_max_*`,
-  //!          or the runtime's error (no stream, no memory).
-  static expected<gpu_engine> create(Backend& gpu, const program& prog) {
-    for (std::size_t c = 0; c < prog.constructors.size(); ++c)
-      if (prog.constructors[c].arity() + 1 > detail::gpu_max_width)
-        return fail(error(errc::unsupported, "eqsat gpu_engine: constructor arity")
-                        .about(prog.constructors[c].name)
-                        .with("arity", prog.constructors[c].arity())
-                        .with("max", detail::gpu_max_width - 1)
-                        .fix("use --device cpu for constructors of more arguments"));
-    std::vector<query_plan> plans = compile_rules(prog);
-    for (const query_plan& p : plans) {
-      std::size_t widest = 0;
-      for (const make_node& m : p.actions) widest = (std::max)(widest, m.args.size() + 1);
-      if (p.atoms.size() > detail::gpu_max_atoms || p.register_count > detail::gpu_max_registers ||
-          p.saved.size() > detail::gpu_max_saved || p.actions.size() > detail::gpu_max_steps)
-        return fail(error(errc::unsupported, "eqsat gpu_engine: rule too large for the device")
-                        .about(prog.rules[p.rule].text)
-                        .with("atoms", p.atoms.size())
-                        .with("registers", p.register_count)
-                        .with("saved", p.saved.size())
-                        .with("steps", p.actions.size())
-                        .fix("split the rule, or use --device cpu"));
-    }
-    VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
-    gpu_engine engine(algorithms::detail::runtime_of(gpu), prog, std::move(stream));
-    engine.plans_ = std::move(plans);
-    VYRE_TRY_ASSIGN(engine.flags_, engine.allocate<unsigned long long>(4, "eqsat: flags"));
-    return engine;
+  //! @returns / throws (the backend's error policy): `errc::unsupported` naming the rule or
+  //!          constructor beyond `detail::gpu_max_*`, or the runtime's error (no stream, no
+  //!          memory).
+  static result<gpu_engine> create(Backend& gpu, const program& prog) {
+    return apply_error_policy<typename Backend::error_policy>(make(gpu, prog));
   }
 
   // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
@@ -267,6 +246,35 @@ class gpu_engine {
   std::uint32_t width(std::uint32_t c) const noexcept { return tables_[c].width; }
 
  private:
+  static expected<gpu_engine> make(Backend& gpu, const program& prog) {
+    for (std::size_t c = 0; c < prog.constructors.size(); ++c)
+      if (prog.constructors[c].arity() + 1 > detail::gpu_max_width)
+        return fail(error(errc::unsupported, "eqsat gpu_engine: constructor arity")
+                        .about(prog.constructors[c].name)
+                        .with("arity", prog.constructors[c].arity())
+                        .with("max", detail::gpu_max_width - 1)
+                        .fix("use --device cpu for constructors of more arguments"));
+    std::vector<query_plan> plans = compile_rules(prog);
+    for (const query_plan& p : plans) {
+      std::size_t widest = 0;
+      for (const make_node& m : p.actions) widest = (std::max)(widest, m.args.size() + 1);
+      if (p.atoms.size() > detail::gpu_max_atoms || p.register_count > detail::gpu_max_registers ||
+          p.saved.size() > detail::gpu_max_saved || p.actions.size() > detail::gpu_max_steps)
+        return fail(error(errc::unsupported, "eqsat gpu_engine: rule too large for the device")
+                        .about(prog.rules[p.rule].text)
+                        .with("atoms", p.atoms.size())
+                        .with("registers", p.register_count)
+                        .with("saved", p.saved.size())
+                        .with("steps", p.actions.size())
+                        .fix("split the rule, or use --device cpu"));
+    }
+    VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
+    gpu_engine engine(algorithms::detail::runtime_of(gpu), prog, std::move(stream));
+    engine.plans_ = std::move(plans);
+    VYRE_TRY_ASSIGN(engine.flags_, engine.allocate<unsigned long long>(4, "eqsat: flags"));
+    return engine;
+  }
+
   using table = detail::gpu_table;
   using snapshot = detail::gpu_snapshot;
   using index = detail::gpu_built_index;

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
 
 namespace vyre::eqsat {
 
@@ -83,7 +84,9 @@ struct term {
   std::uint32_t id = 0;
   std::vector<term> args;
   source_pos pos;
+  VYRE_HOST_SPECIAL_MEMBERS(term);  // host-only, also inside expected (see the macro)
 };
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(term);
 
 //! `(rewrite lhs rhs)`: the lhs is always a constructor pattern.
 struct rule {
@@ -121,6 +124,7 @@ struct program {
   std::vector<std::string> globals;         //!< `let` names, as written
   std::vector<std::uint32_t> global_sorts;  //!< datatype of each global
   std::vector<command> commands;
+  VYRE_HOST_SPECIAL_MEMBERS(program);  // host-only, also inside expected (see the macro)
 
   //! Constructor index of `name`, or -1.
   std::int64_t find_constructor(std::string_view name) const noexcept {
@@ -159,6 +163,7 @@ struct program {
     return out + ")";
   }
 };
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(program);
 
 //! One line for a reader error: `file:line:col: what (name) [values]. Fix: ...`.
 inline std::string diagnostic(std::string_view file, const error& err) {
@@ -212,7 +217,9 @@ struct sexpr {
   std::int64_t integer = 0;
   std::vector<sexpr> items;
   source_pos pos;
+  VYRE_HOST_SPECIAL_MEMBERS(sexpr);  // host-only, also inside expected (see the macro)
 };
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(sexpr);
 
 inline error parse_error(const char* what, source_pos pos, std::string_view subject,
                          const char* fix) {
