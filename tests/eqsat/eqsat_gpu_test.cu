@@ -5,6 +5,7 @@
 // on from the committed state. (math.egg 1-11 and the oracle's programs: the
 // vyre_eqsat_gpu_vs_cpu test through the tool.)
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -13,12 +14,17 @@
 #include <vyre/eqsat.cuh>
 #include <vyre/runtime.cuh>
 
-#include "gpu_test_programs.hpp"
-
 namespace eq = vyre::eqsat;
 using gpu_backend = vyre::backend<>;
 
 namespace {
+
+//! The program of `text`; throws std::runtime_error with the diagnostic when it is bad.
+eq::program read_test_program(const char* text) {
+  auto prog = eq::read_program(text, "t.egg");
+  if (!prog) throw std::runtime_error(eq::diagnostic("t.egg", prog.error()));
+  return std::move(*prog);
+}
 
 void check_same_stats(const eq::iteration_stats& cpu, const eq::iteration_stats& gpu) {
   CHECK(gpu.iteration == cpu.iteration);
@@ -78,7 +84,7 @@ const char* const programs[] = {
 TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]") {
   auto gpu = gpu_backend::acquire(0);
   for (const char* text : programs) {
-    const eq::program& prog = eqsat_test::read_test_program(text);
+    const eq::program prog = read_test_program(text);
     eq::execute_options options;
     options.extra_iterations = 6;
     options.extract_roots = true;
@@ -93,7 +99,7 @@ TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]
 
 TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsat][gpu]") {
   auto gpu = gpu_backend::acquire(0);
-  const eq::program& prog = eqsat_test::read_test_program(programs[2]);
+  const eq::program prog = read_test_program(programs[2]);
   eq::execute_options free_run;
   free_run.extra_iterations = 6;
   eq::cpu_engine reference(prog, 2);
