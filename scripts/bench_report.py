@@ -155,6 +155,98 @@ PLOTS = [
 ]
 
 
+# Equality saturation (bench/eqsat): one row per engine and iteration count, each with its
+# per-iteration counts and times; rendered as its own tables and an e-nodes-against-time plot.
+EQSAT_PUBLISHED = (("Oatlog (published, Ryzen 5900X)", 12, 4.73),
+                   ("egglog 0.4 (published, Ryzen 5900X)", 12, 8.30))
+
+
+def eqsat_engine(row) -> str:
+    name = row["name"].split(".", 1)[1]
+    if name == "gpu":
+        return f"vyre GPU engine ({row.get('device', 'GPU')})"
+    if name == "cpu":
+        return f"vyre CPU engine ({row.get('threads', '?')} threads)"
+    return row.get("engine", name)
+
+
+def eqsat_cumulative(row):
+    """(cumulative seconds, e-nodes) after each iteration of the row's median run."""
+    points, total = [], 0.0
+    for it in row.get("per_iteration", []):
+        if "seconds" in it:
+            total += it["seconds"]
+        else:
+            total += it.get("search_s", 0) + it.get("apply_s", 0) + it.get("rebuild_s", 0)
+        points.append((total, it["enodes"]))
+    return points
+
+
+def eqsat_section(rows):
+    rows = sorted(rows, key=lambda r: (r.get("iterations", 0), r["name"]))
+    out = ["End to end = program text to final counts (the engine made, the program's terms "
+           "added, N iterations, counts read), median of the repeats after a warm-up run "
+           "(egglog: a warm-up of at most 10 iterations). \"agrees\": the GPU and CPU "
+           "engines' per-constructor counts are equal after every iteration. Speedup = the "
+           "other engine's median / the GPU engine's.", "",
+           "| engine | program | iterations | e-nodes | end to end | engine phases | "
+           "peak device bytes / e-node | GPU speedup | agrees |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    gpu = {r["iterations"]: r for r in rows if r["name"] == "eqsat.gpu"}
+    for r in rows:
+        g = gpu.get(r.get("iterations"))
+        speed = "" if g is None or r is g else fmt_number(r["median_s"] / g["median_s"])
+        agrees = {True: "yes", False: "NO", None: ""}[r.get("agrees")]
+        out.append(
+            f"| {eqsat_engine(r)} | {r.get('program', '')} | {r.get('iterations', '')} | "
+            f"{r.get('enodes', 0):,} | {r['median_s']:.4g} s | "
+            f"{(str(round(r['phases_s'], 4)) + ' s') if 'phases_s' in r else ''} | "
+            f"{fmt_number(r.get('device_bytes_per_enode'))} | {speed} | {agrees} |")
+    for label, iterations, seconds in EQSAT_PUBLISHED:
+        g = gpu.get(iterations)
+        speed = fmt_number(seconds / g["median_s"]) if g else ""
+        out.append(f"| {label} | math.egg | {iterations} | 15,987,528 | {seconds} s |  |  | "
+                   f"{speed} |  |")
+    longest = max((r for r in rows if r["name"] == "eqsat.gpu"),
+                  key=lambda r: r.get("iterations", 0), default=None)
+    if longest:
+        out += ["", f"Per iteration, GPU engine, {longest.get('program', '')} "
+                f"({longest.get('iterations')} iterations, median run; seconds):", "",
+                "| iteration | e-nodes | e-classes | matches | search | apply | rebuild |",
+                "|---|---|---|---|---|---|---|"]
+        for it in longest.get("per_iteration", []):
+            out.append(f"| {it['iteration']} | {it['enodes']:,} | {it.get('eclasses', 0):,} | "
+                       f"{it.get('matches', 0):,} | {it['search_s']:.4f} | {it['apply_s']:.4f} | "
+                       f"{it['rebuild_s']:.4f} |")
+    return "\n".join(out)
+
+
+def eqsat_plot(rows, plot_dir: pathlib.Path, plt):
+    series = {}
+    for r in rows:
+        points = eqsat_cumulative(r)
+        key = eqsat_engine(r)
+        if points and (key not in series or len(points) > len(series[key])):
+            series[key] = points
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, points in sorted(series.items()):
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("cumulative seconds of the iterations")
+    ax.set_ylabel("e-nodes")
+    ax.set_title("Equality saturation on math.egg: e-nodes against time")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = plot_dir / "eqsat.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return ("Equality saturation: e-nodes against time per engine", path)
+
+
 def make_plots(rows, plot_dir: pathlib.Path):
     try:
         import matplotlib
@@ -213,6 +305,9 @@ def make_plots(rows, plot_dir: pathlib.Path):
         fig.savefig(path, dpi=110)
         plt.close(fig)
         made.append((title, path))
+    eqsat = eqsat_plot([r for r in rows if component(r["name"]) == "eqsat"], plot_dir, plt)
+    if eqsat:
+        made.append(eqsat)
     return made
 
 
@@ -247,7 +342,8 @@ def main() -> int:
     for r in rows:
         by_component[component(r["name"])].append(r)
     for name in sorted(by_component):
-        parts += [f"## {name}", "", table(by_component[name]), ""]
+        body = eqsat_section(by_component[name]) if name == "eqsat" else table(by_component[name])
+        parts += [f"## {name}", "", body, ""]
     out.write_text("\n".join(parts))
     print(f"bench_report: wrote {out} ({len(rows)} measurements, {len(plots)} plots)")
     return 0
