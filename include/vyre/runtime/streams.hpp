@@ -128,35 +128,41 @@ class lease_pool {
   std::vector<Handle> idle_;
 };
 
-struct stream_traits {
-  static constexpr const char* exhausted_context = "stream_pool: every stream is leased";
-  static expected<void> create(cudaStream_t& s) noexcept {
-    VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
-                  "stream_pool: cudaStreamCreateWithFlags failed");
-    return {};
-  }
-  static expected<void> synchronize(cudaStream_t s) noexcept {
-    return cuda_check(cudaStreamSynchronize(s), "stream_lease: cudaStreamSynchronize failed");
-  }
-  static expected<void> destroy(cudaStream_t s) noexcept {
-    return cuda_check(cudaStreamDestroy(s), "stream_pool: cudaStreamDestroy failed");
-  }
+//! The error texts of one pooled handle type.
+struct handle_texts {
+  const char* exhausted;
+  const char* create;
+  const char* synchronize;
+  const char* destroy;
 };
 
-struct event_traits {
-  static constexpr const char* exhausted_context = "event_pool: every event is leased";
-  static expected<void> create(cudaEvent_t& e) noexcept {
-    VYRE_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-                  "event_pool: cudaEventCreateWithFlags failed");
-    return {};
+//! The CUDA calls of one pooled handle type: `Create(&h, Flags)`, `Synchronize(h)`,
+//! `Destroy(h)`, failing with the matching text of `Text`.
+template <class Handle, cudaError_t (*Create)(Handle*, unsigned int), unsigned int Flags,
+          cudaError_t (*Synchronize)(Handle), cudaError_t (*Destroy)(Handle),
+          const handle_texts& Text>
+struct handle_traits {
+  static constexpr const char* exhausted_context = Text.exhausted;
+  static expected<void> create(Handle& h) noexcept {
+    return cuda_check(Create(&h, Flags), Text.create);
   }
-  static expected<void> synchronize(cudaEvent_t e) noexcept {
-    return cuda_check(cudaEventSynchronize(e), "event_lease: cudaEventSynchronize failed");
+  static expected<void> synchronize(Handle h) noexcept {
+    return cuda_check(Synchronize(h), Text.synchronize);
   }
-  static expected<void> destroy(cudaEvent_t e) noexcept {
-    return cuda_check(cudaEventDestroy(e), "event_pool: cudaEventDestroy failed");
-  }
+  static expected<void> destroy(Handle h) noexcept { return cuda_check(Destroy(h), Text.destroy); }
 };
+
+inline constexpr handle_texts stream_texts{
+    "stream_pool: every stream is leased", "stream_pool: cudaStreamCreateWithFlags failed",
+    "stream_lease: cudaStreamSynchronize failed", "stream_pool: cudaStreamDestroy failed"};
+inline constexpr handle_texts event_texts{
+    "event_pool: every event is leased", "event_pool: cudaEventCreateWithFlags failed",
+    "event_lease: cudaEventSynchronize failed", "event_pool: cudaEventDestroy failed"};
+
+using stream_traits = handle_traits<cudaStream_t, cudaStreamCreateWithFlags, cudaStreamNonBlocking,
+                                    cudaStreamSynchronize, cudaStreamDestroy, stream_texts>;
+using event_traits = handle_traits<cudaEvent_t, cudaEventCreateWithFlags, cudaEventDisableTiming,
+                                   cudaEventSynchronize, cudaEventDestroy, event_texts>;
 
 //! A leased pooled object; returned (after synchronisation) on destruction or `reset()`.
 template <class Handle, class Traits>
