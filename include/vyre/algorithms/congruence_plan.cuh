@@ -76,9 +76,7 @@ struct congruence_plan_storage {
   plan_io io;
   pinned_array<std::uint32_t> staging;  //!< run_host: image upload and result download
   u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
-  u32_buffer dense_row, parent, dense_child, canon, keys, rows, sorted_keys, sorted_rows, run_start,
-      counts;
-  device_array<std::uint8_t> leader_flag;
+  congruence_work work;
   u32_buffer class_ids, representative, kept;
   u32_buffer rebuilt[egraph::image_column_count];  //!< the rebuilt image's columns
   device_array<unsigned char> scratch;
@@ -91,13 +89,9 @@ struct congruence_plan_storage {
     const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
     const char* what = "congruence_plan: allocate";
     VYRE_TRY_ASSIGN(s.io, plan_io::allocate(runtime, stream, what));
-    for (u32_buffer* b : {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys, &s.sorted_rows,
-                          &s.run_start, &s.class_ids, &s.representative, &s.kept}) {
+    VYRE_TRY_ASSIGN(s.work, congruence_work::allocate(runtime, B, B, C, stream, what));
+    for (u32_buffer* b : {&s.class_ids, &s.representative, &s.kept}) {
       VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(B, stream, what));
-    }
-    VYRE_TRY_ASSIGN(s.counts, runtime.allocate<std::uint32_t>(B + 1, stream, what));
-    for (u32_buffer* b : {&s.dense_child, &s.canon}) {
-      VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(C, stream, what));
     }
     for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
       const auto column = static_cast<image_column>(c);
@@ -108,23 +102,10 @@ struct congruence_plan_storage {
               : B;
       VYRE_TRY_ASSIGN(s.rebuilt[c], runtime.allocate<std::uint32_t>(n, stream, what));
     }
-    VYRE_TRY_ASSIGN(s.leader_flag, runtime.allocate<std::uint8_t>(B, stream, what));
-    // Stale-but-initialised: the group scan reads counts past the last run.
-    VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, s.counts.size_bytes(), stream), what);
     congruence_buffers& b = s.buffers;
     b.params = s.io.params.get();
     b.counters = s.io.counters.get();
-    b.dense_row = s.dense_row.get();
-    b.parent = s.parent.get();
-    b.dense_child = s.dense_child.get();
-    b.canon = s.canon.get();
-    b.keys = s.keys.get();
-    b.rows = s.rows.get();
-    b.sorted_keys = s.sorted_keys.get();
-    b.sorted_rows = s.sorted_rows.get();
-    b.run_start = s.run_start.get();
-    b.counts = s.counts.get();
-    b.leader_flag = s.leader_flag.get();
+    s.work.wire(b);
     b.class_ids = s.class_ids.get();
     b.representative = s.representative.get();
     b.kept = s.kept.get();
@@ -158,23 +139,15 @@ struct congruence_plan_storage {
 //!       stream given at creation; results are ready when `run` returns. The backend must
 //!       outlive the plan.
 template <policy_bundle P = policies<>, class Signature = design_signature>
-class congruence_plan : public detail::plan_base<P, detail::congruence_plan_storage> {
-  using base = detail::plan_base<P, detail::congruence_plan_storage>;
+class congruence_plan : public detail::plan_base<P, detail::congruence_plan_storage,
+                                                 congruence_plan<P, Signature>, Signature> {
+  using base = detail::plan_base<P, detail::congruence_plan_storage, congruence_plan, Signature>;
+  friend base;
 
  public:
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  //! A plan on `gpu` and `stream`, allocated for `capacity` (rows rounded up to a row bucket,
-  //! at least 1024).
-  //! @throws / returns (error policy) too many rows (`errc::abi_limit`), allocation failures.
-  static result<congruence_plan> create(backend<P>& gpu, cudaStream_t stream,
-                                        plan_capacity capacity = {},
-                                        plan_growth growth = plan_growth::reallocate,
-                                        Signature signature = {}) {
-    return base::created(congruence_plan(detail::runtime_of(gpu), stream, growth, signature),
-                         capacity);
-  }
   congruence_plan(congruence_plan&&) noexcept = default;
   congruence_plan& operator=(congruence_plan&&) noexcept = default;
   ~congruence_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
@@ -207,7 +180,6 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
   using storage = detail::congruence_plan_storage;
   using base::capacity_;
   using base::fit;
-  using base::graphs_;
   using base::runtime_;
   using base::storage_;
   using base::stream_;
@@ -319,21 +291,15 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
 
   //! The pipeline's graph for inputs of at most `bucket` rows, captured on first use.
   expected<graph_type*> graph_for(std::uint32_t bucket) {
-    return graphs_.get_or_build(detail::plan_graph_key(bucket, 0), 0,
-                                [&]() { return capture(bucket); });
+    return base::graph_for(bucket, 0, [&](cudaStream_t at) { return capture(bucket, at); });
   }
 
-  //! The whole pipeline for inputs of at most `bucket` rows: checks -> WHILE(round) -> rebuild.
-  expected<graph::captured_graph_expected> capture(std::uint32_t bucket) {
-    storage& s = storage_;
-    const detail::congruence_buffers& b = s.buffers;
+  //! The whole pipeline for inputs of at most `bucket` rows, captured on `at`: checks ->
+  //! WHILE(round) -> rebuild.
+  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, cudaStream_t at) {
+    const detail::congruence_buffers& b = storage_.buffers;
     const std::uint32_t B = bucket;
-    // Held until the capture is done (one wait per captured bucket, not per run).
-    VYRE_TRY_ASSIGN(event_lease ordered,
-                    detail::order_capture_after(runtime_, s.capture.get(), stream_));
-    const detail::congruence_grids grids{
-        detail::grid_for(B),
-        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B))};
+    const detail::congruence_grids grids{detail::grid_for(B), base::children_grid(B)};
     const Signature signature = signature_;
     auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
@@ -343,7 +309,7 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
     auto suffix = [&](cudaStream_t on) {
       return detail::enqueue_congruence_rebuild(b, B, grids, on);
     };
-    return detail::make_loop_graph(s.capture.get(), &prefix, &body, &suffix,
+    return detail::make_loop_graph(at, &prefix, &body, &suffix,
                                    "congruence_plan: capture the pipeline");
   }
 

@@ -99,20 +99,15 @@ struct extract_plan_storage {
 //! @note Not thread-safe; all work runs on the stream given at creation. The backend must
 //!       outlive the plan.
 template <policy_bundle P = policies<>>
-class extract_plan : public detail::plan_base<P, detail::extract_plan_storage> {
-  using base = detail::plan_base<P, detail::extract_plan_storage>;
+class extract_plan
+    : public detail::plan_base<P, detail::extract_plan_storage, extract_plan<P>, extract_options> {
+  using base = detail::plan_base<P, detail::extract_plan_storage, extract_plan, extract_options>;
+  friend base;
 
  public:
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  //! A plan on `gpu` and `stream`, allocated for `capacity` (as `congruence_plan::create`).
-  static result<extract_plan> create(backend<P>& gpu, cudaStream_t stream,
-                                     plan_capacity capacity = {},
-                                     plan_growth growth = plan_growth::reallocate,
-                                     extract_options options = {}) {
-    return base::created(extract_plan(detail::runtime_of(gpu), stream, growth, options), capacity);
-  }
   extract_plan(extract_plan&&) noexcept = default;
   extract_plan& operator=(extract_plan&&) noexcept = default;
   ~extract_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
@@ -141,7 +136,6 @@ class extract_plan : public detail::plan_base<P, detail::extract_plan_storage> {
   using storage = detail::extract_plan_storage;
   using base::capacity_;
   using base::fit;
-  using base::graphs_;
   using base::runtime_;
   using base::storage_;
   using base::stream_;
@@ -262,21 +256,18 @@ class extract_plan : public detail::plan_base<P, detail::extract_plan_storage> {
   }
 
   expected<graph_type*> graph_for(std::uint32_t bucket, bool single) {
-    return graphs_.get_or_build(detail::plan_graph_key(bucket, single ? 1 : 0), 0,
-                                [&]() { return capture(bucket, single); });
+    return base::graph_for(bucket, single ? 1 : 0,
+                           [&](cudaStream_t at) { return capture(bucket, single, at); });
   }
 
-  //! setup (-> single-block fixpoint) -> WHILE(round) unless single -> choices and root cost.
-  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single) {
+  //! Captured on `at`: setup (-> single-block fixpoint) -> WHILE(round) unless single ->
+  //! choices and root cost.
+  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single,
+                                                   cudaStream_t at) {
     const detail::extract_buffers b = storage_.buffers();
-    // Held until the capture is done (one wait per captured bucket, not per run).
-    VYRE_TRY_ASSIGN(event_lease ordered,
-                    detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
     VYRE_TRY_ASSIGN(const unsigned round_grid, detail::resident_grid_for(bucket));
-    const detail::extract_grids grids{
-        detail::grid_for(bucket),
-        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * bucket)),
-        round_grid};
+    const detail::extract_grids grids{detail::grid_for(bucket), base::children_grid(bucket),
+                                      round_grid};
     auto prefix = [&](cudaStream_t on) {
       return detail::enqueue_extract_setup(b, grids, single, on);
     };
@@ -285,8 +276,8 @@ class extract_plan : public detail::plan_base<P, detail::extract_plan_storage> {
       return detail::enqueue_extract_continue(b, handle, on);
     };
     auto suffix = [&](cudaStream_t on) { return detail::enqueue_extract_choose(b, grids, on); };
-    return detail::make_loop_graph(storage_.capture.get(), &prefix, single ? nullptr : &body,
-                                   &suffix, "extract_plan: capture the pipeline");
+    return detail::make_loop_graph(at, &prefix, single ? nullptr : &body, &suffix,
+                                   "extract_plan: capture the pipeline");
   }
 
   extract_options options_{};
