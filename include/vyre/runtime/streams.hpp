@@ -15,6 +15,7 @@
 
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/runtime/detail/read_locked.hpp"
 #include "vyre/runtime/device.hpp"
 #include "vyre/runtime/telemetry.hpp"
 
@@ -109,10 +110,7 @@ class lease_pool {
     return result;
   }
 
-  std::size_t created() const {
-    std::lock_guard lock(mutex_);
-    return created_;
-  }
+  std::size_t created() const { return detail::read_locked(mutex_, created_); }
   std::size_t idle() const {
     std::lock_guard lock(mutex_);
     return idle_.size();
