@@ -26,16 +26,27 @@ inline constexpr std::size_t default_lease_pool_cap = 128;
 
 namespace detail {
 
+template <class Handle, class Traits>
+class lease;
+
 //! The shared machinery of the stream and event pools. `Traits` creates, synchronises and
 //! destroys one object.
 template <class Handle, class Traits>
 class lease_pool {
  public:
-  lease_pool(int ordinal, telemetry_counters* telemetry, std::size_t cap) noexcept
+  explicit lease_pool(int ordinal, telemetry_counters* telemetry = nullptr,
+                      std::size_t cap = default_lease_pool_cap) noexcept
       : ordinal_(ordinal), telemetry_(telemetry), cap_(cap) {}
   lease_pool(const lease_pool&) = delete;
   lease_pool& operator=(const lease_pool&) = delete;
   ~lease_pool() { (void)release_idle(); }
+
+  //! `take()` as a lease that gives the object back (synchronised) when destroyed.
+  //! @returns `errc::invalid_state` when all `cap()` objects are leased.
+  expected<lease<Handle, Traits>> acquire() noexcept {
+    VYRE_TRY_ASSIGN(Handle h, take());
+    return lease<Handle, Traits>(*this, h);
+  }
 
   //! An idle object, or a new one while fewer than `cap` exist.
   //! @returns `errc::invalid_state` naming the cap when every object is leased.
@@ -205,30 +216,16 @@ using stream_lease = detail::lease<cudaStream_t, detail::stream_traits>;
 //! A leased event created with cudaEventDisableTiming, synchronised before it returns.
 using event_lease = detail::lease<cudaEvent_t, detail::event_traits>;
 
-//! Pool of non-blocking streams (thread-safe).
+//! Pool of non-blocking streams (thread-safe); `acquire()` leases one.
 class stream_pool : public detail::lease_pool<cudaStream_t, detail::stream_traits> {
  public:
-  explicit stream_pool(int ordinal, telemetry_counters* telemetry = nullptr,
-                       std::size_t cap = default_lease_pool_cap) noexcept
-      : lease_pool(ordinal, telemetry, cap) {}
-  //! @returns `errc::invalid_state` when all `cap()` streams are leased.
-  expected<stream_lease> acquire() noexcept {
-    VYRE_TRY_ASSIGN(cudaStream_t s, take());
-    return stream_lease(*this, s);
-  }
+  using lease_pool::lease_pool;
 };
 
-//! Pool of events (thread-safe).
+//! Pool of events (thread-safe); `acquire()` leases one.
 class event_pool : public detail::lease_pool<cudaEvent_t, detail::event_traits> {
  public:
-  explicit event_pool(int ordinal, telemetry_counters* telemetry = nullptr,
-                      std::size_t cap = default_lease_pool_cap) noexcept
-      : lease_pool(ordinal, telemetry, cap) {}
-  //! @returns `errc::invalid_state` when all `cap()` events are leased.
-  expected<event_lease> acquire() noexcept {
-    VYRE_TRY_ASSIGN(cudaEvent_t e, take());
-    return event_lease(*this, e);
-  }
+  using lease_pool::lease_pool;
 };
 
 }  // namespace vyre
