@@ -19,11 +19,9 @@
 #include <thread>
 #include <vector>
 
-__global__ void stamp(unsigned* out, size_t words, unsigned tag) {
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < words;
-       i += size_t{gridDim.x} * blockDim.x)
-    out[i] = tag ^ static_cast<unsigned>(i);
-}
+#include "../../tests/support/stamp.cuh"
+
+using vyre_test::stamp;
 
 struct parcel {
   unsigned* data;
@@ -48,19 +46,11 @@ int main(int argc, char** argv) {
       failures.fetch_add(1);
   };
   const auto verify = [&](const parcel& p, cudaStream_t on) {
-    unsigned ends[2] = {0, 0};
-    if (cudaStreamSynchronize(p.stream) != cudaSuccess ||
-        cudaMemcpyAsync(&ends[0], p.data, 4, cudaMemcpyDeviceToHost, on) != cudaSuccess ||
-        cudaMemcpyAsync(&ends[1], p.data + p.words - 1, 4, cudaMemcpyDeviceToHost, on) !=
-            cudaSuccess ||
-        cudaStreamSynchronize(on) != cudaSuccess) {
-      failures.fetch_add(1);
-      return;
-    }
-    if (ends[0] != p.tag || ends[1] != (p.tag ^ static_cast<unsigned>(p.words - 1)))
-      failures.fetch_add(1);
-    else
+    if (cudaStreamSynchronize(p.stream) == cudaSuccess &&
+        vyre_test::stamp_intact(p.data, p.words, p.tag, on))
       verified.fetch_add(1);
+    else
+      failures.fetch_add(1);
   };
 
   std::vector<std::thread> workers;

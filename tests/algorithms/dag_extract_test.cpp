@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +44,19 @@ struct small_graph {
     rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
     rows.children.insert(rows.children.end(), children.begin(), children.end());
     cost.push_back(node_cost);
+  }
+
+  //! A graph written as a table: one {e-class, children, cost} per row, then the roots.
+  struct node {
+    std::uint32_t eclass;
+    std::vector<std::uint32_t> children;
+    double cost;
+  };
+  static small_graph of(std::initializer_list<node> nodes, std::vector<std::uint32_t> roots) {
+    small_graph g;
+    for (const node& n : nodes) g.add(n.eclass, n.children, n.cost);
+    g.roots = std::move(roots);
+    return g;
   }
 };
 
@@ -103,28 +117,24 @@ dag_options single_thread() {
 // Sharing that tree cost misses: R = p(Y, Z); Y and Z each either name X (cost 8) at cost 1 or
 // are a leaf of cost 6. Tree cost picks both leaves (13); sharing X costs 11.
 small_graph sharing_graph() {
-  small_graph g;
-  g.add(0, {}, 8);      // X
-  g.add(1, {0}, 1);     // Y = g(X)
-  g.add(1, {}, 6);      // Y leaf
-  g.add(2, {0}, 1);     // Z = h(X)
-  g.add(2, {}, 6);      // Z leaf
-  g.add(3, {1, 2}, 1);  // R
-  g.roots = {3};
-  return g;
+  return small_graph::of({{0, {}, 8},       // X
+                          {1, {0}, 1},      // Y = g(X)
+                          {1, {}, 6},       // Y leaf
+                          {2, {0}, 1},      // Z = h(X)
+                          {2, {}, 6},       // Z leaf
+                          {3, {1, 2}, 1}},  // R
+                         {3});
 }
 
 // A cycle to avoid: R = p(A, B); A = f(B) or a leaf of 5; B = g(A) or a leaf of 5. Choosing
 // f and g costs 3 but is a cycle; the optimum is 7.
 small_graph cycle_graph() {
-  small_graph g;
-  g.add(10, {20}, 1);      // A = f(B)
-  g.add(10, {}, 5);        // A leaf
-  g.add(20, {10}, 1);      // B = g(A)
-  g.add(20, {}, 5);        // B leaf
-  g.add(30, {10, 20}, 1);  // R
-  g.roots = {30};
-  return g;
+  return small_graph::of({{10, {20}, 1},       // A = f(B)
+                          {10, {}, 5},         // A leaf
+                          {20, {10}, 1},       // B = g(A)
+                          {20, {}, 5},         // B leaf
+                          {30, {10, 20}, 1}},  // R
+                         {30});
 }
 
 // Random small e-graphs: `classes` classes of 1-3 rows, children among all classes.
@@ -146,26 +156,27 @@ small_graph random_graph(std::mt19937& rng, std::uint32_t classes) {
   return g;
 }
 
+// Extracts a hand-made graph, checking that the result is the enumerated `optimum` (and its
+// selection costs that much); returns the result.
+dag_extraction_result finds_optimum(const small_graph& g, double optimum) {
+  REQUIRE(enumerate_optimum(g) == optimum);
+  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
+  REQUIRE(found.has_value());
+  CHECK(found->dag_cost == optimum);
+  CHECK(checked_cost(g, *found) == optimum);
+  return *found;
+}
+
 }  // namespace
 
 TEST_CASE("DAG extraction shares what tree cost pays twice", "[handmade]") {
-  const small_graph g = sharing_graph();
-  REQUIRE(enumerate_optimum(g) == 11);
-  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
-  REQUIRE(found.has_value());
-  CHECK(found->dag_cost == 11);
-  CHECK(checked_cost(g, *found) == 11);
-  CHECK(found->tree_selection_dag_cost == 13);
-  CHECK(found->selected_rows == 4);
+  const dag_extraction_result found = finds_optimum(sharing_graph(), 11);
+  CHECK(found.tree_selection_dag_cost == 13);
+  CHECK(found.selected_rows == 4);
 }
 
 TEST_CASE("DAG extraction avoids the cheaper cyclic selection", "[handmade]") {
-  const small_graph g = cycle_graph();
-  REQUIRE(enumerate_optimum(g) == 7);
-  const auto found = extract_dag(g.rows.ref(), g.cost, g.roots, single_thread());
-  REQUIRE(found.has_value());
-  CHECK(found->dag_cost == 7);
-  CHECK(checked_cost(g, *found) == 7);
+  finds_optimum(cycle_graph(), 7);
 }
 
 TEST_CASE("DAG extraction: a needed class with no acyclic choice is a clear error", "[handmade]") {

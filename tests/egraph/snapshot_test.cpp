@@ -120,39 +120,31 @@ TEST_CASE("snapshot::validate: each failure is its own error naming row and valu
     CHECK(err.code() == vyre::errc::not_found);
     CHECK(err.value_or("child_eclass", 0) == 3999999999u);
   }
-  SECTION("u32 ABI: rows") {
-    const auto snap = eg::snapshot::build({{0, "a", {}}, {1, "a", {}}, {2, "a", {}}});
-    eg::snapshot_limits limits;
-    limits.max_rows = 2;
-    const auto err = validate_error(snap, limits);
-    CHECK(err.code() == vyre::errc::abi_limit);
-    CHECK(err.value_or("rows", 0) == 3);
-    CHECK_THAT(err.message(), Catch::Contains("shard"));
-  }
-  SECTION("u32 ABI: children column (children offsets)") {
-    const auto snap = eg::snapshot::build({{0, "a", {}}, {1, "f", {0, 0, 0}}});
-    eg::snapshot_limits limits;
-    limits.max_child_entries = 2;
-    const auto err = validate_error(snap, limits);
-    CHECK(err.code() == vyre::errc::abi_limit);
-    CHECK(err.value_or("child_entries", 0) == 3);
-  }
-  SECTION("u32 ABI: one row's child count") {
-    const auto snap = eg::snapshot::build({{0, "a", {}}, {1, "f", {0, 0, 0}}});
-    eg::snapshot_limits limits;
-    limits.max_row_children = 2;
-    const auto err = validate_error(snap, limits);
-    CHECK(err.code() == vyre::errc::abi_limit);
-    CHECK(err.value_or("row", 99) == 1);
-    CHECK(err.value_or("children_length", 0) == 3);
-  }
-  SECTION("u32 ABI: op registry") {
-    const auto snap = eg::snapshot::build({{0, "a", {}}, {1, "b", {}}});
-    eg::snapshot_limits limits;
-    limits.max_ops = 1;
-    const auto err = validate_error(snap, limits);
-    CHECK(err.code() == vyre::errc::abi_limit);
-    CHECK(err.value_or("ops", 0) == 2);
+  SECTION("u32 ABI: each limit, named with the count that passes it") {
+    using limits_type = eg::snapshot_limits;
+    const auto three_rows = eg::snapshot::build({{0, "a", {}}, {1, "a", {}}, {2, "a", {}}});
+    const auto three_children = eg::snapshot::build({{0, "a", {}}, {1, "f", {0, 0, 0}}});
+    const auto two_ops = eg::snapshot::build({{0, "a", {}}, {1, "b", {}}});
+    const struct {
+      const eg::snapshot* snap;
+      std::uint64_t limits_type::*limit;
+      std::uint64_t at_most;
+      const char* key;
+      std::uint64_t count;
+    } cases[] = {{&three_rows, &limits_type::max_rows, 2, "rows", 3},
+                 {&three_children, &limits_type::max_child_entries, 2, "child_entries", 3},
+                 {&three_children, &limits_type::max_row_children, 2, "children_length", 3},
+                 {&two_ops, &limits_type::max_ops, 1, "ops", 2}};
+    for (const auto& c : cases) {
+      INFO(c.key);
+      limits_type limits;
+      limits.*c.limit = c.at_most;
+      const auto err = validate_error(*c.snap, limits);
+      CHECK(err.code() == vyre::errc::abi_limit);
+      CHECK(err.value_or(c.key, 0) == c.count);
+    }
+    CHECK_THAT(validate_error(three_rows, {.max_rows = 2}).message(), Catch::Contains("shard"));
+    CHECK(validate_error(three_children, {.max_row_children = 2}).value_or("row", 99) == 1);
   }
   SECTION("u32 ABI: append_children past u32 entries is refused before allocating") {
     eg::snapshot snap;

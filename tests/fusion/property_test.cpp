@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <vyre/detail/split_mix.hpp>
 #include <vyre/fusion.hpp>
 
 namespace {
@@ -20,16 +21,11 @@ using vyre::fusion::materialization;
 using vyre::fusion::plan_mode;
 using vyre::fusion::stage;
 
-// splitmix64: the same sequence on every platform and standard library.
+// The library's splitmix64 (the same sequence on every platform and standard library), drawn
+// modulo the bound.
 struct splitmix64 {
-  std::uint64_t state;
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint64_t below(std::uint64_t bound) noexcept { return next() % bound; }
+  vyre::detail::split_mix mix;
+  std::uint64_t below(std::uint64_t bound) noexcept { return mix.next() % bound; }
 };
 
 constexpr std::size_t max_generated_stages = 14;

@@ -14,23 +14,30 @@ using vyre::graph::node_kind;
 
 TEST_CASE("every CUDA node type maps to its kind and unknown values to unknown", "[graph][kinds]") {
   using vyre::graph::to_node_kind;
-  CHECK(to_node_kind(cudaGraphNodeTypeKernel) == node_kind::kernel);
-  CHECK(to_node_kind(cudaGraphNodeTypeMemcpy) == node_kind::memcpy);
-  CHECK(to_node_kind(cudaGraphNodeTypeMemset) == node_kind::memset);
-  CHECK(to_node_kind(cudaGraphNodeTypeHost) == node_kind::host);
-  CHECK(to_node_kind(cudaGraphNodeTypeGraph) == node_kind::child_graph);
-  CHECK(to_node_kind(cudaGraphNodeTypeEmpty) == node_kind::empty);
-  CHECK(to_node_kind(cudaGraphNodeTypeWaitEvent) == node_kind::event_wait);
-  CHECK(to_node_kind(cudaGraphNodeTypeEventRecord) == node_kind::event_record);
-  CHECK(to_node_kind(cudaGraphNodeTypeExtSemaphoreSignal) == node_kind::external_semaphore_signal);
-  CHECK(to_node_kind(cudaGraphNodeTypeExtSemaphoreWait) == node_kind::external_semaphore_wait);
-  CHECK(to_node_kind(cudaGraphNodeTypeMemAlloc) == node_kind::mem_alloc);
-  CHECK(to_node_kind(cudaGraphNodeTypeMemFree) == node_kind::mem_free);
-  CHECK(to_node_kind(12) == node_kind::batch_mem_op);
-  CHECK(to_node_kind(cudaGraphNodeTypeConditional) == node_kind::conditional);
-  CHECK(to_node_kind(cudaGraphNodeTypeCount) == node_kind::unknown);
-  CHECK(to_node_kind(-1) == node_kind::unknown);
-  CHECK(to_node_kind(1000) == node_kind::unknown);
+  const struct {
+    int type;
+    node_kind kind;
+  } expected_kinds[] = {{cudaGraphNodeTypeKernel, node_kind::kernel},
+                        {cudaGraphNodeTypeMemcpy, node_kind::memcpy},
+                        {cudaGraphNodeTypeMemset, node_kind::memset},
+                        {cudaGraphNodeTypeHost, node_kind::host},
+                        {cudaGraphNodeTypeGraph, node_kind::child_graph},
+                        {cudaGraphNodeTypeEmpty, node_kind::empty},
+                        {cudaGraphNodeTypeWaitEvent, node_kind::event_wait},
+                        {cudaGraphNodeTypeEventRecord, node_kind::event_record},
+                        {cudaGraphNodeTypeExtSemaphoreSignal, node_kind::external_semaphore_signal},
+                        {cudaGraphNodeTypeExtSemaphoreWait, node_kind::external_semaphore_wait},
+                        {cudaGraphNodeTypeMemAlloc, node_kind::mem_alloc},
+                        {cudaGraphNodeTypeMemFree, node_kind::mem_free},
+                        {12, node_kind::batch_mem_op},
+                        {cudaGraphNodeTypeConditional, node_kind::conditional},
+                        {cudaGraphNodeTypeCount, node_kind::unknown},
+                        {-1, node_kind::unknown},
+                        {1000, node_kind::unknown}};
+  for (const auto& [type, kind] : expected_kinds) {
+    INFO("CUDA node type " << type);
+    CHECK(to_node_kind(type) == kind);
+  }
   // Names are distinct and never empty.
   std::vector<std::string> names;
   for (int type = 0; type <= 14; ++type)

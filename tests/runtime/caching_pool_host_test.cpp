@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <vyre/runtime/memory.hpp>
@@ -157,6 +158,16 @@ void* ok(vyre::expected<void*> r) {
 void ok(const vyre::expected<void>& r) {
   if (!r) FAIL(r.error().message());
 }
+// A block of a MiB freed on stream 1, then a MiB taken on stream 2, which cannot have that
+// block: no fence covers the free yet (stream 1 was asked for one). Returns both blocks.
+std::pair<void*, void*> free_then_miss(vyre::caching_pool_resource& pool) {
+  void* block = ok(pool.try_allocate(MiB, stream(1)));
+  ok(pool.try_deallocate(block, MiB, stream(1)));
+  void* fresh = ok(pool.try_allocate(MiB, stream(2)));
+  CHECK(fresh != block);
+  return {block, fresh};
+}
+
 }  // namespace
 
 TEST_CASE("caching pool (fake runtime): a hit reuses the block with no CUDA call",
@@ -218,11 +229,7 @@ TEST_CASE("caching pool (fake runtime): other streams wait for a fence, never a 
           "[runtime][memory][caching_pool]") {
   fake.reset();
   vyre::caching_pool_resource pool(0, nullptr);
-  void* block = ok(pool.try_allocate(MiB, stream(1)));
-  ok(pool.try_deallocate(block, MiB, stream(1)));
-  // Stream 2 cannot have it: no fence covers the free yet (stream 1 asked for one).
-  void* fresh = ok(pool.try_allocate(MiB, stream(2)));
-  CHECK(fresh != block);
+  const auto [block, fresh] = free_then_miss(pool);
   CHECK(fake.event_records == 0);
   // The next free on stream 1 records the fence; until it completes nobody else takes it.
   fake.events_complete = false;
@@ -242,9 +249,7 @@ TEST_CASE("caching pool (fake runtime): no fence is recorded on a stream being c
           "[runtime][memory][caching_pool][graph]") {
   fake.reset();
   vyre::caching_pool_resource pool(0, nullptr);
-  void* block = ok(pool.try_allocate(MiB, stream(1)));
-  ok(pool.try_deallocate(block, MiB, stream(1)));
-  void* fresh = ok(pool.try_allocate(MiB, stream(2)));  // moves it to stream 1's lists, asks
+  const auto [block, fresh] = free_then_miss(pool);
   fake.capturing = stream(1);
   void* inside = ok(pool.try_allocate(MiB, stream(1)));  // a hit inside the capture
   CHECK(inside == block);

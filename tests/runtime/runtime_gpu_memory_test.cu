@@ -20,6 +20,7 @@
 #include <vyre/runtime.cuh>
 
 #include "require_ok.cuh"
+#include "stamp.cuh"
 
 namespace runtime_gpu_memory_test {
 
@@ -30,12 +31,7 @@ VYRE_KERNEL void spin(long long cycles) {
   }
 }
 
-// Writes word i = tag ^ i over `words` words.
-VYRE_KERNEL void stamp(std::uint32_t* out, std::size_t words, std::uint32_t tag) {
-  for (std::size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < words;
-       i += std::size_t{gridDim.x} * blockDim.x)
-    out[i] = tag ^ static_cast<std::uint32_t>(i);
-}
+using vyre_test::stamp;
 
 }  // namespace runtime_gpu_memory_test
 
@@ -418,19 +414,10 @@ TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across stream
 
   // Checks that a buffer still holds its stamp (nobody else was handed its memory).
   auto verify = [&](const vyre::device_buffer& b, std::uint32_t tag, cudaStream_t s) {
-    const std::size_t words = b.size() / 4;
-    std::uint32_t ends[2] = {0, 0};
-    if (cudaMemcpyAsync(&ends[0], b.get(), 4, cudaMemcpyDeviceToHost, s) != cudaSuccess ||
-        cudaMemcpyAsync(&ends[1], b.as<std::uint32_t>() + words - 1, 4, cudaMemcpyDeviceToHost,
-                        s) != cudaSuccess ||
-        cudaStreamSynchronize(s) != cudaSuccess) {
-      failures.fetch_add(1);
-      return;
-    }
-    if (ends[0] != tag || ends[1] != (tag ^ static_cast<std::uint32_t>(words - 1)))
-      failures.fetch_add(1);
-    else
+    if (vyre_test::stamp_intact(b.as<std::uint32_t>(), b.size() / 4, tag, s))
       verified.fetch_add(1);
+    else
+      failures.fetch_add(1);
   };
 
   std::vector<std::thread> workers;

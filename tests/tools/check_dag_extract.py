@@ -18,19 +18,9 @@ import json
 import os
 import sys
 
-from tool_check import SKIP, check, failures, run
+from tool_check import SMALL_EGRAPHS, arguments, check, finish, has_data, run, skip
 
-FILES = [
-    "crafted/multi_root.json",
-    "crafted/tree_plus_cycles.json",
-    "dummy_examples/choice.json",
-    "egg/math_simplify_factor.json",
-    "egg/integ_part2.json",
-    "fuzz/8.json",
-    "fuzz/29.json",
-    "fuzz/37.json",
-    "tensat/vgg_acyclic.json",
-]
+FILES = SMALL_EGRAPHS + ["dummy_examples/choice.json", "fuzz/8.json", "tensat/vgg_acyclic.json"]
 
 
 def selection_cost(graph, choices, what):
@@ -139,25 +129,17 @@ def check_negative(tool, data_dir, method):
 
 
 def main():
-    if len(sys.argv) != 5:
-        print(__doc__, file=sys.stderr)
-        return 1
-    tool, mode, data_dir, work = sys.argv[1:]
-    if not os.path.exists(os.path.join(data_dir, "expected_tree_cost.tsv")):
-        print(f"SKIPPED: no e-graph data in {data_dir}")
-        return SKIP
-    os.makedirs(work, exist_ok=True)
+    tool, mode, data_dir, work = arguments(__doc__)
+    if not has_data(data_dir):
+        skip(f"no e-graph data in {data_dir}")
     if mode == "ilp":
         code, _, err = run(tool, "extract", "--method", "ilp", "--time-limit", "1")
         if code == 2 and "no COIN-OR CBC" in err:
-            print("SKIPPED: this vyre-egraph was built without COIN-OR CBC")
-            return SKIP
+            skip("this vyre-egraph was built without COIN-OR CBC")
     for name in FILES:
         check_file(tool, data_dir, work, name, mode)
     check_negative(tool, data_dir, mode)
-    print(f"{len(FILES) + 1 - len(failures)} passed, {len(failures)} failed")
-    return 1 if failures else 0
-
+    return finish()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -17,13 +17,9 @@ import shutil
 import subprocess
 import sys
 
-SKIP = 77
+from tool_check import skip
+
 EGGLOG = "egglog==13.2.0"
-
-
-def skip(reason):
-    print(f"SKIPPED: {reason}")
-    sys.exit(SKIP)
 
 
 def has_egglog(python):

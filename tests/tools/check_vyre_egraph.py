@@ -19,25 +19,12 @@ import math
 import os
 import sys
 
-from tool_check import SKIP, check, failures, run
+from tool_check import SMALL_EGRAPHS, arguments, check, finish, has_data, run, skip
 
-# Small and medium files with cycles, several roots, shared children and real congruences.
-DATA_FILES = [
-    "crafted/multi_root.json",
-    "crafted/tree_plus_cycles.json",
-    "crafted/lots_of_paths_through_cycle.json",
-    "dummy_examples/ab_add.json",
-    "dummy_examples/loop.json",
-    "egg/math_simplify_factor.json",
-    "egg/integ_part2.json",
-    "egg/lambda_compose_many.json",
-    # Random e-graphs that are not congruence-closed (merges to find; fuzz/29 repeats a root).
-    "fuzz/11.json",
-    "fuzz/23.json",
-    "fuzz/29.json",
-    "fuzz/36.json",
-    "fuzz/37.json",
-]
+# Plus random e-graphs that are not congruence-closed (merges to find; fuzz/29 repeats a root).
+DATA_FILES = SMALL_EGRAPHS + ["crafted/lots_of_paths_through_cycle.json", "dummy_examples/ab_add.json",
+                              "dummy_examples/loop.json", "egg/lambda_compose_many.json",
+                              "fuzz/11.json", "fuzz/23.json", "fuzz/36.json"]
 
 
 def run_json(tool, *args):
@@ -198,7 +185,6 @@ def mode_data(tool, data_dir, work):
 
 
 def mode_roundtrip(tool, data_dir, work):
-    os.makedirs(work, exist_ok=True)
     for name in ["egg/math_simplify_factor.json", "dummy_examples/ab_add.json"]:
         path = os.path.join(data_dir, name)
         image = os.path.join(work, os.path.basename(name) + ".vyreimg")
@@ -229,7 +215,6 @@ def mode_roundtrip(tool, data_dir, work):
 
 
 def mode_bad_input(tool, data_dir, work):
-    os.makedirs(work, exist_ok=True)
 
     def write(name, content, binary=False):
         path = os.path.join(work, name)
@@ -293,9 +278,7 @@ def mode_bad_input(tool, data_dir, work):
 def mode_gpu(tool, data_dir, work):
     code, _, err = run(tool, "extract", "--device", "gpu", "--json")
     if code == 3:
-        print("no CUDA device: skipped (" + err.strip() + ")")
-        sys.exit(SKIP)
-    os.makedirs(work, exist_ok=True)
+        skip("no CUDA device (" + err.strip() + ")")
     inputs = [[]]
     if os.path.isdir(data_dir):
         inputs += [[os.path.join(data_dir, name)] for name in DATA_FILES]
@@ -334,22 +317,12 @@ def mode_gpu(tool, data_dir, work):
 
 
 def main():
-    if len(sys.argv) != 5:
-        print(__doc__, file=sys.stderr)
-        return 2
-    tool, mode, data_dir, work = sys.argv[1:]
-    if mode in ("data", "roundtrip") and not os.path.isfile(
-            os.path.join(data_dir, "expected_tree_cost.tsv")):
-        print(f"data folder {data_dir} missing: skipped")
-        return SKIP
+    tool, mode, data_dir, work = arguments(__doc__)
+    if mode in ("data", "roundtrip") and not has_data(data_dir):
+        skip(f"no e-graph data in {data_dir}")
     {"default": mode_default, "data": mode_data, "roundtrip": mode_roundtrip,
      "bad_input": mode_bad_input, "gpu": mode_gpu}[mode](tool, data_dir, work)
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
-
+    return finish()
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -70,6 +70,47 @@ inline expected<void> pack_columns(const image_columns& from, std::uint32_t* to,
   return {};
 }
 
+//! The work arrays of one congruence pipeline (all but its parameters, results, rebuilt columns
+//! and CUB scratch) for `rows` rows, `parents` union-find entries and `children` children.
+struct congruence_work {
+  device_array<std::uint32_t> dense_row, parent, dense_child, canon, keys, rows, sorted_keys,
+      sorted_rows, run_start, counts;
+  device_array<std::uint8_t> leader_flag;
+
+  static expected<congruence_work> allocate(const runtime_ref& runtime, std::size_t rows,
+                                            std::size_t parents, std::size_t children,
+                                            cudaStream_t stream, const char* what) {
+    congruence_work w;
+    const std::pair<device_array<std::uint32_t>*, std::size_t> sized[] = {
+        {&w.dense_row, rows},   {&w.parent, parents},   {&w.dense_child, children},
+        {&w.canon, children},   {&w.keys, rows},        {&w.rows, rows},
+        {&w.sorted_keys, rows}, {&w.sorted_rows, rows}, {&w.run_start, rows},
+        {&w.counts, rows + 1}};
+    for (const auto& [buffer, count] : sized) {
+      VYRE_TRY_ASSIGN(*buffer, runtime.allocate<std::uint32_t>(count, stream, what));
+    }
+    VYRE_TRY_ASSIGN(w.leader_flag, runtime.allocate<std::uint8_t>(rows, stream, what));
+    // Stale-but-initialised: the group scan reads counts past the last run.
+    VYRE_CUDA_TRY(cudaMemsetAsync(w.counts.get(), 0, w.counts.size_bytes(), stream), what);
+    return w;
+  }
+
+  //! Points the work fields of `b` at these arrays.
+  void wire(congruence_buffers& b) const noexcept {
+    b.dense_row = dense_row.get();
+    b.parent = parent.get();
+    b.dense_child = dense_child.get();
+    b.canon = canon.get();
+    b.keys = keys.get();
+    b.rows = rows.get();
+    b.sorted_keys = sorted_keys.get();
+    b.sorted_rows = sorted_rows.get();
+    b.run_start = run_start.get();
+    b.counts = counts.get();
+    b.leader_flag = leader_flag.get();
+  }
+};
+
 template <class Signature>
 expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
                                                    const image_columns& image, cudaStream_t stream,
@@ -109,39 +150,20 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   wait_on_exit copies_done(stream);  // the parameter upload reads `host`
   VYRE_TRY_ASSIGN(auto params, runtime.allocate<plan_params>(1, stream, what));
   VYRE_TRY_ASSIGN(auto counters, runtime.allocate<plan_counters>(1, stream, what));
-  device_array<std::uint32_t> dense_row, parent, dense_child, canon, keys, rows, sorted_keys,
-      sorted_rows, run_start, counts, rebuilt_columns;
-  const std::pair<device_array<std::uint32_t>*, std::size_t> sized[] = {
-      {&dense_row, R}, {&parent, G},      {&dense_child, C}, {&canon, C},     {&keys, R},
-      {&rows, R},      {&sorted_keys, R}, {&sorted_rows, R}, {&run_start, R}, {&counts, R + 1}};
-  for (const auto& [buffer, count] : sized) {
-    VYRE_TRY_ASSIGN(*buffer, runtime.allocate<std::uint32_t>(count, stream, what));
-  }
-  VYRE_TRY_ASSIGN(auto leader_flag, runtime.allocate<std::uint8_t>(R, stream, what));
+  VYRE_TRY_ASSIGN(const congruence_work work,
+                  congruence_work::allocate(runtime, R, G, C, stream, what));
   VYRE_TRY_ASSIGN(result.eclass_ids, runtime.allocate<std::uint32_t>(G, stream, what));
   VYRE_TRY_ASSIGN(result.representative, runtime.allocate<std::uint32_t>(G, stream, what));
   VYRE_TRY_ASSIGN(result.kept_rows, runtime.allocate<std::uint32_t>(R, stream, what));
   const image_layout largest = image_layout::for_counts(R, C, R);
-  VYRE_TRY_ASSIGN(rebuilt_columns,
+  VYRE_TRY_ASSIGN(const auto rebuilt_columns,
                   runtime.allocate<std::uint32_t>(static_cast<std::size_t>(largest.word_count()),
                                                   stream, "congruence: rebuilt columns"));
-  // Stale-but-initialised: the group scan reads counts past the last run.
-  VYRE_CUDA_TRY(cudaMemsetAsync(counts.get(), 0, counts.size_bytes(), stream), what);
 
   congruence_buffers b;
   b.params = params.get();
   b.counters = counters.get();
-  b.dense_row = dense_row.get();
-  b.parent = parent.get();
-  b.dense_child = dense_child.get();
-  b.canon = canon.get();
-  b.keys = keys.get();
-  b.rows = rows.get();
-  b.sorted_keys = sorted_keys.get();
-  b.sorted_rows = sorted_rows.get();
-  b.run_start = run_start.get();
-  b.counts = counts.get();
-  b.leader_flag = leader_flag.get();
+  work.wire(b);
   b.class_ids = result.eclass_ids.get();
   b.representative = result.representative.get();
   b.kept = result.kept_rows.get();

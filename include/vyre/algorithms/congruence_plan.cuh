@@ -37,6 +37,7 @@
 #include "vyre/algorithms/detail/congruence_kernels.cuh"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/loop_graph.cuh"
+#include "vyre/algorithms/detail/plan_base.cuh"
 #include "vyre/algorithms/detail/plan_params.cuh"
 #include "vyre/algorithms/dispatch.hpp"
 #include "vyre/algorithms/plan_capacity.hpp"
@@ -63,6 +64,71 @@ struct congruence_view {
   const std::uint32_t* kept_rows = nullptr;  //!< original row of each rebuilt row
 };
 
+namespace detail {
+
+//! The buffers of a `congruence_plan`, allocated for its capacity.
+struct congruence_plan_storage {
+  using u32_buffer = device_array<std::uint32_t>;
+  static constexpr const char* too_many_rows = "congruence_plan: too many rows for one plan";
+  static constexpr const char* over_capacity = "congruence_plan: the input exceeds the capacity";
+
+  bool ready = false;
+  plan_io io;
+  pinned_array<std::uint32_t> staging;  //!< run_host: image upload and result download
+  u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
+  congruence_work work;
+  u32_buffer class_ids, representative, kept;
+  u32_buffer rebuilt[egraph::image_column_count];  //!< the rebuilt image's columns
+  device_array<unsigned char> scratch;
+  stream_lease capture;
+  congruence_buffers buffers;
+
+  static expected<congruence_plan_storage> allocate(const runtime_ref& runtime,
+                                                    const plan_capacity& at, cudaStream_t stream) {
+    congruence_plan_storage s;
+    const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
+    const char* what = "congruence_plan: allocate";
+    VYRE_TRY_ASSIGN(s.io, plan_io::allocate(runtime, stream, what));
+    VYRE_TRY_ASSIGN(s.work, congruence_work::allocate(runtime, B, B, C, stream, what));
+    for (u32_buffer* b : {&s.class_ids, &s.representative, &s.kept}) {
+      VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(B, stream, what));
+    }
+    for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
+      const auto column = static_cast<image_column>(c);
+      const std::size_t n =
+          column == image_column::children ? C
+          : column == image_column::row_children_offsets || column == image_column::group_offsets
+              ? B + 1
+              : B;
+      VYRE_TRY_ASSIGN(s.rebuilt[c], runtime.allocate<std::uint32_t>(n, stream, what));
+    }
+    congruence_buffers& b = s.buffers;
+    b.params = s.io.params.get();
+    b.counters = s.io.counters.get();
+    s.work.wire(b);
+    b.class_ids = s.class_ids.get();
+    b.representative = s.representative.get();
+    b.kept = s.kept.get();
+    for (std::size_t c = 0; c < egraph::image_column_count; ++c) b.rebuilt[c] = s.rebuilt[c].get();
+    // CUB scratch: the largest need over every bucket up to the capacity.
+    std::size_t bytes = 1;
+    for (std::size_t n = plan_min_bucket; n <= B;
+         n = plan_bucket(static_cast<std::uint32_t>(n) + 1)) {
+      VYRE_TRY_ASSIGN(const std::size_t need,
+                      congruence_scratch_bytes(b, static_cast<std::uint32_t>(n), stream));
+      bytes = (std::max)(bytes, need);
+    }
+    VYRE_TRY_ASSIGN(s.scratch, runtime.allocate<unsigned char>(bytes, stream, what));
+    b.scratch = s.scratch.get();
+    b.scratch_bytes = bytes;
+    VYRE_TRY_ASSIGN(s.capture, runtime.streams->acquire());
+    s.ready = true;
+    return s;
+  }
+};
+
+}  // namespace detail
+
 //! Repeated congruence closure on e-graphs up to a capacity: allocations, CUB scratch and the
 //! captured graph are paid once; a call is one parameter upload, one graph replay (the rounds
 //! loop on the device in a conditional WHILE node) and one small readback. Memory, pinned
@@ -73,37 +139,18 @@ struct congruence_view {
 //!       stream given at creation; results are ready when `run` returns. The backend must
 //!       outlive the plan.
 template <policy_bundle P = policies<>, class Signature = design_signature>
-class congruence_plan {
+class congruence_plan : public detail::plan_base<P, detail::congruence_plan_storage,
+                                                 congruence_plan<P, Signature>, Signature> {
+  using base = detail::plan_base<P, detail::congruence_plan_storage, congruence_plan, Signature>;
+  friend base;
+
  public:
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  //! A plan on `gpu` and `stream`, allocated for `capacity` (rows rounded up to a row bucket,
-  //! at least 1024).
-  //! @throws / returns (error policy) too many rows (`errc::abi_limit`), allocation failures.
-  static result<congruence_plan> create(backend<P>& gpu, cudaStream_t stream,
-                                        plan_capacity capacity = {},
-                                        plan_growth growth = plan_growth::reallocate,
-                                        Signature signature = {}) {
-    auto made = [&]() -> expected<congruence_plan> {
-      congruence_plan plan(detail::runtime_of(gpu), stream, growth, signature);
-      VYRE_TRY(plan.grow(capacity));
-      return plan;
-    };
-    return apply_error_policy<typename P::error_policy>(made());
-  }
   congruence_plan(congruence_plan&&) noexcept = default;
   congruence_plan& operator=(congruence_plan&&) noexcept = default;
   ~congruence_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
-
-  const plan_capacity& capacity() const noexcept { return capacity_; }
-  cudaStream_t stream() const noexcept { return stream_; }
-
-  //! Makes room for `capacity` (rows rounded up to a row bucket >= 1024). Drops the captured
-  //! graphs when it reallocates. Strong guarantee: on failure the plan keeps its old storage.
-  result<void> reserve(plan_capacity capacity) {
-    return apply_error_policy<typename P::error_policy>(grow(capacity));
-  }
 
   //! Congruence closure of the device image `image` (same contract as `congruence`).
   //! @throws / returns (error policy): a child without rows (`errc::not_found`), a children range
@@ -130,9 +177,17 @@ class congruence_plan {
   }
 
  private:
+  using storage = detail::congruence_plan_storage;
+  using base::capacity_;
+  using base::fit;
+  using base::runtime_;
+  using base::storage_;
+  using base::stream_;
+  using typename base::graph_type;
+
   congruence_plan(const detail::runtime_ref& runtime, cudaStream_t stream, plan_growth growth,
                   Signature signature) noexcept
-      : runtime_(runtime), stream_(stream), growth_(growth), signature_(signature) {}
+      : base(runtime, stream, growth), signature_(signature) {}
 
   expected<congruence_view> run_device(const image_columns& image) {
     VYRE_TRY(detail::check_image_counts(image, "congruence_plan: more groups than rows"));
@@ -171,8 +226,8 @@ class congruence_plan {
     if (s.input.size() < words) {
       // Room for the largest image the capacity allows: 6R + C + 2G + 1 words, G <= R.
       const std::size_t most = 8 * std::size_t{capacity_.rows} + capacity_.children + 1;
-      VYRE_TRY_ASSIGN(s.input, runtime_.allocate<std::uint32_t>(most, stream_,
-                                                                "congruence_plan: uploaded image"));
+      VYRE_TRY_ASSIGN(s.input, runtime_.template allocate<std::uint32_t>(
+                                   most, stream_, "congruence_plan: uploaded image"));
     }
     detail::stage_columns(host_image, s.staging.get());
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
@@ -226,141 +281,26 @@ class congruence_plan {
 
   expected<device_packed_image> copy_rebuilt(const congruence_view& view) const {
     const image_layout layout = image_layout::for_counts(view.rebuilt.counts);
-    VYRE_TRY_ASSIGN(auto words,
-                    runtime_.allocate<std::uint32_t>(static_cast<std::size_t>(layout.word_count()),
-                                                     stream_, "congruence_plan: rebuilt image"));
+    VYRE_TRY_ASSIGN(auto words, runtime_.template allocate<std::uint32_t>(
+                                    static_cast<std::size_t>(layout.word_count()), stream_,
+                                    "congruence_plan: rebuilt image"));
     VYRE_TRY(detail::pack_columns(view.rebuilt, words.get(), stream_,
                                   "congruence_plan: copy the rebuilt image"));
     return device_packed_image(std::move(words), layout);
   }
 
-  using u32_buffer = device_array<std::uint32_t>;
-  using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
-
-  struct storage {
-    bool ready = false;
-    detail::plan_io io;
-    detail::pinned_array<std::uint32_t> staging;  //!< run_host: image upload and result download
-    u32_buffer input;  //!< run_host: the uploaded image (allocated on the first device run_host)
-    u32_buffer dense_row, parent, dense_child, canon, keys, rows, sorted_keys, sorted_rows,
-        run_start, counts;
-    device_array<std::uint8_t> leader_flag;
-    u32_buffer class_ids, representative, kept;
-    u32_buffer rebuilt[egraph::image_column_count];  //!< the rebuilt image's columns
-    device_array<unsigned char> scratch;
-    stream_lease capture;
-    detail::congruence_buffers buffers;
-
-    static expected<storage> allocate(const detail::runtime_ref& runtime, const plan_capacity& at,
-                                      cudaStream_t stream) {
-      storage s;
-      const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
-      const char* what = "congruence_plan: allocate";
-      VYRE_TRY_ASSIGN(s.io, detail::plan_io::allocate(runtime, stream, what));
-      for (u32_buffer* b :
-           {&s.dense_row, &s.parent, &s.keys, &s.rows, &s.sorted_keys, &s.sorted_rows, &s.run_start,
-            &s.class_ids, &s.representative, &s.kept}) {
-        VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(B, stream, what));
-      }
-      VYRE_TRY_ASSIGN(s.counts, runtime.allocate<std::uint32_t>(B + 1, stream, what));
-      for (u32_buffer* b : {&s.dense_child, &s.canon}) {
-        VYRE_TRY_ASSIGN(*b, runtime.allocate<std::uint32_t>(C, stream, what));
-      }
-      for (std::size_t c = 0; c < egraph::image_column_count; ++c) {
-        const auto column = static_cast<image_column>(c);
-        const std::size_t n =
-            column == image_column::children ? C
-            : column == image_column::row_children_offsets || column == image_column::group_offsets
-                ? B + 1
-                : B;
-        VYRE_TRY_ASSIGN(s.rebuilt[c], runtime.allocate<std::uint32_t>(n, stream, what));
-      }
-      VYRE_TRY_ASSIGN(s.leader_flag, runtime.allocate<std::uint8_t>(B, stream, what));
-      // Stale-but-initialised: the group scan reads counts past the last run.
-      VYRE_CUDA_TRY(cudaMemsetAsync(s.counts.get(), 0, s.counts.size_bytes(), stream), what);
-      detail::congruence_buffers& b = s.buffers;
-      b.params = s.io.params.get();
-      b.counters = s.io.counters.get();
-      b.dense_row = s.dense_row.get();
-      b.parent = s.parent.get();
-      b.dense_child = s.dense_child.get();
-      b.canon = s.canon.get();
-      b.keys = s.keys.get();
-      b.rows = s.rows.get();
-      b.sorted_keys = s.sorted_keys.get();
-      b.sorted_rows = s.sorted_rows.get();
-      b.run_start = s.run_start.get();
-      b.counts = s.counts.get();
-      b.leader_flag = s.leader_flag.get();
-      b.class_ids = s.class_ids.get();
-      b.representative = s.representative.get();
-      b.kept = s.kept.get();
-      for (std::size_t c = 0; c < egraph::image_column_count; ++c)
-        b.rebuilt[c] = s.rebuilt[c].get();
-      // CUB scratch: the largest need over every bucket up to the capacity.
-      std::size_t bytes = 1;
-      for (std::size_t n = detail::plan_min_bucket; n <= B;
-           n = detail::plan_bucket(static_cast<std::uint32_t>(n) + 1)) {
-        VYRE_TRY_ASSIGN(const std::size_t need,
-                        detail::congruence_scratch_bytes(b, static_cast<std::uint32_t>(n), stream));
-        bytes = (std::max)(bytes, need);
-      }
-      VYRE_TRY_ASSIGN(s.scratch, runtime.allocate<unsigned char>(bytes, stream, what));
-      b.scratch = s.scratch.get();
-      b.scratch_bytes = bytes;
-      VYRE_TRY_ASSIGN(s.capture, runtime.streams->acquire());
-      s.ready = true;
-      return s;
-    }
-  };
-
-  expected<void> fit(std::uint32_t rows, std::uint32_t children) {
-    if (rows <= detail::plan_max_bucket && storage_.ready &&
-        detail::plan_bucket(rows) <= capacity_.rows && children <= capacity_.children)
-      return {};
-    if (growth_ == plan_growth::fail && storage_.ready)
-      return fail(detail::plan_capacity_error("congruence_plan: the input exceeds the capacity",
-                                              rows, children, capacity_));
-    return grow({rows, children});
-  }
-
-  //! `reserve`, for the plan's own calls.
-  expected<void> grow(plan_capacity capacity) {
-    if (capacity.rows > detail::plan_max_bucket)
-      return fail(error(errc::abi_limit, "congruence_plan: too many rows for one plan")
-                      .with("rows", capacity.rows)
-                      .with("max_rows", detail::plan_max_bucket)
-                      .fix("shard the e-graph"));
-    const std::uint32_t rows = detail::plan_bucket(capacity.rows);
-    if (storage_.ready && rows <= capacity_.rows && capacity.children <= capacity_.children)
-      return {};
-    const plan_capacity grown{(std::max)(rows, capacity_.rows),
-                              (std::max)(capacity.children, capacity_.children)};
-    VYRE_TRY_ASSIGN(storage fresh, storage::allocate(runtime_, grown, stream_));
-    graphs_.clear();
-    storage_ = std::move(fresh);
-    capacity_ = grown;
-    return {};
-  }
-
   //! The pipeline's graph for inputs of at most `bucket` rows, captured on first use.
   expected<graph_type*> graph_for(std::uint32_t bucket) {
-    return graphs_.get_or_build(detail::plan_graph_key(bucket, 0), 0,
-                                [&]() { return capture(bucket); });
+    return base::graph_for(bucket, 0, [&](cudaStream_t at) { return capture(bucket, at); });
   }
 
-  //! The whole pipeline for inputs of at most `bucket` rows: checks -> WHILE(round) -> rebuild.
-  expected<graph::captured_graph_expected> capture(std::uint32_t bucket) {
-    storage& s = storage_;
-    const detail::congruence_buffers& b = s.buffers;
+  //! The whole pipeline for inputs of at most `bucket` rows, captured on `at`: checks ->
+  //! WHILE(round) -> rebuild.
+  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, cudaStream_t at) {
+    const detail::congruence_buffers& b = storage_.buffers;
     const std::uint32_t B = bucket;
-    // Held until the capture is done (one wait per captured bucket, not per run).
-    VYRE_TRY_ASSIGN(event_lease ordered,
-                    detail::order_capture_after(runtime_, s.capture.get(), stream_));
-    const detail::congruence_grids grids{
-        detail::grid_for(B),
-        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * B)),
-        detail::grid_for(B)};
+    const detail::congruence_grids grids{detail::grid_for(B), base::children_grid(B),
+                                         detail::grid_for(B)};
     const Signature signature = signature_;
     auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
@@ -370,17 +310,11 @@ class congruence_plan {
     auto suffix = [&](cudaStream_t on) {
       return detail::enqueue_congruence_rebuild(b, B, grids, on);
     };
-    return detail::make_loop_graph(s.capture.get(), &prefix, &body, &suffix,
+    return detail::make_loop_graph(at, &prefix, &body, &suffix,
                                    "congruence_plan: capture the pipeline");
   }
 
-  detail::runtime_ref runtime_;
-  cudaStream_t stream_ = nullptr;
-  plan_growth growth_ = plan_growth::reallocate;
   Signature signature_{};
-  plan_capacity capacity_{};
-  storage storage_{};
-  graph::graph_cache<on_error::return_expected> graphs_;
 };
 
 //! `congruence_plan<P, Signature>::create`, with the policies and signature deduced.

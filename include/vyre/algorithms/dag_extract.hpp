@@ -740,29 +740,40 @@ inline expected<dag_input> dag_input_of(const raw_rows_ref& rows,
 
 }  // namespace detail
 
-//! DAG-cost extraction (the heuristic above).
+//! The rows the DAG extractions take: an image's columns, or raw rows (children offsets are
+//! the prefix sums of the lengths). Converts implicitly from either; a view, valid while they are.
+class dag_rows {
+ public:
+  dag_rows(const image_columns& image) noexcept : image_(&image) {}  // NOLINT(*-explicit-*)
+  dag_rows(const raw_rows_ref& rows) noexcept : rows_(&rows) {}      // NOLINT(*-explicit-*)
+
+  //! The DAG problem of these rows and their tree-cost selection; `who` names the caller in
+  //! errors.
+  expected<detail::dag_input> input(cuda::std::span<const double> node_cost,
+                                    cuda::std::span<const std::uint32_t> roots,
+                                    const char* who) const {
+    if (image_ != nullptr)
+      return detail::dag_input_of(detail::rows_of(*image_), node_cost, roots, who);
+    return detail::dag_input_of(*rows_, node_cost, roots, who);
+  }
+
+ private:
+  const image_columns* image_ = nullptr;
+  const raw_rows_ref* rows_ = nullptr;
+};
+
+//! DAG-cost extraction (the heuristic above) of an image's columns or of raw rows.
 //! @param node_cost one finite, non-negative cost per row, in row order.
 //! @param roots e-class ids (each must have rows); duplicates count once.
 //! @throws nothing; errors: wrong cost count, a non-finite or negative cost (naming the row and
 //!         its cost), a root with no acyclic choice (naming the e-class), all
 //!         `errc::invalid_argument`; an unknown root or child class (`errc::not_found`); host
 //!         allocation failure (`errc::out_of_memory`).
-inline expected<dag_extraction_result> extract_dag(const image_columns& image,
+inline expected<dag_extraction_result> extract_dag(dag_rows rows,
                                                    cuda::std::span<const double> node_cost,
                                                    cuda::std::span<const std::uint32_t> roots,
                                                    const dag_options& options = {}) {
-  VYRE_TRY_ASSIGN(const detail::dag_input input,
-                  detail::dag_input_of(detail::rows_of(image), node_cost, roots, "extract_dag"));
-  return detail::extract_dag(input.problem, options, "extract_dag", &input.tree);
-}
-
-//! @overload Raw rows (children offsets are the prefix sums of the lengths).
-inline expected<dag_extraction_result> extract_dag(const raw_rows_ref& rows,
-                                                   cuda::std::span<const double> node_cost,
-                                                   cuda::std::span<const std::uint32_t> roots,
-                                                   const dag_options& options = {}) {
-  VYRE_TRY_ASSIGN(const detail::dag_input input,
-                  detail::dag_input_of(rows, node_cost, roots, "extract_dag"));
+  VYRE_TRY_ASSIGN(const detail::dag_input input, rows.input(node_cost, roots, "extract_dag"));
   return detail::extract_dag(input.problem, options, "extract_dag", &input.tree);
 }
 

@@ -310,27 +310,16 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
 
 }  // namespace detail
 
-//! Exact DAG-cost extraction (CBC, warm-started by `extract_dag`), within a time limit.
+//! Exact DAG-cost extraction (CBC, warm-started by `extract_dag`) of an image's columns or of
+//! raw rows, within a time limit.
 //! @throws nothing; errors: those of `extract_dag` (negative costs, a needed class with no
 //!         acyclic choice, ...), a time limit <= 0 (`errc::invalid_argument`), host allocation
 //!         failure (`errc::out_of_memory`).
-inline expected<dag_ilp_result> extract_dag_ilp(const image_columns& image,
+inline expected<dag_ilp_result> extract_dag_ilp(dag_rows rows,
                                                 cuda::std::span<const double> node_cost,
                                                 cuda::std::span<const std::uint32_t> roots,
                                                 const dag_ilp_options& options = {}) {
-  VYRE_TRY_ASSIGN(
-      const detail::dag_input input,
-      detail::dag_input_of(detail::rows_of(image), node_cost, roots, "extract_dag_ilp"));
-  return detail::extract_dag_ilp(input.problem, options, "extract_dag_ilp", &input.tree);
-}
-
-//! @overload Raw rows (children offsets are the prefix sums of the lengths).
-inline expected<dag_ilp_result> extract_dag_ilp(const raw_rows_ref& rows,
-                                                cuda::std::span<const double> node_cost,
-                                                cuda::std::span<const std::uint32_t> roots,
-                                                const dag_ilp_options& options = {}) {
-  VYRE_TRY_ASSIGN(const detail::dag_input input,
-                  detail::dag_input_of(rows, node_cost, roots, "extract_dag_ilp"));
+  VYRE_TRY_ASSIGN(const detail::dag_input input, rows.input(node_cost, roots, "extract_dag_ilp"));
   return detail::extract_dag_ilp(input.problem, options, "extract_dag_ilp", &input.tree);
 }
 

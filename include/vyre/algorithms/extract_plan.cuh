@@ -25,6 +25,7 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/extract_kernels.cuh"
 #include "vyre/algorithms/detail/loop_graph.cuh"
+#include "vyre/algorithms/detail/plan_base.cuh"
 #include "vyre/algorithms/detail/plan_params.cuh"
 #include "vyre/algorithms/dispatch.hpp"
 #include "vyre/algorithms/extract.cuh"
@@ -48,6 +49,46 @@ struct extraction_view {
   std::uint32_t rounds = 0;
 };
 
+namespace detail {
+
+//! The buffers of an `extract_plan`, allocated for its capacity.
+struct extract_plan_storage {
+  static constexpr const char* too_many_rows = "extract_plan: too many rows for one plan";
+  static constexpr const char* over_capacity = "extract_plan: the input exceeds the capacity";
+
+  bool ready = false;
+  plan_io io;
+  pinned_array<std::uint32_t> host_roots;
+  pinned_array<std::uint32_t> staging;  //!< run_host: image + costs up, results down
+  device_array<std::uint32_t> input;    //!< run_host: the uploaded image and costs (lazily)
+  device_array<std::uint32_t> roots;
+  device_array<std::uint32_t> dense_child, dense_row, choice;
+  device_array<double> cost;
+  stream_lease capture;
+
+  static expected<extract_plan_storage> allocate(const runtime_ref& runtime,
+                                                 const plan_capacity& at, cudaStream_t stream) {
+    extract_plan_storage s;
+    const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
+    const char* what = "extract_plan: allocate";
+    VYRE_TRY_ASSIGN(s.io, plan_io::allocate(runtime, stream, what));
+    VYRE_TRY_ASSIGN(s.dense_child, runtime.allocate<std::uint32_t>(C, stream, what));
+    VYRE_TRY_ASSIGN(s.choice, runtime.allocate<std::uint32_t>(B, stream, what));
+    VYRE_TRY_ASSIGN(s.dense_row, runtime.allocate<std::uint32_t>(B, stream, what));
+    VYRE_TRY_ASSIGN(s.cost, runtime.allocate<double>(B, stream, what));
+    VYRE_TRY_ASSIGN(s.capture, runtime.streams->acquire());
+    s.ready = true;
+    return s;
+  }
+
+  extract_buffers buffers() const noexcept {
+    return {io.params.get(), io.counters.get(), dense_child.get(),
+            dense_row.get(), cost.get(),        choice.get()};
+  }
+};
+
+}  // namespace detail
+
 //! Repeated bottom-up extraction on e-graphs up to a capacity: one parameter upload (with the
 //! roots), one graph replay (single-block fixpoint for small e-graphs, else a conditional WHILE
 //! loop of rounds) and one small readback per call. Same costs and choices as `extract` and
@@ -58,34 +99,18 @@ struct extraction_view {
 //! @note Not thread-safe; all work runs on the stream given at creation. The backend must
 //!       outlive the plan.
 template <policy_bundle P = policies<>>
-class extract_plan {
+class extract_plan
+    : public detail::plan_base<P, detail::extract_plan_storage, extract_plan<P>, extract_options> {
+  using base = detail::plan_base<P, detail::extract_plan_storage, extract_plan, extract_options>;
+  friend base;
+
  public:
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  //! A plan on `gpu` and `stream`, allocated for `capacity` (as `congruence_plan::create`).
-  static result<extract_plan> create(backend<P>& gpu, cudaStream_t stream,
-                                     plan_capacity capacity = {},
-                                     plan_growth growth = plan_growth::reallocate,
-                                     extract_options options = {}) {
-    auto made = [&]() -> expected<extract_plan> {
-      extract_plan plan(detail::runtime_of(gpu), stream, growth, options);
-      VYRE_TRY(plan.grow(capacity));
-      return plan;
-    };
-    return apply_error_policy<typename P::error_policy>(made());
-  }
   extract_plan(extract_plan&&) noexcept = default;
   extract_plan& operator=(extract_plan&&) noexcept = default;
   ~extract_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
-
-  const plan_capacity& capacity() const noexcept { return capacity_; }
-  cudaStream_t stream() const noexcept { return stream_; }
-
-  //! As `congruence_plan::reserve`.
-  result<void> reserve(plan_capacity capacity) {
-    return apply_error_policy<typename P::error_policy>(grow(capacity));
-  }
 
   //! Extraction over the device image `image` with device `node_cost` (one per row) and host
   //! `roots`; same contract and results as `extract`.
@@ -108,27 +133,17 @@ class extract_plan {
   }
 
  private:
+  using storage = detail::extract_plan_storage;
+  using base::capacity_;
+  using base::fit;
+  using base::runtime_;
+  using base::storage_;
+  using base::stream_;
+  using typename base::graph_type;
+
   extract_plan(const detail::runtime_ref& runtime, cudaStream_t stream, plan_growth growth,
                extract_options options) noexcept
-      : runtime_(runtime), stream_(stream), growth_(growth), options_(options) {}
-
-  expected<void> grow(plan_capacity capacity) {
-    if (capacity.rows > detail::plan_max_bucket)
-      return fail(error(errc::abi_limit, "extract_plan: too many rows for one plan")
-                      .with("rows", capacity.rows)
-                      .with("max_rows", detail::plan_max_bucket)
-                      .fix("shard the e-graph"));
-    const std::uint32_t rows = detail::plan_bucket(capacity.rows);
-    if (storage_.ready && rows <= capacity_.rows && capacity.children <= capacity_.children)
-      return {};
-    const plan_capacity grown{(std::max)(rows, capacity_.rows),
-                              (std::max)(capacity.children, capacity_.children)};
-    VYRE_TRY_ASSIGN(storage fresh, storage::allocate(runtime_, grown, stream_));
-    graphs_.clear();
-    storage_ = std::move(fresh);
-    capacity_ = grown;
-    return {};
-  }
+      : base(runtime, stream, growth), options_(options) {}
 
   expected<extraction_view> run_device(const image_columns& image, const double* node_cost,
                                        cuda::std::span<const std::uint32_t> roots) {
@@ -142,8 +157,8 @@ class extract_plan {
     const auto root_count = static_cast<std::uint32_t>(roots.size());
     if (root_count > s.roots.size()) {
       VYRE_TRY_ASSIGN(auto bigger,
-                      runtime_.allocate<std::uint32_t>(cuda::std::bit_ceil(root_count), stream_,
-                                                       "extract_plan: roots"));
+                      runtime_.template allocate<std::uint32_t>(cuda::std::bit_ceil(root_count),
+                                                                stream_, "extract_plan: roots"));
       VYRE_TRY(s.host_roots.ensure(runtime_, bigger.size(), "extract_plan: pinned roots"));
       s.roots = std::move(bigger);
     }
@@ -199,8 +214,8 @@ class extract_plan {
       // Room for the largest image the capacity allows (8R + C + 1 words), one alignment word
       // and the costs (2 words per row).
       const std::size_t most = 10 * std::size_t{capacity_.rows} + capacity_.children + 2;
-      VYRE_TRY_ASSIGN(
-          s.input, runtime_.allocate<std::uint32_t>(most, stream_, "extract_plan: uploaded image"));
+      VYRE_TRY_ASSIGN(s.input, runtime_.template allocate<std::uint32_t>(
+                                   most, stream_, "extract_plan: uploaded image"));
     }
     detail::stage_columns(host_image, s.staging.get());
     if (R != 0) std::memcpy(s.staging.get() + cost_at, node_cost.data(), node_cost.size_bytes());
@@ -240,66 +255,19 @@ class extract_plan {
     return result;
   }
 
-  using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
-
-  struct storage {
-    bool ready = false;
-    detail::plan_io io;
-    detail::pinned_array<std::uint32_t> host_roots;
-    detail::pinned_array<std::uint32_t> staging;  //!< run_host: image + costs up, results down
-    device_array<std::uint32_t> input;  //!< run_host: the uploaded image and costs (lazily)
-    device_array<std::uint32_t> roots;
-    device_array<std::uint32_t> dense_child, dense_row, choice;
-    device_array<double> cost;
-    stream_lease capture;
-
-    static expected<storage> allocate(const detail::runtime_ref& runtime, const plan_capacity& at,
-                                      cudaStream_t stream) {
-      storage s;
-      const std::size_t B = at.rows, C = (std::max)(at.children, 1u);
-      const char* what = "extract_plan: allocate";
-      VYRE_TRY_ASSIGN(s.io, detail::plan_io::allocate(runtime, stream, what));
-      VYRE_TRY_ASSIGN(s.dense_child, runtime.allocate<std::uint32_t>(C, stream, what));
-      VYRE_TRY_ASSIGN(s.choice, runtime.allocate<std::uint32_t>(B, stream, what));
-      VYRE_TRY_ASSIGN(s.dense_row, runtime.allocate<std::uint32_t>(B, stream, what));
-      VYRE_TRY_ASSIGN(s.cost, runtime.allocate<double>(B, stream, what));
-      VYRE_TRY_ASSIGN(s.capture, runtime.streams->acquire());
-      s.ready = true;
-      return s;
-    }
-
-    detail::extract_buffers buffers() const noexcept {
-      return {io.params.get(), io.counters.get(), dense_child.get(),
-              dense_row.get(), cost.get(),        choice.get()};
-    }
-  };
-
-  expected<void> fit(std::uint32_t rows, std::uint32_t children) {
-    if (rows <= detail::plan_max_bucket && storage_.ready &&
-        detail::plan_bucket(rows) <= capacity_.rows && children <= capacity_.children)
-      return {};
-    if (growth_ == plan_growth::fail && storage_.ready)
-      return fail(detail::plan_capacity_error("extract_plan: the input exceeds the capacity", rows,
-                                              children, capacity_));
-    return grow({rows, children});
-  }
-
   expected<graph_type*> graph_for(std::uint32_t bucket, bool single) {
-    return graphs_.get_or_build(detail::plan_graph_key(bucket, single ? 1 : 0), 0,
-                                [&]() { return capture(bucket, single); });
+    return base::graph_for(bucket, single ? 1 : 0,
+                           [&](cudaStream_t at) { return capture(bucket, single, at); });
   }
 
-  //! setup (-> single-block fixpoint) -> WHILE(round) unless single -> choices and root cost.
-  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single) {
+  //! Captured on `at`: setup (-> single-block fixpoint) -> WHILE(round) unless single ->
+  //! choices and root cost.
+  expected<graph::captured_graph_expected> capture(std::uint32_t bucket, bool single,
+                                                   cudaStream_t at) {
     const detail::extract_buffers b = storage_.buffers();
-    // Held until the capture is done (one wait per captured bucket, not per run).
-    VYRE_TRY_ASSIGN(event_lease ordered,
-                    detail::order_capture_after(runtime_, storage_.capture.get(), stream_));
     const unsigned round_grid = detail::resident_grid_for(runtime_, bucket);
-    const detail::extract_grids grids{
-        detail::grid_for(bucket),
-        detail::grid_for((std::min)(std::uint64_t{capacity_.children}, std::uint64_t{4} * bucket)),
-        round_grid};
+    const detail::extract_grids grids{detail::grid_for(bucket), base::children_grid(bucket),
+                                      round_grid};
     auto prefix = [&](cudaStream_t on) {
       return detail::enqueue_extract_setup(b, grids, single, on);
     };
@@ -308,17 +276,11 @@ class extract_plan {
       return detail::enqueue_extract_continue(b, handle, on);
     };
     auto suffix = [&](cudaStream_t on) { return detail::enqueue_extract_choose(b, grids, on); };
-    return detail::make_loop_graph(storage_.capture.get(), &prefix, single ? nullptr : &body,
-                                   &suffix, "extract_plan: capture the pipeline");
+    return detail::make_loop_graph(at, &prefix, single ? nullptr : &body, &suffix,
+                                   "extract_plan: capture the pipeline");
   }
 
-  detail::runtime_ref runtime_;
-  cudaStream_t stream_ = nullptr;
-  plan_growth growth_ = plan_growth::reallocate;
   extract_options options_{};
-  plan_capacity capacity_{};
-  storage storage_{};
-  graph::graph_cache<on_error::return_expected> graphs_;
 };
 
 //! `extract_plan<P>::create`, with the policies deduced.

@@ -19,6 +19,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/split_mix.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -50,22 +51,6 @@ struct synthetic_egraph {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(synthetic_egraph);
 
-namespace detail {
-struct split_mix {
-  std::uint64_t state;
-  std::uint64_t next() noexcept {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-  }
-  std::uint32_t below(std::uint32_t bound) noexcept {
-    return static_cast<std::uint32_t>((next() >> 32) * bound >> 32);
-  }
-  bool chance(double p) noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53 < p; }
-};
-}  // namespace detail
-
 //! Generates an e-graph as `options` describe. Deterministic for a given `options`.
 //! @throws nothing; errors: `errc::invalid_argument` for zero rows / ops / window,
 //!         `errc::out_of_memory` when host memory runs out.
@@ -78,7 +63,7 @@ inline expected<synthetic_egraph> make_synthetic_egraph(const synthetic_options&
                     .with("op_count", options.op_count)
                     .with("window", options.window)
                     .fix("pass positive values"));
-  detail::split_mix rng{options.seed};
+  vyre::detail::split_mix rng{options.seed};
   const double per_template = 1.0 + options.twin_fraction + options.extra_fraction;
   const auto templates =
       (std::max)(std::uint32_t{1}, static_cast<std::uint32_t>(options.rows / per_template));

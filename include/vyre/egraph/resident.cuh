@@ -241,29 +241,37 @@ expected<void> check_faults(backend<Policies>& gpu, const resident_image& image)
 // The backend's extension points (found by argument-dependent lookup): `gpu.upload(x)` and
 // `gpu.kernel_view(r)` for e-graph images. Each applies the backend's error policy.
 
-//! Uploads a packed image: one resident allocation, one host-to-device copy.
+namespace detail {
+
+//! The packed words of what `upload_to_backend` accepts.
+inline image_ref image_ref_of(const image_ref& image) {
+  return image;
+}
+inline image_ref image_ref_of(const host_image& image) {
+  return image.ref();
+}
+inline image_ref image_ref_of(const upload_plan_ref& plan) {
+  return image_ref{plan.words(), plan.layout().words};
+}
+inline image_ref image_ref_of(const upload_plan& plan) {
+  return image_ref_of(plan.ref());
+}
+
+}  // namespace detail
+
+//! Uploads a packed image (an `image_ref`, `host_image`, `upload_plan` or `upload_plan_ref`):
+//! one resident allocation, one host-to-device copy.
 //! @throws / returns `errc::invalid_layout` or `errc::overflow` naming a column for a layout
 //!         that does not fit its words, `errc::out_of_memory` naming the bytes (resident budget,
 //!         device or pinned staging), or a CUDA error. Nothing stays allocated on failure.
-template <class Policies>
-typename backend<Policies>::template result<resident_image> upload_to_backend(
-    backend<Policies>& gpu, const image_ref& image) {
-  return apply_error_policy<typename Policies::error_policy>(detail::upload_image(gpu, image));
+template <class Policies, class Image>
+requires requires(const Image& image) {
+  detail::image_ref_of(image);
 }
-template <class Policies>
 typename backend<Policies>::template result<resident_image> upload_to_backend(
-    backend<Policies>& gpu, const host_image& image) {
-  return upload_to_backend(gpu, image.ref());
-}
-template <class Policies>
-typename backend<Policies>::template result<resident_image> upload_to_backend(
-    backend<Policies>& gpu, const upload_plan_ref& plan) {
-  return upload_to_backend(gpu, image_ref{plan.words(), plan.layout().words});
-}
-template <class Policies>
-typename backend<Policies>::template result<resident_image> upload_to_backend(
-    backend<Policies>& gpu, const upload_plan& plan) {
-  return upload_to_backend(gpu, plan.ref());
+    backend<Policies>& gpu, const Image& image) {
+  return apply_error_policy<typename Policies::error_policy>(
+      detail::upload_image(gpu, detail::image_ref_of(image)));
 }
 
 //! A checked device view of a resident image.

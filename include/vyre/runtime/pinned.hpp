@@ -22,6 +22,7 @@
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/fault_injection.hpp"
+#include "vyre/runtime/detail/read_locked.hpp"
 
 namespace vyre {
 
@@ -151,24 +152,12 @@ class pinned_pool {
     return result;
   }
 
-  std::size_t cached_bytes() const {
-    std::lock_guard lock(mutex_);
-    return cached_bytes_;
-  }
-  std::uint64_t hits() const {
-    std::lock_guard lock(mutex_);
-    return hits_;
-  }
-  std::uint64_t misses() const {
-    std::lock_guard lock(mutex_);
-    return misses_;
-  }
+  std::size_t cached_bytes() const { return detail::read_locked(mutex_, cached_bytes_); }
+  std::uint64_t hits() const { return detail::read_locked(mutex_, hits_); }
+  std::uint64_t misses() const { return detail::read_locked(mutex_, misses_); }
   std::size_t retained_cap() const noexcept { return retained_cap_; }
   //! Blocks currently leased out (not yet returned): 0 when nothing holds staging memory.
-  std::size_t leased_blocks() const {
-    std::lock_guard lock(mutex_);
-    return leased_;
-  }
+  std::size_t leased_blocks() const { return detail::read_locked(mutex_, leased_); }
 
  private:
   friend class pinned_lease;

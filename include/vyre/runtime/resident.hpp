@@ -36,6 +36,7 @@
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/runtime/detail/lane_pool.hpp"
+#include "vyre/runtime/detail/read_locked.hpp"
 #include "vyre/runtime/memory.hpp"
 #include "vyre/runtime/pinned.hpp"
 #include "vyre/runtime/staging_plan.hpp"
@@ -86,23 +87,14 @@ class resident_store {
 
   std::uint32_t backend_id() const noexcept { return backend_id_; }
   //! The most resident bytes the store holds at once.
-  std::size_t budget() const {
-    std::lock_guard lock(mutex_);
-    return budget_;
-  }
+  std::size_t budget() const { return detail::read_locked(mutex_, budget_); }
   //! Sets the budget (tests, or a process that shares the device).
   void set_budget(std::size_t bytes) noexcept {
     std::lock_guard lock(mutex_);
     budget_ = bytes;
   }
-  std::size_t bytes_in_use() const {
-    std::lock_guard lock(mutex_);
-    return bytes_in_use_;
-  }
-  std::size_t live_buffers() const {
-    std::lock_guard lock(mutex_);
-    return live_;
-  }
+  std::size_t bytes_in_use() const { return detail::read_locked(mutex_, bytes_in_use_); }
+  std::size_t live_buffers() const { return detail::read_locked(mutex_, live_); }
 
   //! A new buffer of `bytes` bytes, ready for work ordered after this call on `stream`.
   //! @returns `errc::invalid_argument` for zero bytes; `errc::out_of_memory` naming the

@@ -15,6 +15,7 @@
 
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/runtime/detail/read_locked.hpp"
 #include "vyre/runtime/device.hpp"
 #include "vyre/runtime/telemetry.hpp"
 
@@ -25,16 +26,27 @@ inline constexpr std::size_t default_lease_pool_cap = 128;
 
 namespace detail {
 
+template <class Handle, class Traits>
+class lease;
+
 //! The shared machinery of the stream and event pools. `Traits` creates, synchronises and
 //! destroys one object.
 template <class Handle, class Traits>
 class lease_pool {
  public:
-  lease_pool(int ordinal, telemetry_counters* telemetry, std::size_t cap) noexcept
+  explicit lease_pool(int ordinal, telemetry_counters* telemetry = nullptr,
+                      std::size_t cap = default_lease_pool_cap) noexcept
       : ordinal_(ordinal), telemetry_(telemetry), cap_(cap) {}
   lease_pool(const lease_pool&) = delete;
   lease_pool& operator=(const lease_pool&) = delete;
   ~lease_pool() { (void)release_idle(); }
+
+  //! `take()` as a lease that gives the object back (synchronised) when destroyed.
+  //! @returns `errc::invalid_state` when all `cap()` objects are leased.
+  expected<lease<Handle, Traits>> acquire() noexcept {
+    VYRE_TRY_ASSIGN(Handle h, take());
+    return lease<Handle, Traits>(*this, h);
+  }
 
   //! An idle object, or a new one while fewer than `cap` exist.
   //! @returns `errc::invalid_state` naming the cap when every object is leased.
@@ -109,10 +121,7 @@ class lease_pool {
     return result;
   }
 
-  std::size_t created() const {
-    std::lock_guard lock(mutex_);
-    return created_;
-  }
+  std::size_t created() const { return detail::read_locked(mutex_, created_); }
   std::size_t idle() const {
     std::lock_guard lock(mutex_);
     return idle_.size();
@@ -128,35 +137,41 @@ class lease_pool {
   std::vector<Handle> idle_;
 };
 
-struct stream_traits {
-  static constexpr const char* exhausted_context = "stream_pool: every stream is leased";
-  static expected<void> create(cudaStream_t& s) noexcept {
-    VYRE_CUDA_TRY(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking),
-                  "stream_pool: cudaStreamCreateWithFlags failed");
-    return {};
-  }
-  static expected<void> synchronize(cudaStream_t s) noexcept {
-    return cuda_check(cudaStreamSynchronize(s), "stream_lease: cudaStreamSynchronize failed");
-  }
-  static expected<void> destroy(cudaStream_t s) noexcept {
-    return cuda_check(cudaStreamDestroy(s), "stream_pool: cudaStreamDestroy failed");
-  }
+//! The error texts of one pooled handle type.
+struct handle_texts {
+  const char* exhausted;
+  const char* create;
+  const char* synchronize;
+  const char* destroy;
 };
 
-struct event_traits {
-  static constexpr const char* exhausted_context = "event_pool: every event is leased";
-  static expected<void> create(cudaEvent_t& e) noexcept {
-    VYRE_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming),
-                  "event_pool: cudaEventCreateWithFlags failed");
-    return {};
+//! The CUDA calls of one pooled handle type: `Create(&h, Flags)`, `Synchronize(h)`,
+//! `Destroy(h)`, failing with the matching text of `Text`.
+template <class Handle, cudaError_t (*Create)(Handle*, unsigned int), unsigned int Flags,
+          cudaError_t (*Synchronize)(Handle), cudaError_t (*Destroy)(Handle),
+          const handle_texts& Text>
+struct handle_traits {
+  static constexpr const char* exhausted_context = Text.exhausted;
+  static expected<void> create(Handle& h) noexcept {
+    return cuda_check(Create(&h, Flags), Text.create);
   }
-  static expected<void> synchronize(cudaEvent_t e) noexcept {
-    return cuda_check(cudaEventSynchronize(e), "event_lease: cudaEventSynchronize failed");
+  static expected<void> synchronize(Handle h) noexcept {
+    return cuda_check(Synchronize(h), Text.synchronize);
   }
-  static expected<void> destroy(cudaEvent_t e) noexcept {
-    return cuda_check(cudaEventDestroy(e), "event_pool: cudaEventDestroy failed");
-  }
+  static expected<void> destroy(Handle h) noexcept { return cuda_check(Destroy(h), Text.destroy); }
 };
+
+inline constexpr handle_texts stream_texts{
+    "stream_pool: every stream is leased", "stream_pool: cudaStreamCreateWithFlags failed",
+    "stream_lease: cudaStreamSynchronize failed", "stream_pool: cudaStreamDestroy failed"};
+inline constexpr handle_texts event_texts{
+    "event_pool: every event is leased", "event_pool: cudaEventCreateWithFlags failed",
+    "event_lease: cudaEventSynchronize failed", "event_pool: cudaEventDestroy failed"};
+
+using stream_traits = handle_traits<cudaStream_t, cudaStreamCreateWithFlags, cudaStreamNonBlocking,
+                                    cudaStreamSynchronize, cudaStreamDestroy, stream_texts>;
+using event_traits = handle_traits<cudaEvent_t, cudaEventCreateWithFlags, cudaEventDisableTiming,
+                                   cudaEventSynchronize, cudaEventDestroy, event_texts>;
 
 //! A leased pooled object; returned (after synchronisation) on destruction or `reset()`.
 template <class Handle, class Traits>
@@ -201,30 +216,16 @@ using stream_lease = detail::lease<cudaStream_t, detail::stream_traits>;
 //! A leased event created with cudaEventDisableTiming, synchronised before it returns.
 using event_lease = detail::lease<cudaEvent_t, detail::event_traits>;
 
-//! Pool of non-blocking streams (thread-safe).
+//! Pool of non-blocking streams (thread-safe); `acquire()` leases one.
 class stream_pool : public detail::lease_pool<cudaStream_t, detail::stream_traits> {
  public:
-  explicit stream_pool(int ordinal, telemetry_counters* telemetry = nullptr,
-                       std::size_t cap = default_lease_pool_cap) noexcept
-      : lease_pool(ordinal, telemetry, cap) {}
-  //! @returns `errc::invalid_state` when all `cap()` streams are leased.
-  expected<stream_lease> acquire() noexcept {
-    VYRE_TRY_ASSIGN(cudaStream_t s, take());
-    return stream_lease(*this, s);
-  }
+  using lease_pool::lease_pool;
 };
 
-//! Pool of events (thread-safe).
+//! Pool of events (thread-safe); `acquire()` leases one.
 class event_pool : public detail::lease_pool<cudaEvent_t, detail::event_traits> {
  public:
-  explicit event_pool(int ordinal, telemetry_counters* telemetry = nullptr,
-                      std::size_t cap = default_lease_pool_cap) noexcept
-      : lease_pool(ordinal, telemetry, cap) {}
-  //! @returns `errc::invalid_state` when all `cap()` events are leased.
-  expected<event_lease> acquire() noexcept {
-    VYRE_TRY_ASSIGN(cudaEvent_t e, take());
-    return event_lease(*this, e);
-  }
+  using lease_pool::lease_pool;
 };
 
 }  // namespace vyre
