@@ -109,7 +109,9 @@ struct congruence_work {
     b.counts = counts.get();
     b.leader_flag = leader_flag.get();
   }
+  VYRE_HOST_MOVE_ONLY_MEMBERS(congruence_work);  // host-only (vyre/detail/host_special_members.hpp)
 };
+VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(congruence_work);
 
 template <class Signature>
 expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
@@ -199,7 +201,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
                 .with("classes", G)
                 .fix("report this with the input"));
       ++rounds;
-      VYRE_TRY(enqueue_congruence_round(b, R, grids, signature, stream));
+      VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, stream));
       VYRE_TRY(copy_to_host(runtime, &h.counters.status, &counters.get()->status, 1, stream,
                             "congruence: read round status"));
       changed = h.counters.status.changed != 0;
@@ -210,7 +212,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
     VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
-      VYRE_TRY(enqueue_congruence_round(b, R, grids, signature, on));
+      VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, on));
       return enqueue_congruence_continue(b, handle, on);
     };
     using no_part = expected<void> (*)(cudaStream_t);

@@ -304,7 +304,8 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
     const Signature signature = signature_;
     auto prefix = [&](cudaStream_t on) { return detail::enqueue_congruence_checks(b, grids, on); };
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
-      VYRE_TRY(detail::enqueue_congruence_round(b, B, grids, signature, on));
+      VYRE_TRY(detail::enqueue_congruence_round(b, detail::image_from_block{b.params}, B, grids,
+                                                signature, on));
       return detail::enqueue_congruence_continue(b, handle, on);
     };
     auto suffix = [&](cudaStream_t on) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! The congruence closure pipeline on the device, written once for the one-shot `congruence`
-//! and `congruence_plan`: its kernels (they read the input from a device `plan_params` block and
-//! report through `plan_counters`) and the functions that enqueue its three parts on a stream
+//! and `congruence_plan`: its kernels (they read the input from a device `plan_params` block, the
+//! round kernels from their parameters in a one-shot call, and report through `plan_counters`)
+//! and the functions that enqueue its three parts on a stream
 //! (input checks; one round; the class map and rebuilt image). The plan captures the parts
 //! into one graph per row bucket; the one-shot call enqueues them directly with bucket = rows.
 //!
@@ -109,15 +110,17 @@ VYRE_KERNEL void congruence_setup_kernel(const plan_params* params, std::uint32_
 }
 
 //! Canonical children (dense class of each child's representative); clears the round's flag.
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint32_t* dense_child,
+//! `Image`: `image_from_block` or `image_by_value` (see there), for this and the round's other
+//! kernels.
+template <class Image>
+VYRE_KERNEL void canonicalise_kernel(Image input, const std::uint32_t* dense_child,
                                      const std::uint32_t* parent, std::uint32_t* canon,
                                      device_status* status) {
-  // Inputs read once into registers (the stores below may alias `params` as far as the
-  // compiler knows), and both loads issued before the branch: one latency, not two, in front
-  // of a two-load body.
+  // Inputs read once into registers (the stores below may alias the parameter block as far as
+  // the compiler knows), and both loads issued before the branch: one latency, not two, in
+  // front of a two-load body.
   const bool ok = input_ok(status);
-  const std::uint32_t children = params->image.child_count();
+  const std::uint32_t children = input.get().child_count();
   if (!ok) return;
   if (blockIdx.x == 0 && threadIdx.x == 0) status->changed = 0;  // read after this round
   VYRE_DETAIL_GRID_LOOP(i, children) canon[i] = parent[dense_child[i]];
@@ -125,13 +128,13 @@ VYRE_KERNEL void canonicalise_kernel(const plan_params* params, const std::uint3
 
 //! Sort keys over the whole bucket: real rows their signature, padding rows the largest key
 //! (stable sort: padding lands after every real row, even one whose signature is the max).
-template <class Signature>
-VYRE_KERNEL void sign_kernel(const plan_params* params, const std::uint32_t* canon,
-                             Signature signature, std::uint32_t bucket, std::uint32_t* keys,
-                             std::uint32_t* rows, const device_status* status) {
+template <class Image, class Signature>
+VYRE_KERNEL void sign_kernel(Image input, const std::uint32_t* canon, Signature signature,
+                             std::uint32_t bucket, std::uint32_t* keys, std::uint32_t* rows,
+                             const device_status* status) {
   // A rejected input still gets defined keys (all padding): the sort after this reads them.
   const bool ok = input_ok(status);
-  const image_columns image = params->image;
+  const image_columns image = input.get();
   const std::uint32_t real_rows = ok ? image.row_count() : 0u;
   VYRE_DETAIL_GRID_LOOP(i, bucket) {
     const auto r = static_cast<std::uint32_t>(i);
@@ -145,15 +148,15 @@ VYRE_KERNEL void sign_kernel(const plan_params* params, const std::uint32_t* can
 
 //! Leaders and unions over the bucket's sorted positions; padding positions (rows >= R, all
 //! after the real ones) only clear their flag.
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void leaders_kernel(const plan_params* params, const std::uint32_t* canon,
+template <class Image>
+VYRE_KERNEL void leaders_kernel(Image input, const std::uint32_t* canon,
                                 const std::uint32_t* sorted_rows, const std::uint32_t* run_start,
                                 const std::uint32_t* dense_row, std::uint32_t* parent,
                                 std::uint8_t* leader_flag, std::uint32_t bucket,
                                 device_status* status) {
   // A rejected input still gets defined flags (none lead): the selection after this reads them.
   const bool ok = input_ok(status);
-  const image_columns image = params->image;
+  const image_columns image = input.get();
   VYRE_DETAIL_GRID_LOOP(i, bucket) {
     const auto p = static_cast<std::uint32_t>(i);
     const std::uint32_t r = sorted_rows[p];
@@ -172,11 +175,10 @@ VYRE_KERNEL void leaders_kernel(const plan_params* params, const std::uint32_t* 
   }
 }
 
-template <int = 0>  // header kernels are templates: one symbol however many TUs include them
-VYRE_KERNEL void flatten_kernel(const plan_params* params, std::uint32_t* parent,
-                                const device_status* status) {
+template <class Image>
+VYRE_KERNEL void flatten_kernel(Image input, std::uint32_t* parent, const device_status* status) {
   const bool ok = input_ok(status);  // both loads before the branch (see canonicalise_kernel)
-  const std::uint32_t groups = params->image.group_count();
+  const std::uint32_t groups = input.get().group_count();
   if (!ok) return;
   VYRE_DETAIL_GRID_LOOP(i, groups) {
     const auto g = static_cast<std::uint32_t>(i);
@@ -381,17 +383,18 @@ inline expected<void> enqueue_congruence_checks(const congruence_buffers& b,
 }
 
 //! Part 2: one round over `bucket` rows (the caller decides whether another runs: a flag
-//! readback, or `enqueue_congruence_continue` inside a WHILE body).
-template <class Signature>
-expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32_t bucket,
-                                        const congruence_grids& grids, Signature signature,
-                                        cudaStream_t on) {
+//! readback, or `enqueue_congruence_continue` inside a WHILE body). `input`: where the kernels
+//! read the image (`image_from_block{b.params}` in a plan, `image_by_value` in a one-shot call).
+template <class Image, class Signature>
+expected<void> enqueue_congruence_round(const congruence_buffers& b, Image input,
+                                        std::uint32_t bucket, const congruence_grids& grids,
+                                        Signature signature, cudaStream_t on) {
   device_status* const status = &b.counters->status;
-  canonicalise_kernel<>
-      <<<grids.children, block_size, 0, on>>>(b.params, b.dense_child, b.parent, b.canon, status);
+  canonicalise_kernel<<<grids.children, block_size, 0, on>>>(input, b.dense_child, b.parent,
+                                                             b.canon, status);
   VYRE_TRY(launched("congruence: canonicalise children"));
-  sign_kernel<<<grids.rows, block_size, 0, on>>>(b.params, b.canon, signature, bucket, b.keys,
-                                                 b.rows, status);
+  sign_kernel<<<grids.rows, block_size, 0, on>>>(input, b.canon, signature, bucket, b.keys, b.rows,
+                                                 status);
   VYRE_TRY(launched("congruence: sign rows"));
   std::size_t bytes = b.scratch_bytes;
   VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(b.scratch, bytes, b.keys, b.sorted_keys, b.rows,
@@ -403,11 +406,11 @@ expected<void> enqueue_congruence_round(const congruence_buffers& b, std::uint32
   VYRE_CUDA_TRY(cub::DeviceScan::InclusiveScan(b.scratch, bytes, b.run_start, b.run_start,
                                                cuda::maximum<std::uint32_t>{}, bucket, on),
                 "congruence: signature run starts (cub::DeviceScan::InclusiveScan)");
-  leaders_kernel<><<<grids.rows, block_size, 0, on>>>(b.params, b.canon, b.sorted_rows, b.run_start,
-                                                      b.dense_row, b.parent, b.leader_flag, bucket,
-                                                      status);
+  leaders_kernel<<<grids.rows, block_size, 0, on>>>(input, b.canon, b.sorted_rows, b.run_start,
+                                                    b.dense_row, b.parent, b.leader_flag, bucket,
+                                                    status);
   VYRE_TRY(launched("congruence: leaders and unions"));
-  flatten_kernel<><<<grids.groups, block_size, 0, on>>>(b.params, b.parent, status);
+  flatten_kernel<<<grids.groups, block_size, 0, on>>>(input, b.parent, status);
   return launched("congruence: flatten");
 }
 

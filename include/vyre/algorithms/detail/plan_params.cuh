@@ -14,6 +14,8 @@
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/layout.hpp"
 
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
+
 namespace vyre::algorithms::detail {
 
 //! What every pipeline kernel reads from device memory: the input of the current call.
@@ -22,6 +24,20 @@ struct plan_params {
   const double* node_cost = nullptr;     //!< extraction: one cost per row (device)
   const std::uint32_t* roots = nullptr;  //!< extraction: root e-class ids (device)
   std::uint32_t root_count = 0;
+};
+
+//! Where a round kernel reads the input image's columns. A plan's captured graph serves every
+//! input of its capacity, so its kernels read the device parameter block that each run rewrites
+//! (`image_from_block`). A one-shot call knows its input when it launches and passes the columns
+//! in the kernel's own parameters (`image_by_value`): one dependent device load less in front of
+//! every thread's work, which the round kernels (a thread per row or child) pay per item.
+struct image_from_block {
+  const plan_params* params = nullptr;
+  VYRE_DEVICE image_columns get() const noexcept { return params->image; }
+};
+struct image_by_value {
+  image_columns image;
+  VYRE_DEVICE image_columns get() const noexcept { return image; }
 };
 
 //! What a run writes and the host reads back in one transfer.
@@ -123,3 +139,5 @@ struct plan_io {
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(plan_io);
 
 }  // namespace vyre::algorithms::detail
+
+#include "vyre/detail/epilogue.hpp"
