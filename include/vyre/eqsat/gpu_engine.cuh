@@ -8,9 +8,11 @@
 //!     if (engine.failure()) ...  // out of device memory or a CUDA error: the run stopped as
 //!                                // `stop_reason::failed`, the last committed iteration kept
 //!
-//! State on the device: per constructor a table of rows of u32 `(columns..., eclass)` (see
-//! plan.hpp), capacity grown by powers of two; a union-find `parent` over class ids whose
-//! representative is always the smallest id of its class; the class-id count on the host.
+//! State on the device, one block (`layout`): per constructor a table of rows of u32
+//! `(columns..., eclass)` (see plan.hpp), then a union-find `parent` over class ids whose
+//! representative is always the smallest id of its class; the class-id count on the host. The
+//! apply sizes the block exactly (it knows the rows from the match totals); `add_term` grows it
+//! by a quarter; a rebuild that drops more than a quarter of it moves it to an exact block.
 //!
 //! Iteration:
 //! 1. Search: every active rule's `query_plan`, flattened into `detail::gpu_query`, runs in one
@@ -26,8 +28,10 @@
 //!    which yields the e-graph `cpu_engine`'s lookup-or-insert yields.
 //! 3. Rebuild: rounds of {compress the union-find; canonicalize every class column; sort each
 //!    table's rows by their arguments (LSD: stable radix sorts of a row permutation, last
-//!    argument first); unite the classes of adjacent rows with equal arguments} until a round
-//!    unites nothing (one flag read back per round); then drop duplicate rows.
+//!    argument first, in the arena's double buffers; then the rows permuted in place a column
+//!    at a time); unite the classes of adjacent rows with equal arguments} until a round
+//!    unites nothing (one flag read back per round); then drop duplicate rows (compacted in
+//!    place; every table's kept count read back once).
 //! 4. Counts: e-nodes per constructor = rows; e-classes = roots; `unions` = old classes merged
 //!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
 //!    were added.
@@ -39,10 +43,24 @@
 //! back; `extract` downloads the tables once (until the next change) and runs the shared
 //! host tree-cost code (`detail/tree_cost.hpp`).
 //!
-//! Device memory, peak (estimate): the tables (12 bytes per row of a binary constructor, up to
-//! twice that from capacity rounding) plus, while the largest table is sorted, a second copy
-//! of it and four u32 per row; the union-find (4 bytes per class id ever made); the committed
-//! snapshot. Limits of one rule: `detail::gpu_max_*` (checked by `create`).
+//! Host round trips per iteration: the match totals; one flag per rebuild round; the kept
+//! rows of every table; the roots (all and old) for the counts.
+//!
+//! Device memory at the peak (math.egg iteration 12: 1,047,896 e-nodes before, 15,081,413
+//! matches adding 35,342,286 rows and as many fresh classes, 36,390,182 rows before the
+//! dedupe (Add 21,748,095, Mul 13,390,098), 15,987,528 after; 37,830,467 class ids):
+//!   state block: rows before the dedupe, 12 B per binary row        436,623,872
+//!                union-find, 4 B per class id ever made              151,322,112
+//!   arena: max(matches 59,323,701 u32, 4 u32 per row of Add)        347,969,520
+//!   snapshot of the committed state (rows, union-find; pool class)   33,554,432
+//!   CUB scratch of the DoubleBuffer sorts and scans                  a few MB
+//!   pool cache: released (`release_cache`) once the state is moved   ~0
+//! about 970 MB, 61 B per final e-node (was 2,019,745,024: tables in power-of-two capacities
+//! and pool classes, a second copy of the sorted table, four sort arrays plus CUB's copies of
+//! keys and values, a power-of-two union-find, and the pool's cached search buffers).
+//! Limits: a table's rows below 2^31 (CUB's item counts), one rule's matches and class ids
+//! below 2^32 (checked before the apply, errors name the value); `detail::gpu_max_*` per
+//! rule (checked by `create`).
 #pragma once
 
 #include <algorithm>
@@ -80,30 +98,31 @@ namespace vyre::eqsat {
 
 namespace detail {
 
-//! A constructor's rows on the device.
+//! A constructor's rows on the device: a slice of the engine's state block.
 struct gpu_table {
-  device_array<std::uint32_t> cells;  //!< capacity() rows of `width`
+  std::uint32_t* cells = nullptr;  //!< `capacity` rows of `width`
+  std::size_t capacity = 0;
   std::uint32_t rows = 0;
   std::uint32_t width = 1;
   std::uint32_t class_mask = 0;  //!< bit c: column c holds a class id (the last always)
-  std::size_t capacity() const noexcept { return cells.size() / width; }
 };
 
-//! The committed state, copied on the device before an iteration.
+//! The committed state, copied on the device before an iteration: one block laid out like
+//! the state block with every capacity equal to the rows (and the union-find to the ids).
 struct gpu_snapshot {
-  std::vector<device_array<std::uint32_t>> cells;
+  device_array<std::uint32_t> block;
   std::vector<std::uint32_t> rows;
-  device_array<std::uint32_t> parent;
   std::uint32_t ids = 0;
   std::uint64_t eclasses = 0;
   VYRE_HOST_MOVE_ONLY_MEMBERS(gpu_snapshot);
 };
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
 
-//! A search index built for one iteration.
+//! A search index built for one iteration: one block of the sort's two key and two row
+//! buffers; `view` points at the sorted pair.
 struct gpu_built_index {
   std::uint32_t ctor = 0, column = 0;
-  device_array<std::uint32_t> keys, rows;
+  device_array<std::uint32_t> block;
   gpu_index view{};
 };
 
@@ -131,11 +150,16 @@ class gpu_engine {
   // members for a type held in cuda::std::expected and reject the host-only members'.
   gpu_engine(gpu_engine&& o) noexcept
       : prog_(o.prog_),
+        backend_(o.backend_),
         runtime_(o.runtime_),
         stream_(std::move(o.stream_)),
         tables_(std::move(o.tables_)),
-        parent_(std::move(o.parent_)),
+        state_(std::move(o.state_)),
+        parent_(o.parent_),
+        parent_capacity_(o.parent_capacity_),
+        arena_(std::move(o.arena_)),
         flags_(std::move(o.flags_)),
+        kept_(std::move(o.kept_)),
         ids_(o.ids_),
         eclasses_(o.eclasses_),
         plans_(std::move(o.plans_)),
@@ -222,7 +246,7 @@ class gpu_engine {
     if (host_valid_) return find_const(x);
     for (;;) {
       std::uint32_t p = x;
-      auto r = read_back(&p, parent_.get() + x, 1, "eqsat: find");
+      auto r = read_back(&p, parent_ + x, 1, "eqsat: find");
       if (!r) {
         failure_ = r.error();
         return x;
@@ -270,8 +294,12 @@ class gpu_engine {
     }
     VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
     gpu_engine engine(algorithms::detail::runtime_of(gpu), prog, std::move(stream));
+    engine.backend_ = &gpu;
     engine.plans_ = std::move(plans);
     VYRE_TRY_ASSIGN(engine.flags_, engine.allocate<unsigned long long>(4, "eqsat: flags"));
+    VYRE_TRY_ASSIGN(engine.kept_,
+                    engine.allocate<std::uint32_t>(
+                        (std::max)(prog.constructors.size(), std::size_t{1}), "eqsat: kept rows"));
     return engine;
   }
 
@@ -305,8 +333,16 @@ class gpu_engine {
     return algorithms::detail::copy_to_host(runtime_, host, device, count, stream(), what);
   }
 
-  static std::size_t capacity_class(std::size_t rows) noexcept {
-    return std::bit_ceil((std::max)(rows, std::size_t{16}));
+  //! A slice of the state block starts at a multiple of 64 words (256 bytes).
+  static std::size_t aligned(std::size_t words) noexcept { return (words + 63) & ~std::size_t{63}; }
+
+  //! Items of one CUB call (its item counts are `int`-sized on some paths).
+  static expected<void> cub_items(std::uint64_t n, const char* what) {
+    if (n <= 0x7fffffffull) return {};
+    return fail(error(errc::abi_limit, what)
+                    .with("items", n)
+                    .with("max", 0x7fffffffull)
+                    .fix("set --node-limit lower: one table's rows must stay below 2^31"));
   }
 
   static expected<void> launched(const char* what) { return algorithms::detail::launched(what); }
@@ -338,65 +374,152 @@ class gpu_engine {
     for (std::size_t c = 0; c < tables_.size(); ++c) {
       const table& t = tables_[c];
       VYRE_TRY(try_resize(host_cells_[c], std::size_t{t.rows} * t.width, "eqsat: host tables"));
-      VYRE_TRY(read_back(host_cells_[c].data(), t.cells.get(), std::size_t{t.rows} * t.width,
+      VYRE_TRY(read_back(host_cells_[c].data(), t.cells, std::size_t{t.rows} * t.width,
                          "eqsat: download a table"));
     }
     VYRE_TRY(try_resize(host_parent_, ids_, "eqsat: host union-find"));
-    VYRE_TRY(read_back(host_parent_.data(), parent_.get(), ids_, "eqsat: download parent"));
+    VYRE_TRY(read_back(host_parent_.data(), parent_, ids_, "eqsat: download parent"));
     return {};
   }
 
   // --- capacity -----------------------------------------------------------------------------
 
-  //! Room for `rows` rows in table `c`, keeping its rows (a capacity class).
-  expected<void> reserve_rows(table& t, std::size_t rows) {
-    if (rows <= t.capacity()) return {};
-    VYRE_TRY_ASSIGN(u32_array grown,
-                    allocate<std::uint32_t>(capacity_class(rows) * t.width, "eqsat: table rows"));
-    VYRE_TRY(algorithms::detail::copy_on_device(grown.get(), t.cells.get(),
-                                                std::size_t{t.rows} * t.width, stream(),
-                                                "eqsat: grow a table"));
-    t.cells = std::move(grown);
+  //! Words of a state block whose tables hold `caps[c]` rows and whose union-find holds
+  //! `ids` slots; `at[c]` receives each table's first word (the union-find's is returned).
+  std::size_t layout(const std::vector<std::size_t>& caps, std::size_t ids,
+                     std::vector<std::size_t>& at, std::size_t& words) const {
+    at.resize(tables_.size());
+    words = 0;
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      at[c] = words;
+      words += aligned(caps[c] * tables_[c].width);
+    }
+    const std::size_t parent_at = words;
+    words += aligned(ids);
+    return parent_at;
+  }
+
+  //! Points the tables and the union-find into `block` (laid out by `layout(caps, ids)`).
+  void bind(std::uint32_t* block, const std::vector<std::size_t>& caps, std::size_t ids) {
+    std::vector<std::size_t> at;
+    std::size_t words = 0;
+    const std::size_t parent_at = layout(caps, ids, at, words);
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      tables_[c].cells = block + at[c];
+      tables_[c].capacity = caps[c];
+    }
+    parent_ = block + parent_at;
+    parent_capacity_ = ids;
+  }
+
+  //! A new state block of `caps[c]` rows per table and `ids` union-find slots (exact: one
+  //! allocation, so the pool rounds it once), holding the current rows and union-find.
+  expected<void> relayout(const std::vector<std::size_t>& caps, std::size_t ids) {
+    std::vector<std::size_t> at;
+    std::size_t words = 0;
+    const std::size_t parent_at = layout(caps, ids, at, words);
+    VYRE_TRY_ASSIGN(u32_array block,
+                    allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: state"));
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      VYRE_TRY(algorithms::detail::copy_on_device(block.get() + at[c], tables_[c].cells,
+                                                  std::size_t{tables_[c].rows} * tables_[c].width,
+                                                  stream(), "eqsat: move a table"));
+    VYRE_TRY(algorithms::detail::copy_on_device(block.get() + parent_at, parent_, ids_, stream(),
+                                                "eqsat: move the union-find"));
+    bind(block.get(), caps, ids);
+    state_ = std::move(block);  // the old block is freed after the copies (stream order)
     return {};
   }
 
-  //! Class ids `[ids_, ids)` made (each its own class).
-  expected<void> add_classes(std::size_t ids) {
-    if (ids > 0xfffffffeull)
-      return fail(error(errc::abi_limit, "eqsat gpu_engine: class ids exceed u32")
-                      .with("ids", ids)
-                      .fix("lower the iteration count or set --node-limit"));
-    if (ids > parent_.size()) {
-      VYRE_TRY_ASSIGN(u32_array grown,
-                      allocate<std::uint32_t>(capacity_class(ids), "eqsat: union-find"));
-      VYRE_TRY(algorithms::detail::copy_on_device(grown.get(), parent_.get(), ids_, stream(),
-                                                  "eqsat: grow the union-find"));
-      parent_ = std::move(grown);
+  //! Room for `rows[c]` rows per table and `ids` class ids. `exact`: to the row (the apply,
+  //! which knows its final sizes); else a quarter more than needed (`add_term`, called often).
+  expected<void> reserve(const std::vector<std::uint64_t>& rows, std::uint64_t ids, bool exact) {
+    bool grow = ids > parent_capacity_;
+    for (std::size_t c = 0; c < tables_.size(); ++c) grow = grow || rows[c] > tables_[c].capacity;
+    if (!grow) return {};
+    const auto room = [&](std::uint64_t want, std::size_t have) -> std::size_t {
+      if (exact || want <= have) return (std::max)(static_cast<std::size_t>(want), have);
+      return (std::max)(static_cast<std::size_t>(want + want / 4), have);
+    };
+    std::vector<std::size_t> caps(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      caps[c] = exact ? static_cast<std::size_t>(rows[c]) : room(rows[c], tables_[c].capacity);
+    return relayout(caps, exact ? static_cast<std::size_t>(ids) : room(ids, parent_capacity_));
+  }
+
+  //! Drops the rows a rebuild removed when they are more than a quarter of the block.
+  expected<void> fit() {
+    std::size_t held = parent_capacity_, used = ids_;
+    std::vector<std::size_t> caps(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      held += tables_[c].capacity * tables_[c].width;
+      used += std::size_t{tables_[c].rows} * tables_[c].width;
+      caps[c] = tables_[c].rows;
     }
+    if (held - used <= used / 4) return {};
+    return relayout(caps, ids_);
+  }
+
+  //! Class ids `[ids_, ids)` made (each its own class); the union-find must hold them.
+  expected<void> add_classes(std::uint64_t ids) {
     const auto to = static_cast<std::uint32_t>(ids);
     if (to > ids_) {
-      detail::eqsat_iota_from_kernel<>
-          <<<grid(to - ids_), block, 0, stream()>>>(parent_.get(), ids_, to);
+      detail::eqsat_iota_from_kernel<><<<grid(to - ids_), block, 0, stream()>>>(parent_, ids_, to);
       VYRE_TRY(launched("eqsat: new classes"));
     }
     ids_ = to;
     return {};
   }
 
+  static expected<void> check_ids(std::uint64_t ids) {
+    if (ids <= 0xfffffffeull) return {};
+    return fail(error(errc::abi_limit, "eqsat gpu_engine: class ids exceed u32")
+                    .with("ids", ids)
+                    .fix("lower the iteration count or set --node-limit"));
+  }
+
+  //! The scratch of one iteration (matches, then the rebuild's sort and dedupe buffers): at
+  //! least `words` u32 (the old one is freed first).
+  expected<void> ensure_arena(std::size_t words) {
+    if (arena_.size() >= words) return {};
+    arena_ = u32_array{};
+    VYRE_TRY_ASSIGN(arena_, allocate<std::uint32_t>(words, "eqsat: scratch"));
+    return {};
+  }
+
+  //! Gives the allocation policy's cached free blocks back to the device when this iteration
+  //! is large (its scratch above `big_scratch_bytes`): the search's freed buffers and the old
+  //! state block would otherwise stay cached (and counted) through the rebuild, the peak.
+  static constexpr std::size_t big_scratch_bytes = std::size_t{64} << 20;
+  expected<void> release_cache() {
+    if (arena_.size_bytes() < big_scratch_bytes || backend_ == nullptr) return {};
+    return backend_->memory().release_cached();
+  }
+
+  //! Scratch words the rebuild needs: four u32 per row of the largest table.
+  std::size_t rebuild_words() const noexcept {
+    std::size_t n = 1;
+    for (const table& t : tables_) n = (std::max)(n, std::size_t{t.rows});
+    return 4 * n;
+  }
+
   // --- snapshot -----------------------------------------------------------------------------
 
   expected<snapshot> take_snapshot() const {
     snapshot s;
-    for (const table& t : tables_) {
-      const std::size_t n = std::size_t{t.rows} * t.width;
-      VYRE_TRY_ASSIGN(u32_array copy, allocate<std::uint32_t>(n, "eqsat: snapshot rows"));
-      VYRE_TRY(algorithms::detail::copy_on_device(copy.get(), t.cells.get(), n, stream(),
-                                                  "eqsat: snapshot rows"));
-      s.cells.push_back(std::move(copy));
-      s.rows.push_back(t.rows);
+    std::vector<std::size_t> caps(tables_.size()), at;
+    for (std::size_t c = 0; c < tables_.size(); ++c) caps[c] = tables_[c].rows;
+    std::size_t words = 0;
+    const std::size_t parent_at = layout(caps, ids_, at, words);
+    VYRE_TRY_ASSIGN(s.block,
+                    allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: snapshot"));
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      VYRE_TRY(algorithms::detail::copy_on_device(s.block.get() + at[c], tables_[c].cells,
+                                                  std::size_t{tables_[c].rows} * tables_[c].width,
+                                                  stream(), "eqsat: snapshot rows"));
+      s.rows.push_back(tables_[c].rows);
     }
-    VYRE_TRY_ASSIGN(s.parent, allocate<std::uint32_t>(ids_, "eqsat: snapshot union-find"));
-    VYRE_TRY(algorithms::detail::copy_on_device(s.parent.get(), parent_.get(), ids_, stream(),
+    VYRE_TRY(algorithms::detail::copy_on_device(s.block.get() + parent_at, parent_, ids_, stream(),
                                                 "eqsat: snapshot union-find"));
     s.ids = ids_;
     s.eclasses = eclasses_;
@@ -405,13 +528,16 @@ class gpu_engine {
 
   //! Back to the snapshot's state (moves only: cannot fail).
   void restore(snapshot& s) noexcept {
+    std::vector<std::size_t> caps(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) {
-      tables_[c].cells = std::move(s.cells[c]);
       tables_[c].rows = s.rows[c];
+      caps[c] = s.rows[c];
     }
-    parent_ = std::move(s.parent);
     ids_ = s.ids;
     eclasses_ = s.eclasses;
+    bind(s.block.get(), caps, s.ids);
+    state_ = std::move(s.block);
+    arena_ = u32_array{};
     invalidate();
   }
 
@@ -437,19 +563,24 @@ class gpu_engine {
     if (failure_) return fail(*failure_);
     VYRE_TRY_ASSIGN(snapshot saved, take_snapshot());
     auto done = [&]() -> expected<void> {
+      VYRE_TRY(check_ids(next));
+      std::vector<std::uint64_t> want(tables_.size());
+      for (std::size_t c = 0; c < tables_.size(); ++c)
+        want[c] = std::uint64_t{tables_[c].rows} + fresh[c].size() / tables_[c].width;
+      VYRE_TRY(reserve(want, next, false));
       VYRE_TRY(add_classes(next));
       for (std::size_t c = 0; c < tables_.size(); ++c) {
         if (fresh[c].empty()) continue;
         table& tb = tables_[c];
         const std::size_t added = fresh[c].size() / tb.width;
-        VYRE_TRY(reserve_rows(tb, tb.rows + added));
-        VYRE_CUDA_TRY(cudaMemcpyAsync(tb.cells.get() + std::size_t{tb.rows} * tb.width,
-                                      fresh[c].data(), fresh[c].size() * sizeof(std::uint32_t),
+        VYRE_CUDA_TRY(cudaMemcpyAsync(tb.cells + std::size_t{tb.rows} * tb.width, fresh[c].data(),
+                                      fresh[c].size() * sizeof(std::uint32_t),
                                       cudaMemcpyHostToDevice, stream()),
                       "eqsat: upload a term's rows");
         tb.rows += static_cast<std::uint32_t>(added);
       }
       VYRE_TRY(rebuild(0));
+      arena_ = u32_array{};
       // The upload reads pageable host memory: wait before `fresh` goes away.
       VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: add a term");
       return {};
@@ -517,8 +648,7 @@ class gpu_engine {
                                        std::uint32_t column) {
     const table& t = tables_[ctor];
     // Rebuilt tables are sorted by their arguments: by the first one already.
-    if (column == 0 && t.width > 1)
-      return detail::gpu_index{t.cells.get(), nullptr, t.width, t.rows};
+    if (column == 0 && t.width > 1) return detail::gpu_index{t.cells, nullptr, t.width, t.rows};
     for (const index& ix : built)
       if (ix.ctor == ctor && ix.column == column) return ix.view;
     index ix;
@@ -527,16 +657,15 @@ class gpu_engine {
     ix.view = detail::gpu_index{nullptr, nullptr, 1, t.rows};
     if (t.rows != 0) {
       const char* what = "eqsat: search index";
-      VYRE_TRY_ASSIGN(u32_array keys, allocate<std::uint32_t>(t.rows, what));
-      VYRE_TRY_ASSIGN(u32_array rows, allocate<std::uint32_t>(t.rows, what));
-      VYRE_TRY_ASSIGN(ix.keys, allocate<std::uint32_t>(t.rows, what));
-      VYRE_TRY_ASSIGN(ix.rows, allocate<std::uint32_t>(t.rows, what));
-      detail::eqsat_column_keys_kernel<><<<grid(t.rows), block, 0, stream()>>>(
-          t.cells.get(), t.rows, t.width, column, nullptr, keys.get(), rows.get());
+      const std::size_t n = t.rows;
+      VYRE_TRY_ASSIGN(ix.block, allocate<std::uint32_t>(4 * n, what));
+      std::uint32_t* b = ix.block.get();
+      cub::DoubleBuffer<std::uint32_t> keys(b, b + n), rows(b + 2 * n, b + 3 * n);
+      detail::eqsat_column_keys_kernel<><<<grid(n), block, 0, stream()>>>(
+          t.cells, t.rows, t.width, column, nullptr, keys.Current(), rows.Current());
       VYRE_TRY(launched("eqsat: index keys"));
-      VYRE_TRY(sort_pairs(keys.get(), ix.keys.get(), rows.get(), ix.rows.get(), t.rows,
-                          key_bits(ctor, column), what));
-      ix.view = detail::gpu_index{ix.keys.get(), ix.rows.get(), 1, t.rows};
+      VYRE_TRY(sort_pairs(keys, rows, t.rows, key_bits(ctor, column), what));
+      ix.view = detail::gpu_index{keys.Current(), rows.Current(), 1, t.rows};
     }
     built.push_back(std::move(ix));
     return built.back().view;
@@ -549,14 +678,17 @@ class gpu_engine {
     return (std::max)(1, static_cast<int>(std::bit_width(domain)));
   }
 
-  expected<void> sort_pairs(const std::uint32_t* keys_in, std::uint32_t* keys_out,
-                            const std::uint32_t* values_in, std::uint32_t* values_out,
-                            std::uint32_t n, int bits, const char* what) {
+  //! Sorts `n` pairs in their double buffers (CUB's scratch is then small: no copies of the
+  //! keys and values); the sorted pairs are at `Current()`.
+  expected<void> sort_pairs(cub::DoubleBuffer<std::uint32_t>& keys,
+                            cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n, int bits,
+                            const char* what) {
+    VYRE_TRY(cub_items(n, what));
     return algorithms::detail::cub_call(
         runtime_,
         [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceRadixSort::SortPairs(temp, bytes, keys_in, keys_out, values_in,
-                                                 values_out, n, 0, bits, stream());
+          return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, values, static_cast<int>(n), 0,
+                                                 bits, stream());
         },
         stream(), what);
   }
@@ -564,7 +696,7 @@ class gpu_engine {
   detail::gpu_atom flatten_atom(const plan_atom& a) const {
     const table& t = tables_[a.ctor];
     detail::gpu_atom g{};
-    g.cells = t.cells.get();
+    g.cells = t.cells;
     g.rows = t.rows;
     g.width = t.width;
     g.key_column = a.key_column;
@@ -589,7 +721,7 @@ class gpu_engine {
     std::vector<index> indexes;
     std::vector<detail::gpu_query> queries(rules);
     std::vector<u32_array> offsets(rules);
-    std::vector<u32_array> matches(rules);
+    std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<unsigned long long> totals(rules, 0);
     VYRE_TRY_ASSIGN(device_array<unsigned long long> totals_dev,
                     allocate<unsigned long long>(rules, "eqsat: match totals"));
@@ -612,6 +744,7 @@ class gpu_engine {
       }
       const std::uint32_t n = q.atoms[0].rows;
       if (n == 0) continue;
+      VYRE_TRY(cub_items(n, "eqsat: total matches"));
       VYRE_TRY_ASSIGN(offsets[r], allocate<std::uint32_t>(n, "eqsat: matches per row"));
       detail::eqsat_count_kernel<><<<grid(n), block, 0, stream()>>>(q, offsets[r].get());
       VYRE_TRY(launched("eqsat: count matches"));
@@ -620,7 +753,7 @@ class gpu_engine {
       VYRE_TRY(algorithms::detail::cub_call(
           runtime_,
           [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceReduce::Reduce(temp, bytes, counts, total, n,
+            return cub::DeviceReduce::Reduce(temp, bytes, counts, total, static_cast<int>(n),
                                              cuda::std::plus<unsigned long long>{}, 0ull, stream());
           },
           stream(), "eqsat: total matches"));
@@ -628,6 +761,10 @@ class gpu_engine {
     // The search's one host round trip per iteration: the totals size the match buffers, the
     // new rows and the fresh classes.
     VYRE_TRY(read_back(totals.data(), totals_dev.get(), rules, "eqsat: read the totals"));
+    // The totals size everything that follows: the match buffers, the rows each table will
+    // hold (the rebuild's scratch is four u32 per row of the largest) and the fresh classes.
+    std::vector<std::uint64_t> appended(tables_.size(), 0);
+    std::uint64_t fresh = 0, match_words = 0;
     for (std::size_t r = 0; r < rules; ++r) {
       const unsigned long long total = totals[r];
       stats.matches += total;
@@ -638,18 +775,40 @@ class gpu_engine {
                         .about(prog_->rules[plan.rule].text)
                         .with("matches", total)
                         .fix("set --node-limit lower"));
+      for (const make_node& m : plan.actions) appended[m.ctor] += total;
+      fresh += total * plan.actions.size();
+      match_words += total * plan.saved.size();
+    }
+    std::uint64_t widest = 1;
+    std::vector<std::uint64_t> after(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      after[c] = tables_[c].rows + appended[c];
+      if (after[c] > 0x7fffffffull)
+        return fail(error(errc::abi_limit, "eqsat gpu_engine: rows of a table exceed 2^31")
+                        .about(prog_->constructors[c].name)
+                        .with("rows", after[c])
+                        .fix("set --node-limit lower"));
+      widest = (std::max)(widest, after[c]);
+    }
+    VYRE_TRY(check_ids(std::uint64_t{ids_} + fresh));
+    VYRE_TRY(ensure_arena(static_cast<std::size_t>((std::max)(match_words, 4 * widest))));
+    std::size_t match_at = 0;
+    for (std::size_t r = 0; r < rules; ++r) {
+      const unsigned long long total = totals[r];
+      if (total == 0) continue;
+      const query_plan& plan = plans_[active[r]];
+      matches[r] = arena_.get() + match_at;
+      match_at += static_cast<std::size_t>(total * plan.saved.size());
       const std::uint32_t n = queries[r].atoms[0].rows;
       std::uint32_t* counts = offsets[r].get();
       VYRE_TRY(algorithms::detail::cub_call(
           runtime_,
           [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceScan::ExclusiveSum(temp, bytes, counts, counts, n, stream());
+            return cub::DeviceScan::ExclusiveSum(temp, bytes, counts, counts, static_cast<int>(n),
+                                                 stream());
           },
           stream(), "eqsat: match offsets"));
-      VYRE_TRY_ASSIGN(matches[r],
-                      allocate<std::uint32_t>(total * plan.saved.size(), "eqsat: matches"));
-      detail::eqsat_write_kernel<>
-          <<<grid(n), block, 0, stream()>>>(queries[r], counts, matches[r].get());
+      detail::eqsat_write_kernel<><<<grid(n), block, 0, stream()>>>(queries[r], counts, matches[r]);
       VYRE_TRY(launched("eqsat: write matches"));
     }
     indexes.clear();
@@ -657,23 +816,9 @@ class gpu_engine {
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");
     const auto t1 = clock::now();
 
-    // 2. Apply: room for the new rows and classes first, then one kernel per rule.
-    std::vector<std::uint64_t> appended(tables_.size(), 0);
-    std::uint64_t fresh = 0;
-    for (std::size_t r = 0; r < rules; ++r) {
-      const query_plan& plan = plans_[active[r]];
-      for (const make_node& m : plan.actions) appended[m.ctor] += totals[r];
-      fresh += totals[r] * plan.actions.size();
-    }
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      const std::uint64_t rows = tables_[c].rows + appended[c];
-      if (rows > 0xffffffffull)
-        return fail(error(errc::abi_limit, "eqsat gpu_engine: rows of a table exceed u32")
-                        .about(prog_->constructors[c].name)
-                        .with("rows", rows)
-                        .fix("set --node-limit lower"));
-      VYRE_TRY(reserve_rows(tables_[c], rows));
-    }
+    // 2. Apply: room for the new rows and classes first (exact), then one kernel per rule.
+    VYRE_TRY(reserve(after, std::uint64_t{ids_} + fresh, true));
+    VYRE_TRY(release_cache());
     std::uint32_t class_base = ids_;
     VYRE_TRY(add_classes(std::uint64_t{ids_} + fresh));
     std::vector<std::uint32_t> cursor(tables_.size());
@@ -691,7 +836,7 @@ class gpu_engine {
       for (std::size_t s = 0; s < plan.actions.size(); ++s) {
         const make_node& m = plan.actions[s];
         detail::gpu_step& g = a.steps[s];
-        g.cells = tables_[m.ctor].cells.get();
+        g.cells = tables_[m.ctor].cells;
         g.width = tables_[m.ctor].width;
         g.row_base = cursor[m.ctor];
         cursor[m.ctor] += total;
@@ -702,16 +847,17 @@ class gpu_engine {
       }
       class_base += total * a.step_count;
       detail::eqsat_apply_kernel<>
-          <<<grid(total), block, 0, stream()>>>(a, matches[r].get(), total, parent_.get());
+          <<<grid(total), block, 0, stream()>>>(a, matches[r], total, parent_);
       VYRE_TRY(launched("eqsat: apply"));
     }
     for (std::size_t c = 0; c < tables_.size(); ++c) tables_[c].rows = cursor[c];
-    matches.clear();
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: apply");
     const auto t2 = clock::now();
 
     // 3. Rebuild.
     VYRE_TRY_ASSIGN(const std::uint64_t old_roots_after, rebuild(old_ids));
+    arena_ = u32_array{};
+    VYRE_TRY(fit());
     const auto t3 = clock::now();
 
     stats.search_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -728,58 +874,58 @@ class gpu_engine {
 
   // --- rebuild ------------------------------------------------------------------------------
 
-  //! Sorts table `t`'s rows by their arguments (stable LSD radix sorts of a permutation, last
-  //! argument first), into a new array of the same capacity.
+  //! Sorts table `c`'s rows by their arguments: stable LSD radix sorts of a row permutation
+  //! (last argument first) in the arena's first four u32 per row, then the rows permuted in
+  //! place one column at a time through the spare key buffer.
   expected<void> sort_rows(std::uint32_t c) {
     table& t = tables_[c];
     const std::uint32_t n = t.rows, arity = t.width - 1;
     if (arity == 0 || n < 2) return {};
     const char* what = "eqsat: rebuild sort";
-    VYRE_TRY_ASSIGN(u32_array keys, allocate<std::uint32_t>(n, what));
-    VYRE_TRY_ASSIGN(u32_array sorted_keys, allocate<std::uint32_t>(n, what));
-    VYRE_TRY_ASSIGN(u32_array perm, allocate<std::uint32_t>(n, what));
-    VYRE_TRY_ASSIGN(u32_array sorted_perm, allocate<std::uint32_t>(n, what));
+    std::uint32_t* b = arena_.get();
+    cub::DoubleBuffer<std::uint32_t> keys(b, b + n),
+        perm(b + 2 * std::size_t{n}, b + 3 * std::size_t{n});
     for (std::uint32_t col = arity; col-- > 0;) {
       const bool first = col + 1 == arity;  // the first pass starts from the identity
       detail::eqsat_column_keys_kernel<><<<grid(n), block, 0, stream()>>>(
-          t.cells.get(), n, t.width, col, first ? nullptr : perm.get(), keys.get(),
-          first ? perm.get() : nullptr);
+          t.cells, n, t.width, col, first ? nullptr : perm.Current(), keys.Current(),
+          first ? perm.Current() : nullptr);
       VYRE_TRY(launched("eqsat: sort keys"));
-      VYRE_TRY(sort_pairs(keys.get(), sorted_keys.get(), perm.get(), sorted_perm.get(), n,
-                          key_bits(c, col), what));
-      std::swap(perm, sorted_perm);
+      VYRE_TRY(sort_pairs(keys, perm, n, key_bits(c, col), what));
     }
-    keys = u32_array{};
-    sorted_keys = u32_array{};
-    sorted_perm = u32_array{};
-    VYRE_TRY_ASSIGN(u32_array sorted, allocate<std::uint32_t>(t.cells.size(), what));
-    detail::eqsat_gather_rows_kernel<>
-        <<<grid(n), block, 0, stream()>>>(t.cells.get(), n, t.width, perm.get(), sorted.get());
-    VYRE_TRY(launched("eqsat: gather sorted rows"));
-    t.cells = std::move(sorted);
+    std::uint32_t* tmp = keys.Current();
+    for (std::uint32_t col = 0; col < t.width; ++col) {
+      detail::eqsat_gather_column_kernel<>
+          <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, perm.Current(), tmp);
+      VYRE_TRY(launched("eqsat: gather a sorted column"));
+      detail::eqsat_put_column_kernel<>
+          <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, tmp, nullptr);
+      VYRE_TRY(launched("eqsat: put a sorted column"));
+    }
     return {};
   }
 
-  //! Roots among the ids below `ids` (a read back).
-  expected<std::uint64_t> count_roots(std::uint32_t ids) {
-    VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get() + 1, 0, sizeof(unsigned long long), stream()),
+  //! Roots among the ids below `ids_` and among those below `old_ids` (one read back).
+  expected<std::pair<std::uint64_t, std::uint64_t>> count_roots(std::uint32_t old_ids) {
+    VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get() + 1, 0, 2 * sizeof(unsigned long long), stream()),
                   "eqsat: count roots");
-    if (ids != 0) {
+    if (ids_ != 0) {
       detail::eqsat_count_roots_kernel<>
-          <<<grid(ids), block, 0, stream()>>>(parent_.get(), ids, flags_.get() + 1);
+          <<<grid(ids_), block, 0, stream()>>>(parent_, ids_, old_ids, flags_.get() + 1);
       VYRE_TRY(launched("eqsat: count roots"));
     }
-    unsigned long long roots = 0;
-    VYRE_TRY(read_back(&roots, flags_.get() + 1, 1, "eqsat: count roots"));
-    return roots;
+    unsigned long long roots[2] = {0, 0};
+    VYRE_TRY(read_back(roots, flags_.get() + 1, 2, "eqsat: count roots"));
+    return std::pair<std::uint64_t, std::uint64_t>{roots[0], roots[1]};
   }
 
   //! Congruence closure, then duplicate rows dropped; updates the e-class count and returns
-  //! the roots among the ids below `old_ids`.
+  //! the roots among the ids below `old_ids`. Uses the arena (made large enough here).
   expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
+    VYRE_TRY(ensure_arena(rebuild_words()));
     for (;;) {
       if (ids_ != 0) {
-        detail::eqsat_compress_kernel<><<<grid(ids_), block, 0, stream()>>>(parent_.get(), ids_);
+        detail::eqsat_compress_kernel<><<<grid(ids_), block, 0, stream()>>>(parent_, ids_);
         VYRE_TRY(launched("eqsat: compress"));
       }
       VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, sizeof(unsigned long long), stream()),
@@ -788,12 +934,12 @@ class gpu_engine {
       for (std::uint32_t c = 0; c < tables_.size(); ++c) {
         table& t = tables_[c];
         if (t.rows == 0) continue;
-        detail::eqsat_canonicalize_kernel<><<<grid(t.rows), block, 0, stream()>>>(
-            t.cells.get(), t.rows, t.width, t.class_mask, parent_.get());
+        detail::eqsat_canonicalize_kernel<>
+            <<<grid(t.rows), block, 0, stream()>>>(t.cells, t.rows, t.width, t.class_mask, parent_);
         VYRE_TRY(launched("eqsat: canonicalize"));
         VYRE_TRY(sort_rows(c));
-        detail::eqsat_union_adjacent_kernel<><<<grid(t.rows), block, 0, stream()>>>(
-            t.cells.get(), t.rows, t.width, parent_.get(), merged);
+        detail::eqsat_union_adjacent_kernel<>
+            <<<grid(t.rows), block, 0, stream()>>>(t.cells, t.rows, t.width, parent_, merged);
         VYRE_TRY(launched("eqsat: congruent rows"));
       }
       std::uint32_t any = 0;
@@ -801,44 +947,60 @@ class gpu_engine {
       if (any == 0) break;
     }
     // Duplicates: the first row of every run of equal arguments stays (their classes are
-    // equal now: the last round united nothing).
-    for (table& t : tables_) {
-      if (t.rows < 2) continue;
-      const char* what = "eqsat: drop duplicate rows";
-      VYRE_TRY_ASSIGN(u32_array position, allocate<std::uint32_t>(t.rows, what));
-      detail::eqsat_first_of_run_kernel<>
-          <<<grid(t.rows), block, 0, stream()>>>(t.cells.get(), t.rows, t.width, position.get());
-      VYRE_TRY(launched(what));
-      std::uint32_t* p = position.get();
+    // equal now: the last round united nothing). Compacted in place a column at a time through
+    // the arena; every table's kept count lands in `kept_`, read back once.
+    const char* what = "eqsat: drop duplicate rows";
+    bool deduped = false;
+    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
+      table& t = tables_[c];
       const std::uint32_t n = t.rows;
+      if (n < 2) continue;
+      deduped = true;
+      std::uint32_t* p = arena_.get();
+      std::uint32_t* tmp = p + n;
+      detail::eqsat_first_of_run_kernel<><<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, p);
+      VYRE_TRY(launched(what));
+      VYRE_TRY(cub_items(n, what));
       VYRE_TRY(algorithms::detail::cub_call(
           runtime_,
           [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, n, stream());
+            return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream());
           },
           stream(), what));
-      std::uint32_t kept = 0;
-      VYRE_TRY(read_back(&kept, p + n - 1, 1, what));
-      if (kept == n) continue;
-      VYRE_TRY_ASSIGN(u32_array out, allocate<std::uint32_t>(capacity_class(kept) * t.width, what));
-      detail::eqsat_compact_rows_kernel<>
-          <<<grid(n), block, 0, stream()>>>(t.cells.get(), n, t.width, p, out.get());
-      VYRE_TRY(launched(what));
-      t.cells = std::move(out);
-      t.rows = kept;
+      const std::uint32_t* count = p + n - 1;
+      for (std::uint32_t col = 0; col < t.width; ++col) {
+        detail::eqsat_compact_column_kernel<>
+            <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, p, tmp);
+        VYRE_TRY(launched(what));
+        detail::eqsat_put_column_kernel<>
+            <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, tmp, count);
+        VYRE_TRY(launched(what));
+      }
+      VYRE_TRY(algorithms::detail::copy_on_device(kept_.get() + c, count, 1, stream(), what));
     }
-    VYRE_TRY_ASSIGN(eclasses_, count_roots(ids_));
-    if (old_ids == 0) return std::uint64_t{0};
-    return count_roots(old_ids);
+    if (deduped) {
+      std::vector<std::uint32_t> kept(tables_.size());
+      VYRE_TRY(read_back(kept.data(), kept_.get(), tables_.size(), what));
+      for (std::size_t c = 0; c < tables_.size(); ++c)
+        if (tables_[c].rows >= 2) tables_[c].rows = kept[c];
+    }
+    VYRE_TRY_ASSIGN(const auto roots, count_roots(old_ids));
+    eclasses_ = roots.first;
+    return roots.second;
   }
 
   // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
   const program* prog_;
+  Backend* backend_ = nullptr;
   algorithms::detail::runtime_ref runtime_;
   stream_lease stream_;
   std::vector<table> tables_;
-  u32_array parent_;
-  device_array<unsigned long long> flags_;  //!< [0] rebuild's merged flag, [1] roots count
+  u32_array state_;                  //!< every table's rows, then the union-find (`layout`)
+  std::uint32_t* parent_ = nullptr;  //!< the union-find in `state_`
+  std::size_t parent_capacity_ = 0;
+  u32_array arena_;  //!< one iteration's scratch: the matches, then the rebuild's buffers
+  device_array<unsigned long long> flags_;  //!< [0] rebuild's merged flag, [1..2] roots counts
+  device_array<std::uint32_t> kept_;        //!< rows per table after a dedupe
   std::uint32_t ids_ = 0;
   std::uint64_t eclasses_ = 0;
   std::vector<query_plan> plans_;

@@ -3,8 +3,8 @@
 //! The kernels of `vyre::eqsat::gpu_engine` and the POD parameter blocks they take by value:
 //! the join interpreter (`gpu_query`: a rule's `query_plan`, flattened), the apply step
 //! (`gpu_actions`: its `make_node` steps), the lock-free union-find, and the rebuild's
-//! canonicalize / sort-key / gather / adjacent-union / dedupe passes. Usable on their own by an
-//! engine author: every kernel reads plain u32 tables of rows `(columns..., eclass)`.
+//! canonicalize / sort-key / column gather / adjacent-union / dedupe passes. Usable on their own by
+//! an engine author: every kernel reads plain u32 tables of rows `(columns..., eclass)`.
 #pragma once
 
 #include <cstddef>
@@ -225,7 +225,7 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
     };
     for (std::uint32_t s = 0; s < a.step_count; ++s) {
       const gpu_step& step = a.steps[s];
-      std::uint32_t* row = step.cells + (step.row_base + m) * step.width;
+      std::uint32_t* row = step.cells + (step.row_base + m) * std::size_t{step.width};
       for (std::uint32_t c = 0; c + 1 < step.width; ++c)
         row[c] = value(step.kind[c], step.value[c]);
       row[step.width - 1] = fresh(s);
@@ -279,14 +279,24 @@ VYRE_KERNEL void eqsat_column_keys_kernel(const std::uint32_t* cells, std::uint3
   }
 }
 
-//! out row i = row perm[i] of `cells`.
+//! tmp[i] = column `col` of row perm[i]: one column of the rows in their sorted order.
 template <int = 0>
-VYRE_KERNEL void eqsat_gather_rows_kernel(const std::uint32_t* cells, std::uint32_t rows,
-                                          std::uint32_t width, const std::uint32_t* perm,
-                                          std::uint32_t* out) {
+VYRE_KERNEL void eqsat_gather_column_kernel(const std::uint32_t* cells, std::uint32_t rows,
+                                            std::uint32_t width, std::uint32_t col,
+                                            const std::uint32_t* perm, std::uint32_t* tmp) {
   VYRE_DETAIL_GRID_LOOP(i, rows) {
-    const std::uint32_t* from = cells + std::size_t{perm[i]} * width;
-    for (std::uint32_t c = 0; c < width; ++c) out[i * width + c] = from[c];
+    tmp[i] = cells[std::size_t{perm[i]} * width + col];
+  }
+}
+
+//! Column `col` of rows [0, *count) = tmp[0, *count) (`count` on the device; at most `rows`).
+template <int = 0>
+VYRE_KERNEL void eqsat_put_column_kernel(std::uint32_t* cells, std::uint32_t rows,
+                                         std::uint32_t width, std::uint32_t col,
+                                         const std::uint32_t* tmp, const std::uint32_t* count) {
+  const std::uint32_t n = count != nullptr ? *count : rows;
+  VYRE_DETAIL_GRID_LOOP(i, n) {
+    cells[i * width + col] = tmp[i];
   }
 }
 
@@ -323,30 +333,30 @@ VYRE_KERNEL void eqsat_first_of_run_kernel(const std::uint32_t* cells, std::uint
   }
 }
 
-//! Row i goes to row `position[i] - 1` of `out` when it starts a run (`position`: the
+//! tmp[position[i] - 1] = column `col` of row i when row i starts a run (`position`: the
 //! inclusive scan of the keep flags; a row starts a run when its flag is set).
 template <int = 0>
-VYRE_KERNEL void eqsat_compact_rows_kernel(const std::uint32_t* cells, std::uint32_t rows,
-                                           std::uint32_t width, const std::uint32_t* position,
-                                           std::uint32_t* out) {
+VYRE_KERNEL void eqsat_compact_column_kernel(const std::uint32_t* cells, std::uint32_t rows,
+                                             std::uint32_t width, std::uint32_t col,
+                                             const std::uint32_t* position, std::uint32_t* tmp) {
   VYRE_DETAIL_GRID_LOOP(i, rows) {
     const bool first = i == 0 ? position[0] == 1 : position[i] != position[i - 1];
-    if (!first) continue;
-    const std::uint32_t* from = cells + i * width;
-    std::uint32_t* to = out + std::size_t{position[i] - 1} * width;
-    for (std::uint32_t c = 0; c < width; ++c) to[c] = from[c];
+    if (first) tmp[position[i] - 1] = cells[i * width + col];
   }
 }
 
-//! *roots += the number of ids i in [0, ids) with parent[i] == i.
+//! roots[0] += the ids i in [0, ids) with parent[i] == i, roots[1] += those below `old_ids`.
 template <int = 0>
 VYRE_KERNEL void eqsat_count_roots_kernel(const std::uint32_t* parent, std::uint32_t ids,
-                                          unsigned long long* roots) {
-  unsigned long long mine = 0;
+                                          std::uint32_t old_ids, unsigned long long* roots) {
+  unsigned long long all = 0, old = 0;
   VYRE_DETAIL_GRID_LOOP(i, ids) {
-    mine += parent[i] == i ? 1 : 0;
+    const bool root = parent[i] == i;
+    all += root ? 1 : 0;
+    old += root && i < old_ids ? 1 : 0;
   }
-  if (mine != 0) atomicAdd(roots, mine);
+  if (all != 0) atomicAdd(roots, all);
+  if (old != 0) atomicAdd(roots + 1, old);
 }
 
 }  // namespace vyre::eqsat::detail
