@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/algorithms/detail/loop_graph.cuh"
 #include "vyre/algorithms/plan_capacity.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/graph/cache.cuh"
