@@ -210,7 +210,13 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     // One graph whose only node is a conditional WHILE; its body is one round plus the kernel
     // that decides whether to run another (counting the rounds on the device).
     VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
-    VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
+    {
+      // The lease goes back before the capture, and its return waits for the work on `stream`
+      // (this call's stream-ordered allocations included): held until the launch instead,
+      // compute-sanitizer's memcheck reports the graph's first reads of those buffers as out of
+      // bounds. (The plans capture once per bucket and keep theirs until the capture is done.)
+      VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
+    }
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
       VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, on));
       return enqueue_congruence_continue(b, handle, on);
