@@ -185,34 +185,13 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   // A thread per item (resident-sized grids made the congruence kernels 1.12-1.20x slower at
   // 4M-16M rows on an H100, unlike extraction's relaxation rounds).
   const congruence_grids grids{grid_for(R), grid_for(C), grid_for(G)};
-
-  // The WHILE driver's graph: one conditional WHILE node whose body is one round plus the
-  // kernel that decides whether to run another (counting the rounds on the device). Captured
-  // before the checks are enqueued: ordering the capture stream after `stream` waits on the
-  // host for what `stream` holds (this call's stream-ordered allocations must be complete when
-  // the capture sees them, or compute-sanitizer's memcheck flags the graph's first reads of
-  // them), and now that is the allocations and the parameter upload only, not the checks.
-  graph::captured_graph_expected loop;  // kept until the counters are read back
-  if (driver == loop_driver::conditional_graph) {
-    VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
-    {
-      VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
-    }  // the lease's return waits for `stream`
-    auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
-      VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, on));
-      return enqueue_congruence_continue(b, handle, on);
-    };
-    using no_part = expected<void> (*)(cudaStream_t);
-    VYRE_TRY_ASSIGN(loop,
-                    make_loop_graph(capture.get(), static_cast<no_part*>(nullptr), &body,
-                                    static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
-  }
   VYRE_TRY(enqueue_congruence_checks(b, grids, stream));
 
   // The rounds. Every round but the last merges at least once, so G + 1 rounds always
   // suffice; a bad input makes the first round a no-op that merges nothing.
   const std::uint32_t round_limit = G + 1;
   std::uint32_t rounds = 0;
+  graph::captured_graph_expected loop;  // kept until the counters are read back
   if (driver == loop_driver::flag_readback) {
     for (bool changed = true; changed;) {
       if (rounds == round_limit)
@@ -228,6 +207,24 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
       changed = h.counters.status.changed != 0;
     }
   } else {
+    // One graph whose only node is a conditional WHILE; its body is one round plus the kernel
+    // that decides whether to run another (counting the rounds on the device).
+    VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
+    {
+      // The lease goes back before the capture, and its return waits for the work on `stream`
+      // (this call's stream-ordered allocations included): held until the launch instead,
+      // compute-sanitizer's memcheck reports the graph's first reads of those buffers as out of
+      // bounds. (The plans capture once per bucket and keep theirs until the capture is done.)
+      VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
+    }
+    auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
+      VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, on));
+      return enqueue_congruence_continue(b, handle, on);
+    };
+    using no_part = expected<void> (*)(cudaStream_t);
+    VYRE_TRY_ASSIGN(loop,
+                    make_loop_graph(capture.get(), static_cast<no_part*>(nullptr), &body,
+                                    static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
     VYRE_TRY(loop.launch(stream));
     if (runtime.telemetry != nullptr) runtime.telemetry->record_graph_launch();
   }
