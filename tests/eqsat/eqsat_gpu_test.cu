@@ -5,6 +5,7 @@
 // on from the committed state. (math.egg 1-11 and the oracle's programs: the
 // vyre_eqsat_gpu_vs_cpu test through the tool.)
 #include <cstdint>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -129,4 +130,61 @@ TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsa
   REQUIRE(more_gpu.iterations.size() == more_cpu.iterations.size());
   for (std::size_t i = 0; i < more_cpu.iterations.size(); ++i)
     check_same_stats(more_cpu.iterations[i], more_gpu.iterations[i]);
+}
+
+TEST_CASE("gpu engine: a failed device allocation keeps the last committed iteration",
+          "[eqsat][gpu]") {
+  using vyre::testing::allocation_kind;
+  using vyre::testing::scoped_allocation_fault;
+  const eq::program prog = read_test_program(programs[2]);  // grows every iteration
+  eq::execute_options options;
+  options.extra_iterations = 5;
+  eq::cpu_engine cpu(prog, 2);
+  const eq::execution want = eq::execute(prog, cpu, options);
+  auto gpu = gpu_backend::acquire(0);
+  {  // warm-up: kernel modules load once and stay
+    auto warm = eq::gpu_engine<gpu_backend>::create(gpu, prog);
+    (void)eq::execute(prog, warm, options);
+  }
+  // The Nth device allocation of a whole run (engine made, terms added, five iterations)
+  // fails, N = 1, 2, ... until the run no longer reaches an Nth allocation.
+  std::uint64_t injected = 0, mid_run = 0;
+  for (std::uint64_t n = 1;; ++n) {
+    INFO("device allocation " << n << " fails");
+    REQUIRE(n < 10000);
+    bool fired = false;
+    try {
+      scoped_allocation_fault fault(allocation_kind::device, n);
+      auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
+      const eq::execution got = eq::execute(prog, engine, options);
+      fired = fault.fired();
+      if (!fired) {
+        REQUIRE_FALSE(engine.failure());
+        check_same(want, got);
+        break;
+      }
+      ++injected;
+      // The failure is reported, the run stopped, and every iteration it committed is the CPU
+      // engine's; the engine's state is the last of them.
+      REQUIRE(engine.failure());
+      CHECK(engine.failure()->code() == vyre::errc::out_of_memory);
+      CHECK(got.stopped == eq::stop_reason::failed);
+      REQUIRE(got.iterations.size() < want.iterations.size());
+      for (std::size_t i = 0; i < got.iterations.size(); ++i)
+        check_same_stats(want.iterations[i], got.iterations[i]);
+      if (!got.iterations.empty()) {
+        ++mid_run;
+        const eq::iteration_stats now = engine.counts();
+        CHECK(now.per_constructor == got.iterations.back().per_constructor);
+        CHECK(now.eclasses == got.iterations.back().eclasses);
+      }
+    } catch (const vyre::error_exception& e) {  // `create` failed: the backend's policy throws
+      ++injected;
+      CHECK(e.error().code() == vyre::errc::out_of_memory);
+    }
+  }
+  std::printf("eqsat gpu fault sweep: %llu injected device failures, %llu after an iteration\n",
+              static_cast<unsigned long long>(injected), static_cast<unsigned long long>(mid_run));
+  CHECK(injected >= 1);
+  CHECK(mid_run >= 1);  // some failure hit a later iteration, after others were committed
 }
