@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -407,67 +406,49 @@ TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across stream
     vyre::device_buffer buffer;
     std::uint32_t tag;
   };
-  std::mutex mailbox_mutex;
-  std::vector<parcel> mailbox;
-  std::atomic<int> failures{0};
-  std::atomic<int> verified{0};
+  vyre_test::stamp_mailbox<parcel> mailbox;
+  vyre_test::stamp_tally tally;
+  std::atomic<int>& failures = tally.failures;
 
   // Checks that a buffer still holds its stamp (nobody else was handed its memory).
   auto verify = [&](const vyre::device_buffer& b, std::uint32_t tag, cudaStream_t s) {
-    if (vyre_test::stamp_intact(b.as<std::uint32_t>(), b.size() / 4, tag, s))
-      verified.fetch_add(1);
-    else
-      failures.fetch_add(1);
+    tally.check(b.as<std::uint32_t>(), b.size() / 4, tag, s);
   };
 
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      auto stream = gpu.streams().acquire();
-      if (!stream) {
-        failures.fetch_add(1000);
-        return;
+  vyre_test::on_threads(threads, [&](int t) {
+    auto stream = gpu.streams().acquire();
+    if (!stream) {
+      failures.fetch_add(1000);
+      return;
+    }
+    std::mt19937 rng(static_cast<std::uint32_t>(t * 7919 + 1));
+    for (int i = 0; i < iterations; ++i) {
+      const std::size_t words = 1 + rng() % (1u << 16);
+      auto b = gpu.memory().try_allocate(words * 4, stream->get());
+      if (!b) {
+        failures.fetch_add(1);
+        continue;
       }
-      std::mt19937 rng(static_cast<std::uint32_t>(t * 7919 + 1));
-      for (int i = 0; i < iterations; ++i) {
-        const std::size_t words = 1 + rng() % (1u << 16);
-        auto b = gpu.memory().try_allocate(words * 4, stream->get());
-        if (!b) {
-          failures.fetch_add(1);
-          continue;
-        }
-        vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
-        const std::uint32_t tag =
-            static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
-        stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
-        if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
-        // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
-        // another thread after checking it was not overwritten.
-        std::vector<parcel> to_check;
-        {
-          std::lock_guard lock(mailbox_mutex);
-          mailbox.push_back(parcel{std::move(buffer), tag});
-          if (mailbox.size() > 8) {
-            std::swap(mailbox[rng() % mailbox.size()], mailbox.back());
-            to_check.push_back(std::move(mailbox.back()));
-            mailbox.pop_back();
-          }
-        }
-        for (auto& p : to_check) {
-          // The stamp was queued on another stream: wait for it, then read on ours.
-          if (cudaStreamSynchronize(p.buffer.stream()) != cudaSuccess) failures.fetch_add(1);
-          verify(p.buffer, p.tag, stream->get());
-        }
+      vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
+      const std::uint32_t tag = static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
+      stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
+      if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
+      // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
+      // another thread after checking it was not overwritten.
+      for (auto& p : mailbox.post(parcel{std::move(buffer), tag}, rng)) {
+        // The stamp was queued on another stream: wait for it, then read on ours.
+        if (cudaStreamSynchronize(p.buffer.stream()) != cudaSuccess) failures.fetch_add(1);
+        verify(p.buffer, p.tag, stream->get());
       }
-    });
-  for (auto& w : workers) w.join();
-  for (auto& p : mailbox) {
+    }
+  });
+  for (auto& p : mailbox.parcels) {
     REQUIRE(cudaStreamSynchronize(p.buffer.stream()) == cudaSuccess);
     verify(p.buffer, p.tag, p.buffer.stream());
   }
-  mailbox.clear();
+  mailbox.parcels.clear();
   CHECK(failures.load() == 0);
-  CHECK(verified.load() == threads * iterations);
+  CHECK(tally.verified.load() == threads * iterations);
   CHECK(gpu.memory().live_allocations() == 0);
   const auto s = gpu.telemetry().snapshot();
   CHECK(s.allocations == static_cast<std::uint64_t>(threads * iterations));
