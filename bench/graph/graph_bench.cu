@@ -18,10 +18,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <vyre/graph.cuh>
+
+#include "bench_cuda.cuh"
 
 namespace graph_bench {
 VYRE_KERNEL void tiny(std::uint32_t* data) {
@@ -34,10 +37,7 @@ using graph_bench::tiny;
 using clock_type = std::chrono::steady_clock;
 
 void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "graph_bench: %s failed: %s\n", what, cudaGetErrorString(status));
-    std::exit(1);
-  }
+  vyre_bench::require("graph_bench", status, what);
 }
 
 double median(std::vector<double> values) {
@@ -48,14 +48,6 @@ double median(std::vector<double> values) {
 
 double ns_since(clock_type::time_point start) {
   return std::chrono::duration<double, std::nano>(clock_type::now() - start).count();
-}
-
-std::string device_name() {
-  int device = 0;
-  cudaDeviceProp props{};
-  check(cudaGetDevice(&device), "cudaGetDevice");
-  check(cudaGetDeviceProperties(&props, device), "cudaGetDeviceProperties");
-  return props.name;
 }
 
 void print_line(const char* name, const std::string& params, const std::string& device,
@@ -105,12 +97,9 @@ timing measure(cudaStream_t stream, int repeats, Enqueue&& enqueue) {
 }  // namespace
 
 int main() {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::fprintf(stderr, "graph_bench: no CUDA device; nothing measured.\n");
-    return 0;
-  }
-  const std::string device = device_name();
+  const std::optional<std::string> found = vyre_bench::device_name("graph_bench");
+  if (!found) return 0;
+  const std::string device = *found;
   cudaStream_t stream = nullptr;
   check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
   std::uint32_t* data = nullptr;

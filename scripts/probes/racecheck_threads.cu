@@ -14,9 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "../../tests/support/stamp.cuh"
@@ -34,9 +32,9 @@ int main(int argc, char** argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 16;
   const int iterations = argc > 2 ? std::atoi(argv[2]) : 120;
   const bool async = !(argc > 3 && std::strcmp(argv[3], "direct") == 0);
-  std::mutex mailbox_mutex;
-  std::vector<parcel> mailbox;
-  std::atomic<int> failures{0}, verified{0};
+  vyre_test::stamp_mailbox<parcel> mailbox;
+  vyre_test::stamp_tally tally;
+  std::atomic<int>& failures = tally.failures;
   std::vector<cudaStream_t> streams(threads);
   for (auto& s : streams)
     if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) return 1;
@@ -46,55 +44,41 @@ int main(int argc, char** argv) {
       failures.fetch_add(1);
   };
   const auto verify = [&](const parcel& p, cudaStream_t on) {
-    if (cudaStreamSynchronize(p.stream) == cudaSuccess &&
-        vyre_test::stamp_intact(p.data, p.words, p.tag, on))
-      verified.fetch_add(1);
+    if (cudaStreamSynchronize(p.stream) == cudaSuccess)
+      tally.check(p.data, p.words, p.tag, on);
     else
       failures.fetch_add(1);
   };
 
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      const cudaStream_t stream = streams[t];
-      std::mt19937 rng(static_cast<unsigned>(t * 7919 + 1));
-      for (int i = 0; i < iterations; ++i) {
-        const size_t words = 1 + rng() % (1u << 16);
-        unsigned* data = nullptr;
-        if ((async ? cudaMallocAsync(reinterpret_cast<void**>(&data), words * 4, stream)
-                   : cudaMalloc(reinterpret_cast<void**>(&data), words * 4)) != cudaSuccess) {
-          failures.fetch_add(1);
-          continue;
-        }
-        const unsigned tag = static_cast<unsigned>(t) << 24 | static_cast<unsigned>(i);
-        stamp<<<64, 256, 0, stream>>>(data, words, tag);
-        if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
-        std::vector<parcel> to_check;
-        {
-          std::lock_guard lock(mailbox_mutex);
-          mailbox.push_back({data, words, tag, stream});
-          if (mailbox.size() > 8) {
-            std::swap(mailbox[rng() % mailbox.size()], mailbox.back());
-            to_check.push_back(mailbox.back());
-            mailbox.pop_back();
-          }
-        }
-        for (const parcel& p : to_check) {
-          verify(p, stream);
-          release(p, p.stream);
-        }
+  vyre_test::on_threads(threads, [&](int t) {
+    const cudaStream_t stream = streams[t];
+    std::mt19937 rng(static_cast<unsigned>(t * 7919 + 1));
+    for (int i = 0; i < iterations; ++i) {
+      const size_t words = 1 + rng() % (1u << 16);
+      unsigned* data = nullptr;
+      if ((async ? cudaMallocAsync(reinterpret_cast<void**>(&data), words * 4, stream)
+                 : cudaMalloc(reinterpret_cast<void**>(&data), words * 4)) != cudaSuccess) {
+        failures.fetch_add(1);
+        continue;
       }
-    });
-  for (auto& w : workers) w.join();
-  for (const parcel& p : mailbox) {
+      const unsigned tag = static_cast<unsigned>(t) << 24 | static_cast<unsigned>(i);
+      stamp<<<64, 256, 0, stream>>>(data, words, tag);
+      if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
+      for (const parcel& p : mailbox.post({data, words, tag, stream}, rng)) {
+        verify(p, stream);
+        release(p, p.stream);
+      }
+    }
+  });
+  for (const parcel& p : mailbox.parcels) {
     verify(p, p.stream);
     release(p, p.stream);
   }
   if (cudaDeviceSynchronize() != cudaSuccess) failures.fetch_add(1);
   for (auto& s : streams) cudaStreamDestroy(s);
-  const bool ok = failures.load() == 0 && verified.load() == threads * iterations;
+  const bool ok = failures.load() == 0 && tally.verified.load() == threads * iterations;
   std::printf("%s: %d threads x %d iterations (%s), %d verified, %d failures\n",
               ok ? "ok" : "FAILED", threads, iterations, async ? "async" : "direct",
-              verified.load(), failures.load());
+              tally.verified.load(), failures.load());
   return ok ? 0 : 1;
 }

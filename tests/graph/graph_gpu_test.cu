@@ -20,6 +20,8 @@
 
 #include <vyre/graph.cuh>
 
+#include "require_error.hpp"
+
 #define CUDA_REQUIRE(call)                              \
   do {                                                  \
     const cudaError_t status_ = (call);                 \
@@ -247,8 +249,7 @@ TEST_CASE("capture then replay gives the results of direct launches", "[graph][g
     REQUIRE(handles.exec != nullptr);
     CHECK_FALSE(expected_graph);
     const auto empty_launch = expected_graph.launch(s.stream);
-    REQUIRE_FALSE(empty_launch.has_value());
-    CHECK(empty_launch.error().code() == vyre::errc::invalid_state);
+    REQUIRE_ERROR(empty_launch, vyre::errc::invalid_state);
     CUDA_REQUIRE(cudaGraphExecDestroy(handles.exec));
     CUDA_REQUIRE(cudaGraphDestroy(handles.graph));
     CHECK_THROWS_AS(captured_graph{}.launch(s.stream), vyre::error_exception);
@@ -273,8 +274,7 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
           return vyre::fail(
               vyre::error(vyre::errc::invalid_argument, "test: body failed").with("answer", 42));
         });
-    REQUIRE_FALSE(result.has_value());
-    CHECK(result.error().code() == vyre::errc::invalid_argument);
+    REQUIRE_ERROR(result, vyre::errc::invalid_argument);
     CHECK(result.error().value_or("answer", 0) == 42u);
   }
   SECTION("returned cudaError_t under throw_exception") {
@@ -304,9 +304,7 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
       // A synchronous call on the capturing stream invalidates the capture.
       (void)cudaStreamSynchronize(stream);
     });
-    REQUIRE_FALSE(result.has_value());
-    CHECK(result.error().code() == vyre::errc::cuda_runtime);
-    CHECK(result.error().message().find("invalidated") != std::string::npos);
+    REQUIRE_ERROR_WITH(result, vyre::errc::cuda_runtime, "invalidated");
   }
   SECTION("nested capture on the same stream is refused, and the outer one cleaned up") {
     auto result = captured_graph_expected::capture_on_stream(
@@ -316,8 +314,7 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
           if (inner) return {};
           return vyre::fail(inner.error());
         });
-    REQUIRE_FALSE(result.has_value());
-    CHECK(result.error().code() == vyre::errc::invalid_state);
+    REQUIRE_ERROR(result, vyre::errc::invalid_state);
   }
   require_not_capturing(s.stream);
   CHECK(probe.wait_released());
@@ -327,9 +324,7 @@ TEST_CASE("a failing capture callable ends the capture and frees the partial gra
 TEST_CASE("capture refuses the legacy default stream; a destroyed graph releases its objects",
           "[graph][gpu]") {
   const auto legacy = captured_graph_expected::capture_on_stream(nullptr, [](cudaStream_t) {});
-  REQUIRE_FALSE(legacy.has_value());
-  CHECK(legacy.error().code() == vyre::errc::invalid_argument);
-  CHECK(legacy.error().message().find("legacy default stream") != std::string::npos);
+  REQUIRE_ERROR_WITH(legacy, vyre::errc::invalid_argument, "legacy default stream");
 
   stream_owner s;
   constexpr std::uint32_t n = 256;
@@ -424,13 +419,10 @@ TEST_CASE("kernel parameter updates change what the replay computes", "[graph][g
   SECTION("errors: another kernel, a memset node, a foreign node, an empty graph") {
     auto checked = std::move(graph).with_policy<vyre::on_error::return_expected>();
     const auto wrong_kernel = checked.set_kernel_args(kernel_node, &fill_twice, second.ptr, n, 1u);
-    REQUIRE_FALSE(wrong_kernel.has_value());
-    CHECK(wrong_kernel.error().code() == vyre::errc::invalid_argument);
-    CHECK(wrong_kernel.error().message().find("different kernel") != std::string::npos);
+    REQUIRE_ERROR_WITH(wrong_kernel, vyre::errc::invalid_argument, "different kernel");
 
     const auto on_memset = checked.kernel_params(*memset_it);
-    REQUIRE_FALSE(on_memset.has_value());
-    CHECK(on_memset.error().code() == vyre::errc::invalid_argument);
+    REQUIRE_ERROR(on_memset, vyre::errc::invalid_argument);
     const std::string message = on_memset.error().message();
     CHECK(message.find("expected a kernel node, got a memset node") != std::string::npos);
     const auto memset_on_kernel = checked.memset_node_params(kernel_node);
@@ -441,11 +433,9 @@ TEST_CASE("kernel parameter updates change what the replay computes", "[graph][g
     vyre::graph::graph_node foreign = kernel_node;
     foreign.handle = memset_it->handle;
     const auto foreign_result = checked.set_kernel_args(foreign, &fill, second.ptr, n, 1u);
-    REQUIRE_FALSE(foreign_result.has_value());
-    CHECK(foreign_result.error().code() == vyre::errc::invalid_handle);
+    REQUIRE_ERROR(foreign_result, vyre::errc::invalid_handle);
     const auto past_end = checked.node(2);
-    REQUIRE_FALSE(past_end.has_value());
-    CHECK(past_end.error().code() == vyre::errc::out_of_range);
+    REQUIRE_ERROR(past_end, vyre::errc::out_of_range);
 
     // After all refusals the graph still runs its captured work.
     first.poison();
@@ -500,15 +490,13 @@ TEST_CASE("memset node parameters are read and updated with CUDA's rules checked
   vyre::graph::memset_params zero = next;
   zero.width = 0;
   const auto zero_result = checked.set_memset_params(node, zero);
-  REQUIRE_FALSE(zero_result.has_value());
-  CHECK(zero_result.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(zero_result, vyre::errc::invalid_argument);
 
   std::vector<std::uint32_t> host_memory(n);
   vyre::graph::memset_params on_host = next;
   on_host.dst = host_memory.data();
   const auto host_result = checked.set_memset_params(node, on_host);
-  REQUIRE_FALSE(host_result.has_value());
-  CHECK(host_result.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(host_result, vyre::errc::invalid_argument);
   CHECK(host_result.error().value_or("memory_type_changed", 0) == 1u);
 
   const auto kernel_result = checked.kernel_params(node);
@@ -732,8 +720,7 @@ TEST_CASE("a WHILE graph runs a device fixpoint without returning to the host", 
     device_buffer<vyre::graph::fixpoint_control> control(1);
     const auto no_rounds = vyre::graph::build_fixpoint_graph<vyre::on_error::return_expected>(
         s.stream, control.ptr, 0u, [](cudaStream_t) {});
-    REQUIRE_FALSE(no_rounds.has_value());
-    CHECK(no_rounds.error().code() == vyre::errc::invalid_argument);
+    REQUIRE_ERROR(no_rounds, vyre::errc::invalid_argument);
     const auto no_control = vyre::graph::build_fixpoint_graph<vyre::on_error::return_expected>(
         s.stream, nullptr, 5u, [](cudaStream_t) {});
     REQUIRE_FALSE(no_control.has_value());
@@ -849,8 +836,7 @@ TEST_CASE("build_loop_graph runs prefix -> WHILE(body) -> suffix on the device",
         s.stream, prefix, body, [](cudaStream_t) -> vyre::expected<void> {
           return vyre::fail(vyre::error(vyre::errc::invalid_state, "suffix refused"));
         });
-    REQUIRE_FALSE(failing_suffix.has_value());
-    CHECK(failing_suffix.error().code() == vyre::errc::invalid_state);
+    REQUIRE_ERROR(failing_suffix, vyre::errc::invalid_state);
     require_not_capturing(s.stream);
     CHECK_THROWS_WITH(vyre::graph::build_loop_graph(
                           s.stream, prefix,
@@ -862,8 +848,7 @@ TEST_CASE("build_loop_graph runs prefix -> WHILE(body) -> suffix on the device",
     require_not_capturing(s.stream);
     const auto legacy = vyre::graph::build_loop_graph<vyre::on_error::return_expected>(
         nullptr, prefix, body, suffix);
-    REQUIRE_FALSE(legacy.has_value());
-    CHECK(legacy.error().code() == vyre::errc::invalid_argument);
+    REQUIRE_ERROR(legacy, vyre::errc::invalid_argument);
     require_stream_usable(s.stream);
   }
   SECTION("graph_cache::get_or_build caches loop graphs under any key") {
@@ -936,8 +921,7 @@ TEST_CASE("whole-graph updates apply in place, report refusals, and can re-insta
   SECTION("a node type change is refused with the reason and the failing node") {
     auto checked = std::move(graph).with_policy<vyre::on_error::return_expected>();
     const auto refused = checked.recapture(s.stream, memset_instead);
-    REQUIRE_FALSE(refused.has_value());
-    CHECK(refused.error().code() == vyre::errc::cuda_runtime);
+    REQUIRE_ERROR(refused, vyre::errc::cuda_runtime);
     CHECK(refused.error().cuda_status() == static_cast<int>(cudaErrorGraphExecUpdateFailure));
     const auto reason = refused.error().value_or("reason", 0);
     CHECK((reason == cudaGraphExecUpdateErrorNodeTypeChanged ||
@@ -1050,8 +1034,7 @@ TEST_CASE("graph_cache captures on a miss, hits after, and evicts by count and b
     CHECK_FALSE(cache->contains(key_for(10)));
     const int before = captures_run;
     const auto too_big = cache->get_or_capture(s.stream, key_for(1000), 101, capture_fill(1u));
-    REQUIRE_FALSE(too_big.has_value());
-    CHECK(too_big.error().code() == vyre::errc::out_of_memory);
+    REQUIRE_ERROR(too_big, vyre::errc::out_of_memory);
     CHECK(captures_run == before);
     const auto failing = cache->get_or_capture(s.stream, key_for(1000), 10,
                                                [](cudaStream_t) { return cudaErrorInvalidValue; });

@@ -82,6 +82,7 @@ using test_backend =
 test_backend acquire_or_fail() {
   return vyre_test::acquire_or_fail<test_backend>();
 }
+using vyre_test::acquire_stream_or_fail;
 
 // extern "C": the kernel's name in the PTX is "fill_affine".
 constexpr const char* fill_source = R"(
@@ -108,8 +109,7 @@ struct temp_dir {
 void run_fill(test_backend& gpu, CUmodule module, unsigned n, unsigned a, unsigned b) {
   auto fn = gpu.modules().function(module, "fill_affine");
   REQUIRE_OK(fn);
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   auto out = gpu.allocate(n * sizeof(unsigned), stream->get());
   REQUIRE_OK(out);
   REQUIRE(cudaMemsetAsync(out->get(), 0xFF, out->size(), stream->get()) == cudaSuccess);
@@ -127,8 +127,7 @@ void run_fill(test_backend& gpu, CUmodule module, unsigned n, unsigned a, unsign
 
 TEST_CASE("waves from a plan visit every element exactly once", "[runtime][gpu][launch]") {
   auto gpu = acquire_or_fail();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const std::uint64_t n = 100'003;
   // A tiny grid limit forces many waves.
   const auto plan = vyre::plan_grid(n, 128, {1024, 5});
@@ -184,8 +183,7 @@ TEST_CASE("a bad launch configuration is a checked error", "[runtime][gpu][launc
 TEST_CASE("cooperative launches synchronise the grid; devices without them are refused",
           "[runtime][gpu][launch]") {
   auto gpu = acquire_or_fail();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const auto max_blocks = vyre::max_cooperative_blocks(grid_sum, 128, 0, gpu.caps());
   REQUIRE_OK(max_blocks);
   const auto blocks = static_cast<unsigned>(gpu.caps().sm_count);
@@ -353,8 +351,7 @@ TEST_CASE("the disk cache answers a second backend's compilation", "[runtime][gp
 
 TEST_CASE("telemetry agrees with what was done and exports it", "[runtime][gpu][telemetry]") {
   auto gpu = acquire_or_fail();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   gpu.telemetry().reset();
   for (int i = 0; i < 25; ++i)
     REQUIRE_OK(gpu.launch(noop, vyre::launch_config{dim3(1), dim3(32), 0, stream->get()}));

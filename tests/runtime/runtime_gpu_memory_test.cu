@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -19,6 +18,7 @@
 
 #include <vyre/runtime.cuh>
 
+#include "require_error.hpp"
 #include "require_ok.cuh"
 #include "stamp.cuh"
 
@@ -52,6 +52,8 @@ int positive_env_or(const char* name, int fallback) {
 }
 
 using vyre_test::acquire_or_fail;
+using vyre_test::acquire_stream_or_fail;
+using vyre_test::require_each_ok;
 
 // What the telemetry gauge holds with no live allocation: the caching pool's free blocks.
 template <class Backend>
@@ -85,8 +87,7 @@ TEMPLATE_TEST_CASE("allocations are distinct, aligned and hold their full size",
                    "[runtime][gpu][memory]", vyre::alloc::caching_pool, vyre::alloc::stream_ordered,
                    vyre::alloc::direct) {
   auto gpu = acquire_or_fail<backend_for<TestType>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const std::size_t sizes[] = {
       1,         3, 255, 256, 257, 1000, 4096, 4097, 65536, (1u << 20) + 3, (3u << 20) + 5,
       300u << 20};  // the last exceeds the retained cap
@@ -128,13 +129,11 @@ TEMPLATE_TEST_CASE("a zero-byte request is an invalid-argument error", "[runtime
                    vyre::alloc::caching_pool, vyre::alloc::stream_ordered, vyre::alloc::direct) {
   auto gpu = acquire_or_fail<backend_for<TestType>>();
   const auto b = gpu.allocate(0);
-  REQUIRE_FALSE(b.has_value());
-  CHECK(b.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(b, vyre::errc::invalid_argument);
   CHECK(b.error().value_or("bytes", 1) == 0);
   CHECK(b.error().message().find("zero-byte") != std::string::npos);
   const auto resident = gpu.allocate_resident(0);
-  REQUIRE_FALSE(resident.has_value());
-  CHECK(resident.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(resident, vyre::errc::invalid_argument);
 }
 
 TEMPLATE_TEST_CASE("exhaustion is an out-of-memory error naming the bytes and the policy",
@@ -142,11 +141,9 @@ TEMPLATE_TEST_CASE("exhaustion is an out-of-memory error naming the bytes and th
                    vyre::alloc::direct) {
   auto gpu = acquire_or_fail<backend_for<TestType>>();
   const std::size_t too_many = gpu.caps().total_memory * 2;
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const auto b = gpu.allocate(too_many, stream->get());
-  REQUIRE_FALSE(b.has_value());
-  CHECK(b.error().code() == vyre::errc::out_of_memory);
+  REQUIRE_ERROR(b, vyre::errc::out_of_memory);
   CHECK(b.error().value_or("bytes", 0) == too_many);
   const std::string message = b.error().message();
   CHECK(message.find(gpu.allocation_policy_name()) != std::string::npos);
@@ -166,14 +163,9 @@ TEMPLATE_TEST_CASE("device free memory returns to its baseline after the backend
   {
     auto gpu = acquire_or_fail<backend_for<TestType>>();
     REQUIRE_OK(gpu.warmup());
-    auto stream = gpu.acquire_stream();
-    REQUIRE_OK(stream);
-    std::vector<vyre::device_buffer> kept;
-    for (int i = 0; i < 8; ++i) {
-      auto b = gpu.allocate(std::size_t{32} << 20, stream->get());
-      REQUIRE_OK(b);
-      kept.push_back(std::move(*b));
-    }
+    auto stream = acquire_stream_or_fail(gpu);
+    auto kept =
+        require_each_ok(8, [&] { return gpu.allocate(std::size_t{32} << 20, stream->get()); });
     kept.resize(4);  // four go back to the pool (cached, for the caching policies)
     // One allocation is released from its RAII owner: only the backend can return it now.
     (void)kept.back().release();
@@ -202,8 +194,7 @@ TEMPLATE_TEST_CASE("telemetry counts every allocation as a hit or a miss",
                    "[runtime][gpu][memory][telemetry]", vyre::alloc::caching_pool,
                    vyre::alloc::stream_ordered, vyre::alloc::direct) {
   auto gpu = acquire_or_fail<backend_for<TestType>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   gpu.telemetry().reset();
   std::uint64_t requested = 0;
   void* first = nullptr;
@@ -407,67 +398,49 @@ TEMPLATE_TEST_CASE("16 threads allocate, write, hand over and free across stream
     vyre::device_buffer buffer;
     std::uint32_t tag;
   };
-  std::mutex mailbox_mutex;
-  std::vector<parcel> mailbox;
-  std::atomic<int> failures{0};
-  std::atomic<int> verified{0};
+  vyre_test::stamp_mailbox<parcel> mailbox;
+  vyre_test::stamp_tally tally;
+  std::atomic<int>& failures = tally.failures;
 
   // Checks that a buffer still holds its stamp (nobody else was handed its memory).
   auto verify = [&](const vyre::device_buffer& b, std::uint32_t tag, cudaStream_t s) {
-    if (vyre_test::stamp_intact(b.as<std::uint32_t>(), b.size() / 4, tag, s))
-      verified.fetch_add(1);
-    else
-      failures.fetch_add(1);
+    tally.check(b.as<std::uint32_t>(), b.size() / 4, tag, s);
   };
 
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      auto stream = gpu.streams().acquire();
-      if (!stream) {
-        failures.fetch_add(1000);
-        return;
+  vyre_test::on_threads(threads, [&](int t) {
+    auto stream = gpu.streams().acquire();
+    if (!stream) {
+      failures.fetch_add(1000);
+      return;
+    }
+    std::mt19937 rng(static_cast<std::uint32_t>(t * 7919 + 1));
+    for (int i = 0; i < iterations; ++i) {
+      const std::size_t words = 1 + rng() % (1u << 16);
+      auto b = gpu.memory().try_allocate(words * 4, stream->get());
+      if (!b) {
+        failures.fetch_add(1);
+        continue;
       }
-      std::mt19937 rng(static_cast<std::uint32_t>(t * 7919 + 1));
-      for (int i = 0; i < iterations; ++i) {
-        const std::size_t words = 1 + rng() % (1u << 16);
-        auto b = gpu.memory().try_allocate(words * 4, stream->get());
-        if (!b) {
-          failures.fetch_add(1);
-          continue;
-        }
-        vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
-        const std::uint32_t tag =
-            static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
-        stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
-        if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
-        // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
-        // another thread after checking it was not overwritten.
-        std::vector<parcel> to_check;
-        {
-          std::lock_guard lock(mailbox_mutex);
-          mailbox.push_back(parcel{std::move(buffer), tag});
-          if (mailbox.size() > 8) {
-            std::swap(mailbox[rng() % mailbox.size()], mailbox.back());
-            to_check.push_back(std::move(mailbox.back()));
-            mailbox.pop_back();
-          }
-        }
-        for (auto& p : to_check) {
-          // The stamp was queued on another stream: wait for it, then read on ours.
-          if (cudaStreamSynchronize(p.buffer.stream()) != cudaSuccess) failures.fetch_add(1);
-          verify(p.buffer, p.tag, stream->get());
-        }
+      vyre::device_buffer buffer(gpu.memory_ref(), *b, words * 4, stream->get());
+      const std::uint32_t tag = static_cast<std::uint32_t>(t) << 24 | static_cast<std::uint32_t>(i);
+      stamp<<<64, 256, 0, stream->get()>>>(buffer.as<std::uint32_t>(), words, tag);
+      if (cudaGetLastError() != cudaSuccess) failures.fetch_add(1);
+      // Hand the buffer to whoever comes next; free (on its allocation stream) one left by
+      // another thread after checking it was not overwritten.
+      for (auto& p : mailbox.post(parcel{std::move(buffer), tag}, rng)) {
+        // The stamp was queued on another stream: wait for it, then read on ours.
+        if (cudaStreamSynchronize(p.buffer.stream()) != cudaSuccess) failures.fetch_add(1);
+        verify(p.buffer, p.tag, stream->get());
       }
-    });
-  for (auto& w : workers) w.join();
-  for (auto& p : mailbox) {
+    }
+  });
+  for (auto& p : mailbox.parcels) {
     REQUIRE(cudaStreamSynchronize(p.buffer.stream()) == cudaSuccess);
     verify(p.buffer, p.tag, p.buffer.stream());
   }
-  mailbox.clear();
+  mailbox.parcels.clear();
   CHECK(failures.load() == 0);
-  CHECK(verified.load() == threads * iterations);
+  CHECK(tally.verified.load() == threads * iterations);
   CHECK(gpu.memory().live_allocations() == 0);
   const auto s = gpu.telemetry().snapshot();
   CHECK(s.allocations == static_cast<std::uint64_t>(threads * iterations));
@@ -481,8 +454,7 @@ TEMPLATE_TEST_CASE("resident buffers round-trip pageable and pinned uploads as o
                    "[runtime][gpu][resident]", vyre::alloc::caching_pool,
                    vyre::alloc::stream_ordered, vyre::alloc::direct) {
   auto gpu = acquire_or_fail<backend_for<TestType>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const std::size_t n = (std::size_t{10} << 20) + 3;
   const auto source = pattern_bytes(n, 42);
   auto h = gpu.allocate_resident(n, stream->get());
@@ -530,8 +502,7 @@ TEMPLATE_TEST_CASE("resident buffers round-trip pageable and pinned uploads as o
 TEST_CASE("allocate_filled stages a callback's chunks and releases the buffer on failure",
           "[runtime][gpu][resident]") {
   auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   const std::size_t words = 3'000'001;
   auto fill = [](std::size_t at, std::span<std::byte> chunk) {
     // Word w holds w * 2654435761 (chunks are word-aligned: 64 KiB chunks).
@@ -562,8 +533,7 @@ TEST_CASE("allocate_filled stages a callback's chunks and releases the buffer on
   const std::size_t bytes_before = gpu.resident().bytes_in_use();
   auto bad = gpu.resident().allocate_filled(std::size_t{1} << 20, stream->get(), failing,
                                             {.chunk_bytes = 1u << 16});
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().code() == vyre::errc::corrupt_data);
+  REQUIRE_ERROR(bad, vyre::errc::corrupt_data);
   CHECK(calls == 3);
   CHECK(gpu.resident().live_buffers() == live_before);
   CHECK(gpu.resident().bytes_in_use() == bytes_before);
@@ -580,9 +550,7 @@ TEST_CASE("resident handles from another backend, freed or stale are rejected",
   CHECK(ha->backend_id == a.id());
 
   const auto foreign = b.resident_buffer(*ha);
-  REQUIRE_FALSE(foreign.has_value());
-  CHECK(foreign.error().code() == vyre::errc::invalid_handle);
-  CHECK(foreign.error().message().find("another backend") != std::string::npos);
+  REQUIRE_ERROR_WITH(foreign, vyre::errc::invalid_handle, "another backend");
   CHECK(foreign.error().value_or("handle_backend", 0) == a.id());
 
   const auto empty = a.resident_buffer(vyre::resident_handle{});
@@ -590,17 +558,13 @@ TEST_CASE("resident handles from another backend, freed or stale are rejected",
   CHECK(empty.error().message().find("empty") != std::string::npos);
 
   const auto nonsense = a.resident_buffer(vyre::resident_handle{a.id(), 999, 1});
-  REQUIRE_FALSE(nonsense.has_value());
-  CHECK(nonsense.error().code() == vyre::errc::invalid_handle);
+  REQUIRE_ERROR(nonsense, vyre::errc::invalid_handle);
 
   REQUIRE_OK(a.free_resident(*ha));
   const auto freed = a.resident_buffer(*ha);
-  REQUIRE_FALSE(freed.has_value());
-  CHECK(freed.error().code() == vyre::errc::invalid_handle);
-  CHECK(freed.error().message().find("was freed") != std::string::npos);
+  REQUIRE_ERROR_WITH(freed, vyre::errc::invalid_handle, "was freed");
   const auto double_free = a.free_resident(*ha);
-  REQUIRE_FALSE(double_free.has_value());
-  CHECK(double_free.error().code() == vyre::errc::invalid_handle);
+  REQUIRE_ERROR(double_free, vyre::errc::invalid_handle);
 
   auto reused = a.allocate_resident(2048);  // takes the freed slot, next generation
   REQUIRE_OK(reused);
@@ -614,23 +578,19 @@ TEST_CASE("resident handles from another backend, freed or stale are rejected",
   const auto device_source =
       a.upload(*reused, std::span<const std::byte>(
                             static_cast<const std::byte*>(a.resident_buffer(*reused)->data), 16));
-  REQUIRE_FALSE(device_source.has_value());
-  CHECK(device_source.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(device_source, vyre::errc::invalid_argument);
 
   std::vector<std::byte> too_big(4096);
   const auto overflow = a.download(*reused, too_big);
-  REQUIRE_FALSE(overflow.has_value());
-  CHECK(overflow.error().code() == vyre::errc::out_of_range);
+  REQUIRE_ERROR(overflow, vyre::errc::out_of_range);
   CHECK(overflow.error().value_or("buffer_bytes", 0) == 2048);
   const auto past_end = a.upload(*reused, std::span<const std::byte>(too_big.data(), 16), 2040);
-  REQUIRE_FALSE(past_end.has_value());
-  CHECK(past_end.error().code() == vyre::errc::out_of_range);
+  REQUIRE_ERROR(past_end, vyre::errc::out_of_range);
 }
 
 TEST_CASE("free is refused while a pending launch uses the buffer", "[runtime][gpu][resident]") {
   auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   auto h = gpu.allocate_resident(4096, stream->get());
   REQUIRE_OK(h);
   spin<<<1, 1, 0, stream->get()>>>(spin_cycles);
@@ -640,8 +600,7 @@ TEST_CASE("free is refused while a pending launch uses the buffer", "[runtime][g
   REQUIRE_OK(busy);
   CHECK(*busy);
   const auto refused = gpu.free_resident(*h);
-  REQUIRE_FALSE(refused.has_value());
-  CHECK(refused.error().code() == vyre::errc::in_use);
+  REQUIRE_ERROR(refused, vyre::errc::in_use);
   CHECK(refused.error().value_or("pending_launches", 0) == 1);
   CHECK(gpu.resident().live_buffers() == 1);  // nothing was freed
   REQUIRE(cudaStreamSynchronize(stream->get()) == cudaSuccess);
@@ -652,14 +611,9 @@ TEST_CASE("free is refused while a pending launch uses the buffer", "[runtime][g
 TEST_CASE("clear waits for pending work, frees everything and invalidates handles",
           "[runtime][gpu][resident]") {
   auto gpu = acquire_or_fail<backend_for<vyre::alloc::stream_ordered>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
-  std::vector<vyre::resident_handle> handles;
-  for (int i = 0; i < 3; ++i) {
-    auto h = gpu.allocate_resident(std::size_t{1} << 20, stream->get());
-    REQUIRE_OK(h);
-    handles.push_back(*h);
-  }
+  auto stream = acquire_stream_or_fail(gpu);
+  const auto handles = require_each_ok(
+      3, [&] { return gpu.allocate_resident(std::size_t{1} << 20, stream->get()); });
   spin<<<1, 1, 0, stream->get()>>>(spin_cycles / 4);
   REQUIRE(cudaGetLastError() == cudaSuccess);
   REQUIRE_OK(gpu.mark_in_use(handles[1], stream->get()));
@@ -681,8 +635,7 @@ TEST_CASE("the resident budget is 90% of device memory and its error says what i
     auto gpu = acquire_or_fail<backend_for<vyre::alloc::direct>>();
     CHECK(gpu.resident().budget() == gpu.caps().total_memory / 10 * 9);
     const auto over = gpu.allocate_resident(gpu.caps().total_memory);
-    REQUIRE_FALSE(over.has_value());
-    CHECK(over.error().code() == vyre::errc::out_of_memory);
+    REQUIRE_ERROR(over, vyre::errc::out_of_memory);
     CHECK(over.error().value_or("budget_bytes", 0) == gpu.caps().total_memory / 10 * 9);
   }
   vyre::backend_options options;
@@ -691,8 +644,7 @@ TEST_CASE("the resident budget is 90% of device memory and its error says what i
   auto first = gpu.allocate_resident(600'000);
   REQUIRE_OK(first);
   const auto second = gpu.allocate_resident(600'000);
-  REQUIRE_FALSE(second.has_value());
-  CHECK(second.error().code() == vyre::errc::out_of_memory);
+  REQUIRE_ERROR(second, vyre::errc::out_of_memory);
   CHECK(second.error().value_or("requested_bytes", 0) == 600'000);
   CHECK(second.error().value_or("bytes_in_use", 0) == 600'000);
   CHECK(second.error().value_or("budget_bytes", 0) == 1'000'000);
@@ -734,8 +686,7 @@ TEST_CASE("stream leases are non-blocking, synchronised on return and capped",
     held.push_back(std::move(*l));
   }
   const auto over = gpu.acquire_stream();
-  REQUIRE_FALSE(over.has_value());
-  CHECK(over.error().code() == vyre::errc::invalid_state);
+  REQUIRE_ERROR(over, vyre::errc::invalid_state);
   CHECK(over.error().value_or("cap", 0) == 4);
   held.pop_back();
   REQUIRE_OK(gpu.acquire_stream());
@@ -744,8 +695,7 @@ TEST_CASE("stream leases are non-blocking, synchronised on return and capped",
 
 TEST_CASE("event leases are recycled after synchronisation", "[runtime][gpu][streams]") {
   auto gpu = acquire_or_fail<backend_for<vyre::alloc::caching_pool>>();
-  auto stream = gpu.acquire_stream();
-  REQUIRE_OK(stream);
+  auto stream = acquire_stream_or_fail(gpu);
   cudaEvent_t first = nullptr;
   {
     auto event = gpu.acquire_event();
@@ -802,8 +752,7 @@ TEST_CASE("acquire names a bad ordinal; the throwing policy throws", "[runtime][
   int count = 0;
   REQUIRE(cudaGetDeviceCount(&count) == cudaSuccess);
   const auto bad = backend_for<vyre::alloc::direct>::acquire(count);
-  REQUIRE_FALSE(bad.has_value());
-  CHECK(bad.error().code() == vyre::errc::invalid_argument);
+  REQUIRE_ERROR(bad, vyre::errc::invalid_argument);
   CHECK(bad.error().value_or("device_count", 0) == static_cast<std::uint64_t>(count));
   CHECK_THROWS_AS(vyre::backend<>::acquire(count), vyre::error_exception);
   auto gpu = vyre::backend<>::acquire(0);  // throwing policy: a plain backend

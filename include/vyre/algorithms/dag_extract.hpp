@@ -39,6 +39,7 @@
 #include <limits>
 #include <queue>
 #include <random>
+#include <ranges>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -119,6 +120,12 @@ inline void csr_from_keys(const std::vector<std::uint32_t>& keys,
   for (std::size_t i = 0; i < keys.size(); ++i) out[cursor[keys[i]]++] = values[i];
 }
 
+//! The host allocation failure of a DAG extraction step (`context`) on `rows` rows.
+inline error dag_out_of_memory(const char* context, std::uint32_t rows, const char* who,
+                               const char* hint = "free host memory") noexcept {
+  return error(errc::out_of_memory, context).with("rows", rows).about(who).fix(hint);
+}
+
 //! Validates costs and roots and builds the problem. Refuses negative costs (DAG cost is then
 //! not what a selection should minimise: paying a node once is no longer a lower bound).
 inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense_classes& dense,
@@ -193,10 +200,7 @@ inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense
     std::sort(p.roots.begin(), p.roots.end());
     p.roots.erase(std::unique(p.roots.begin(), p.roots.end()), p.roots.end());
   } catch (const std::bad_alloc&) {
-    return fail(error(errc::out_of_memory, "DAG extraction: problem arrays")
-                    .with("rows", rows.row_count)
-                    .about(who)
-                    .fix("free host memory"));
+    return fail(dag_out_of_memory("DAG extraction: problem arrays", rows.row_count, who));
   }
   return p;
 }
@@ -569,12 +573,20 @@ inline double restrict_to_reachable(const dag_problem& p, const std::vector<std:
   return total;
 }
 
-//! Whether every class with a choice reaches no cycle through the choices.
-inline bool acyclic_choices(const dag_problem& p, const std::vector<std::uint32_t>& choice) {
+//! Whether the choices reachable from `starts` (class indices) through `choice` form no cycle;
+//! with `complete`, also whether every class reached (a start included) has a choice. Without
+//! it, classes without a choice end a path (as starts, they are passed over).
+template <class Starts>
+bool choices_acyclic(const dag_problem& p, const std::vector<std::uint32_t>& choice,
+                     const Starts& starts, bool complete) {
   std::vector<char> state(p.class_count, 0);  // 0 unseen, 1 on the path, 2 done
   std::vector<std::pair<std::uint32_t, std::uint32_t>> frames;
-  for (std::uint32_t start = 0; start < p.class_count; ++start) {
-    if (state[start] != 0 || choice[start] == no_row) continue;
+  for (const std::uint32_t start : starts) {
+    if (state[start] != 0) continue;
+    if (choice[start] == no_row) {
+      if (complete) return false;
+      continue;
+    }
     state[start] = 1;
     frames.emplace_back(start, p.children_begin(choice[start]));
     while (!frames.empty()) {
@@ -585,7 +597,7 @@ inline bool acyclic_choices(const dag_problem& p, const std::vector<std::uint32_
         continue;
       }
       const std::uint32_t d = p.child[next++];
-      if (state[d] == 1) return false;
+      if (state[d] == 1 || (complete && choice[d] == no_row)) return false;
       if (state[d] == 0 && choice[d] != no_row) {
         state[d] = 1;
         frames.emplace_back(d, p.children_begin(choice[d]));
@@ -603,7 +615,7 @@ inline std::vector<std::uint32_t> reference_start(const dag_problem& p,
   if (reference.choice.size() != p.class_count) return {};
   for (std::uint32_t c = 0; c < p.class_count; ++c)
     if ((reference.choice[c] == no_row) != (tree[c] == no_row)) return {};
-  if (!acyclic_choices(p, reference.choice)) return {};
+  if (!choices_acyclic(p, reference.choice, std::views::iota(0u, p.class_count), false)) return {};
   return reference.choice;
 }
 
@@ -630,10 +642,7 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
     greedy = greedy_dag_start(p, std::size_t{1} << 26);
     if (reference != nullptr) by_reference = reference_start(p, *reference, tree);
   } catch (const std::bad_alloc&) {
-    return fail(error(errc::out_of_memory, "DAG extraction: starting selections")
-                    .with("rows", p.row_count)
-                    .about(who)
-                    .fix("free host memory"));
+    return fail(dag_out_of_memory("DAG extraction: starting selections", p.row_count, who));
   }
   if (greedy.empty()) greedy = tree;
   if (by_reference.empty()) by_reference = tree;
@@ -762,6 +771,23 @@ class dag_rows {
   const raw_rows_ref* rows_ = nullptr;
 };
 
+namespace detail {
+
+//! `extract` (`detail::extract_dag` or `detail::extract_dag_ilp`) on the DAG problem of `rows`,
+//! with their tree-cost selection as the reference start; `who` names the caller in errors.
+template <class Result, class Options>
+expected<Result> extract_on_rows(dag_rows rows, cuda::std::span<const double> node_cost,
+                                 cuda::std::span<const std::uint32_t> roots, const Options& options,
+                                 const char* who,
+                                 expected<Result> (*extract)(const dag_problem&, const Options&,
+                                                             const char*,
+                                                             const extraction_result*)) {
+  VYRE_TRY_ASSIGN(const dag_input input, rows.input(node_cost, roots, who));
+  return extract(input.problem, options, who, &input.tree);
+}
+
+}  // namespace detail
+
 //! DAG-cost extraction (the heuristic above) of an image's columns or of raw rows.
 //! @param node_cost one finite, non-negative cost per row, in row order.
 //! @param roots e-class ids (each must have rows); duplicates count once.
@@ -773,8 +799,8 @@ inline expected<dag_extraction_result> extract_dag(dag_rows rows,
                                                    cuda::std::span<const double> node_cost,
                                                    cuda::std::span<const std::uint32_t> roots,
                                                    const dag_options& options = {}) {
-  VYRE_TRY_ASSIGN(const detail::dag_input input, rows.input(node_cost, roots, "extract_dag"));
-  return detail::extract_dag(input.problem, options, "extract_dag", &input.tree);
+  return detail::extract_on_rows(rows, node_cost, roots, options, "extract_dag",
+                                 &detail::extract_dag);
 }
 
 }  // namespace vyre::algorithms

@@ -254,34 +254,7 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
       std::vector<std::uint32_t> choice(p.class_count, no_row);
       for (const std::uint32_t r : rows)
         if (best[row_col[r]] > 0.5) choice[p.row_class[r]] = r;
-      std::vector<char> state(p.class_count, 0);
-      bool valid = true;
-      for (const std::uint32_t root : p.roots) {
-        if (!valid) break;
-        if (state[root] != 0) continue;
-        if (choice[root] == no_row) {
-          valid = false;
-          break;
-        }
-        std::vector<std::pair<std::uint32_t, std::uint32_t>> frames;
-        state[root] = 1;
-        frames.emplace_back(root, p.children_begin(choice[root]));
-        while (valid && !frames.empty()) {
-          auto& [c, next] = frames.back();
-          if (next == p.children_end(choice[c])) {
-            state[c] = 2;
-            frames.pop_back();
-            continue;
-          }
-          const std::uint32_t d = p.child[next++];
-          if (state[d] == 1 || choice[d] == no_row)
-            valid = false;
-          else if (state[d] == 0) {
-            state[d] = 1;
-            frames.emplace_back(d, p.children_begin(choice[d]));
-          }
-        }
-      }
+      const bool valid = choices_acyclic(p, choice, p.roots, true);
       if (valid) {
         std::vector<std::uint32_t> reachable;
         std::uint32_t selected = 0;
@@ -300,10 +273,8 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
     result.optimal = proven;
     result.lower_bound = proven ? dag_cost : (std::min)((std::max)(bound, 0.0), dag_cost);
   } catch (const std::bad_alloc&) {
-    return fail(error(errc::out_of_memory, "DAG ILP extraction: the model")
-                    .with("rows", p.row_count)
-                    .about(who)
-                    .fix("free host memory, or use --method dag"));
+    return fail(dag_out_of_memory("DAG ILP extraction: the model", p.row_count, who,
+                                  "free host memory, or use --method dag"));
   }
   return result;
 }
@@ -319,8 +290,8 @@ inline expected<dag_ilp_result> extract_dag_ilp(dag_rows rows,
                                                 cuda::std::span<const double> node_cost,
                                                 cuda::std::span<const std::uint32_t> roots,
                                                 const dag_ilp_options& options = {}) {
-  VYRE_TRY_ASSIGN(const detail::dag_input input, rows.input(node_cost, roots, "extract_dag_ilp"));
-  return detail::extract_dag_ilp(input.problem, options, "extract_dag_ilp", &input.tree);
+  return detail::extract_on_rows(rows, node_cost, roots, options, "extract_dag_ilp",
+                                 &detail::extract_dag_ilp);
 }
 
 }  // namespace vyre::algorithms

@@ -19,6 +19,12 @@
 
 namespace vyre {
 
+namespace detail {
+//! `T` is one of `Choices` (a policy concept's valid tag types).
+template <class T, class... Choices>
+concept one_of = (std::same_as<T, Choices> || ...);
+}  // namespace detail
+
 //! How device memory is obtained. The pools themselves live in the runtime (`vyre/runtime.cuh`).
 namespace alloc {
 //! Power-of-two size classes kept per stream; reuse without a CUDA call on a hit.
@@ -32,8 +38,7 @@ inline constexpr stream_ordered stream_ordered_v{};
 inline constexpr direct direct_v{};
 
 template <class T>
-concept policy =
-    std::same_as<T, caching_pool> || std::same_as<T, stream_ordered> || std::same_as<T, direct>;
+concept policy = detail::one_of<T, caching_pool, stream_ordered, direct>;
 }  // namespace alloc
 
 //! How host words become the little-endian device image.
@@ -50,8 +55,7 @@ inline constexpr little_endian little_endian_v{};
 inline constexpr forced_swap forced_swap_v{};
 
 template <class T>
-concept policy =
-    std::same_as<T, native> || std::same_as<T, little_endian> || std::same_as<T, forced_swap>;
+concept policy = detail::one_of<T, native, little_endian, forced_swap>;
 
 //! Whether staging under policy `P` swaps bytes on this host.
 template <policy P>
@@ -70,7 +74,7 @@ inline constexpr throw_exception throw_exception_v{};
 inline constexpr return_expected return_expected_v{};
 
 template <class T>
-concept policy = std::same_as<T, throw_exception> || std::same_as<T, return_expected>;
+concept policy = detail::one_of<T, throw_exception, return_expected>;
 }  // namespace on_error
 
 namespace detail {

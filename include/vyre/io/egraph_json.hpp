@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -86,30 +87,29 @@ inline error json_error(errc code, const char* context, std::string_view source,
 
 //! Static text for a simdjson parse failure.
 inline const char* malformed_context(simdjson::error_code code) noexcept {
-  switch (code) {
-    case simdjson::TAPE_ERROR:
-      return "egraph JSON: malformed JSON (structure: commas, braces, colons or keys)";
-    case simdjson::NUMBER_ERROR:
-      return "egraph JSON: malformed JSON (a number is badly written or out of range)";
-    case simdjson::STRING_ERROR:
-    case simdjson::UNCLOSED_STRING:
-    case simdjson::UNESCAPED_CHARS:
-      return "egraph JSON: malformed JSON (a string is badly escaped or unterminated)";
-    case simdjson::UTF8_ERROR:
-      return "egraph JSON: malformed JSON (invalid UTF-8)";
-    case simdjson::EMPTY:
-      return "egraph JSON: malformed JSON (empty document)";
-    case simdjson::DEPTH_ERROR:
-      return "egraph JSON: malformed JSON (nested too deeply)";
-    case simdjson::T_ATOM_ERROR:
-    case simdjson::F_ATOM_ERROR:
-    case simdjson::N_ATOM_ERROR:
-      return "egraph JSON: malformed JSON (a bad true/false/null literal)";
-    case simdjson::CAPACITY:
-      return "egraph JSON: malformed JSON (document too large)";
-    default:
-      return "egraph JSON: malformed JSON";
-  }
+  //! What a group of simdjson codes means, in the message's parentheses.
+  struct meaning {
+    std::initializer_list<simdjson::error_code> codes;
+    const char* context;
+  };
+  static const meaning table[] = {
+      {{simdjson::TAPE_ERROR},
+       "egraph JSON: malformed JSON (structure: commas, braces, colons or keys)"},
+      {{simdjson::NUMBER_ERROR},
+       "egraph JSON: malformed JSON (a number is badly written or out of range)"},
+      {{simdjson::STRING_ERROR, simdjson::UNCLOSED_STRING, simdjson::UNESCAPED_CHARS},
+       "egraph JSON: malformed JSON (a string is badly escaped or unterminated)"},
+      {{simdjson::UTF8_ERROR}, "egraph JSON: malformed JSON (invalid UTF-8)"},
+      {{simdjson::EMPTY}, "egraph JSON: malformed JSON (empty document)"},
+      {{simdjson::DEPTH_ERROR}, "egraph JSON: malformed JSON (nested too deeply)"},
+      {{simdjson::T_ATOM_ERROR, simdjson::F_ATOM_ERROR, simdjson::N_ATOM_ERROR},
+       "egraph JSON: malformed JSON (a bad true/false/null literal)"},
+      {{simdjson::CAPACITY}, "egraph JSON: malformed JSON (document too large)"},
+  };
+  for (const meaning& m : table)
+    for (simdjson::error_code c : m.codes)
+      if (c == code) return m.context;
+  return "egraph JSON: malformed JSON";
 }
 
 //! A fast 64-bit hash of short ids (multiply-xorshift over 8-byte words).
@@ -377,11 +377,14 @@ class slice_parser {
     slice_records& out = slice_.records;
     for (const auto field : nodes) {
       const std::string_view node_id = field.key;
+      // A parse error about this node: what is wrong (`context`) and how to fix it.
+      const auto node_error = [&](const char* context, const char* hint) {
+        return fail(json_error(errc::parse, context, source_, "node", node_id).fix(hint));
+      };
       simdjson::dom::object node;
       if (field.value.get_object().get(node) != simdjson::SUCCESS)
-        return fail(
-            json_error(errc::parse, "egraph JSON: node is not an object", source_, "node", node_id)
-                .fix("each node is {op, cost, eclass, children}"));
+        return node_error("egraph JSON: node is not an object",
+                          "each node is {op, cost, eclass, children}");
       std::optional<std::string_view> op;
       std::optional<std::string_view> eclass;
       double cost = 1.0;  // egraph-serialize's default
@@ -395,44 +398,36 @@ class slice_parser {
           if (op) continue;
           std::string_view text;
           if (value.get_string().get(text) != simdjson::SUCCESS)
-            return fail(json_error(errc::parse, "egraph JSON: node \"op\" is not a string", source_,
-                                   "node", node_id)
-                            .fix("give every node an \"op\" string"));
+            return node_error("egraph JSON: node \"op\" is not a string",
+                              "give every node an \"op\" string");
           op = text;
         } else if (key == "eclass") {
           if (eclass) continue;
           std::string_view text;
           if (!id_text(value, text))
-            return fail(json_error(errc::parse,
-                                   "egraph JSON: node \"eclass\" is not a string or unsigned "
-                                   "integer",
-                                   source_, "node", node_id)
-                            .fix("give every node the id of its e-class"));
+            return node_error("egraph JSON: node \"eclass\" is not a string or unsigned integer",
+                              "give every node the id of its e-class");
           eclass = text;
         } else if (key == "cost") {
           if (seen_cost) continue;
           seen_cost = true;
           if (!value.is_number() || value.get_double().get(cost) != simdjson::SUCCESS ||
               !std::isfinite(cost))
-            return fail(json_error(errc::parse, "egraph JSON: node cost is not a finite number",
-                                   source_, "node", node_id)
-                            .fix("give every node a finite numeric cost"));
+            return node_error("egraph JSON: node cost is not a finite number",
+                              "give every node a finite numeric cost");
         } else if (key == "children") {
           if (seen_children) continue;
           seen_children = true;
           simdjson::dom::array children;
           if (value.get_array().get(children) != simdjson::SUCCESS)
-            return fail(json_error(errc::parse, "egraph JSON: node \"children\" is not an array",
-                                   source_, "node", node_id)
-                            .fix("\"children\" lists child node ids"));
+            return node_error("egraph JSON: node \"children\" is not an array",
+                              "\"children\" lists child node ids");
           for (const auto child : children) {
             std::string_view text;
             if (!id_text(child, text))
-              return fail(json_error(errc::parse,
-                                     "egraph JSON: a child is not a node id (string or unsigned "
-                                     "integer)",
-                                     source_, "node", node_id)
-                              .fix("\"children\" lists child node ids"));
+              return node_error(
+                  "egraph JSON: a child is not a node id (string or unsigned integer)",
+                  "\"children\" lists child node ids");
             VYRE_TRY(push(out.children, text));
             VYRE_TRY(push(out.child_hashes, hash_text(text)));
             ++child_count;
@@ -440,13 +435,11 @@ class slice_parser {
         }
       }
       if (!op)
-        return fail(json_error(errc::parse, "egraph JSON: node has no \"op\" (missing field)",
-                               source_, "node", node_id)
-                        .fix("give every node an \"op\" string"));
+        return node_error("egraph JSON: node has no \"op\" (missing field)",
+                          "give every node an \"op\" string");
       if (!eclass)
-        return fail(json_error(errc::parse, "egraph JSON: node has no \"eclass\" (missing field)",
-                               source_, "node", node_id)
-                        .fix("give every node the id of its e-class"));
+        return node_error("egraph JSON: node has no \"eclass\" (missing field)",
+                          "give every node the id of its e-class");
       VYRE_TRY(push(out.keys, node_id));
       VYRE_TRY(push(out.key_hashes, hash_text(node_id)));
       VYRE_TRY(push(out.ops, *op));

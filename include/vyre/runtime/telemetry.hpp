@@ -14,6 +14,8 @@
 #include <string_view>
 #include <thread>
 
+#include "vyre/runtime/detail/chain.hpp"
+
 namespace vyre {
 
 //! A consistent-enough copy of the counters (each field read once, relaxed).
@@ -48,11 +50,7 @@ class telemetry_counters {
   telemetry_counters(const telemetry_counters&) = delete;
   telemetry_counters& operator=(const telemetry_counters&) = delete;
   ~telemetry_counters() {
-    for (thread_slot* slot = slots_.load(std::memory_order_acquire); slot != nullptr;) {
-      thread_slot* next = slot->next;
-      delete slot;
-      slot = next;
-    }
+    detail::delete_chain(slots_.load(std::memory_order_acquire), &thread_slot::next);
   }
 
   void record_kernel_launch(std::uint64_t count = 1) noexcept { add(kernel_launches, count); }

@@ -17,6 +17,8 @@
 #include <mutex>
 #include <new>
 
+#include "vyre/runtime/detail/chain.hpp"
+
 namespace vyre::detail {
 
 //! Records of the blocks `block_index` maps to: anything with an atomic `ptr` member.
@@ -26,13 +28,7 @@ class block_index {
   block_index() = default;
   block_index(const block_index&) = delete;
   block_index& operator=(const block_index&) = delete;
-  ~block_index() {
-    for (table* t = current_.load(std::memory_order_relaxed); t != nullptr;) {
-      table* older = t->older;
-      delete t;
-      t = older;
-    }
-  }
+  ~block_index() { delete_chain(current_.load(std::memory_order_relaxed), &table::older); }
 
   //! The record of `ptr`, or null. Lock-free unless the first look misses.
   Record* find(const void* ptr) const noexcept {
