@@ -84,9 +84,6 @@ struct dag_summary {
   double seconds = 0;
 };
 
-//! Whether a usable CUDA device is present (false without a driver too).
-bool gpu_present() noexcept;
-
 //! Extraction needs node costs and roots: an image file has neither (`errc::invalid_argument`).
 vyre::expected<void> check_extractable(const graph_input& input);
 

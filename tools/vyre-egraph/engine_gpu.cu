@@ -74,11 +74,6 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-bool gpu_present() noexcept {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-}
-
 expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_rebuilt) {
   std::chrono::steady_clock::time_point start;
   VYRE_TRY_ASSIGN(gpu_session session, gpu_session::open(input.image, start));

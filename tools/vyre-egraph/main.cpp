@@ -46,6 +46,7 @@
 #include <vyre/egraph.hpp>
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "engine.hpp"
 
 namespace vyre_tool {

@@ -12,9 +12,6 @@
 
 namespace vyre_tool {
 
-//! Whether a usable CUDA device is present.
-bool gpu_present() noexcept;
-
 //! Runs `prog` on the GPU engine (device 0) into `out` and, when `emit` is not empty, writes
 //! the final e-graph there as egraph-serialize JSON. Errors: no device, out of device memory,
 //! a CUDA error (`out` then holds what ran before it). `out` is a parameter, not the result:

@@ -19,11 +19,6 @@ using tool_policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::n
 using tool_backend = vyre::backend<tool_policies>;
 }  // namespace
 
-bool gpu_present() noexcept {
-  int devices = 0;
-  return cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
-}
-
 vyre::expected<void> execute_on_gpu(const vyre::eqsat::program& prog,
                                     const vyre::eqsat::execute_options& options,
                                     const std::string& emit, vyre::eqsat::execution& out) {

@@ -37,6 +37,7 @@
 #include <vyre/eqsat.hpp>
 
 #include "common/cli.hpp"
+#include "common/device.hpp"
 #include "engine.hpp"
 
 namespace vyre_tool {
