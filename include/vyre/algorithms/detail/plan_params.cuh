@@ -14,7 +14,10 @@
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/layout.hpp"
 
-#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
+// The region covers warnings 20011/20013 that nvcc reports at the device functions below
+// although they concern a later header: the implicit members of `pinned_array<staged>` in
+// congruence.cuh (a local aggregate, held in `expected`) are attributed to them.
+#include "vyre/detail/prologue.hpp"
 
 namespace vyre::algorithms::detail {
 
