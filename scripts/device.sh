@@ -10,7 +10,10 @@
 #             SANITIZE_TOOLS the tools, SANITIZE_JOBS runs at once, SANITIZE_TIMEOUT per run)
 #   examples  run every example program (04 on a real e-graph from .deps/egraphs)
 #   bench     every benchmark executable under build/default/bench (JSON lines), but bench_eqsat
+#             and bench_dag
 #   eqsat     bench/eqsat/run.sh: bench_eqsat and egglog itself on math.egg (EQSAT_ITERATIONS)
+#   dag       bench_dag on every real e-graph, GPU and CPU engines, against the optima of the last
+#             CBC run here (DAG_OPTIMA; the GPU machine has no CBC), DAG_ARGS added
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -78,7 +81,7 @@ stage_bench() {
   local rc=0
   # BENCH_FILTER (a grep -E pattern on the executable's path) picks a subset.
   # bench_eqsat runs in its own stage (eqsat), beside egglog.
-  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' -not -name bench_eqsat | sort | grep -E "${BENCH_FILTER:-.}"); do
+  for exe in $(find "$build/bench" -maxdepth 3 -type f -executable -not -path '*/CMakeFiles/*' -not -name bench_eqsat -not -name bench_dag | sort | grep -E "${BENCH_FILTER:-.}"); do
     echo "== $exe"
     "$exe" | tee -a "$out/bench.jsonl" || rc=1
   done
@@ -90,6 +93,13 @@ stage_eqsat() {
   # 13; see bench/eqsat/run.sh).
   GPU_ONLY_ITERATIONS=${GPU_ONLY_ITERATIONS-13} bench/eqsat/run.sh "$build" .deps/egglog/math.egg "${EQSAT_ITERATIONS:-11,12}" \
     "${EQSAT_REPEATS:-3}" | tee -a "$out/eqsat.jsonl"
+}
+stage_dag() {
+  # shellcheck disable=SC2086 # DAG_ARGS is a list
+  "$build/bench/dag/bench_dag" --data-dir "$PWD/.deps/egraphs" \
+    --optima "${DAG_OPTIMA:-docs/bench/dag-2026-11-23-cpu.jsonl}" ${DAG_ARGS:-} | tee -a "$out/dag.jsonl" \
+    | grep -E '"dag.extract.set"|gpu_equals_cpu":false'
+  return "${PIPESTATUS[0]}"
 }
 
 for stage in "$@"; do

@@ -24,5 +24,6 @@
 #include "vyre/algorithms.hpp"
 #include "vyre/algorithms/build.cuh"
 #include "vyre/algorithms/congruence.cuh"
+#include "vyre/algorithms/dag_extract.cuh"
 #include "vyre/algorithms/extract.cuh"
 #include "vyre/algorithms/plan.cuh"

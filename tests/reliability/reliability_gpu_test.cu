@@ -521,7 +521,7 @@ vyre::expected<algorithm_input> algorithm_input_on(Backend& gpu, const alg::raw_
 // backend: each sweep injects device, pinned and host faults into them and checks after every
 // failure that the resource's live allocations, its bytes in use, the pinned leases and the
 // default pool are back at their baseline, and that the next call succeeds.
-TEST_CASE("fault injection: algorithms build, congruence and extraction",
+TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG extraction",
           "[reliability][gpu][fault]") {
   using policies = expected_policies<vyre::alloc::caching_pool>;
   using gpu_type = vyre::backend<policies>;
@@ -597,6 +597,21 @@ TEST_CASE("fault injection: algorithms build, congruence and extraction",
       return {};
     });
   }
+  alg::dag_options dag_options;
+  dag_options.searches = 3;
+  dag_options.kick_budget = 200'000;
+  const cuda::std::span<const double> cost_span(cost.data(), cost.size());
+  const auto dag_on_cpu = alg::extract_dag(rows.ref(), cost_span, root_span, dag_options);
+  REQUIRE(dag_on_cpu.has_value());
+  sweep<policies>("algorithms extract_dag", [&](gpu_type& gpu) -> vyre::expected<void> {
+    VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
+    VYRE_TRY_ASSIGN(
+        const alg::dag_extraction_result found,
+        alg::extract_dag(gpu, rows.ref(), cost_span, root_span, dag_options, stream.get()));
+    if (found.choice != dag_on_cpu->choice)
+      return vyre::fail(wrong_result("test: GPU DAG selection differs from the CPU's"));
+    return {};
+  });
   sweep<policies>(
       "algorithms congruence_plan + extract_plan", [&](gpu_type& gpu) -> vyre::expected<void> {
         VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());

@@ -13,19 +13,19 @@
 //!    the *tree start* values an e-node by its tree cost (the tree-cost selection), the *greedy
 //!    DAG start* (extraction-gym's faster-greedy-dag) by the cost of the union of its children's
 //!    chosen node sets plus itself.
-//! 2. Local search over the whole choice map: for each needed class, every alternative e-node
-//!    is tried; its marginal cost (its cost + the cost of the classes it newly needs - the cost
-//!    of those no longer needed) is found exactly by reference counting (a class is needed while
-//!    a root or a needed chosen e-node names it). The best improving switch is taken; switches
-//!    that would close a cycle are skipped (a strict topological labelling filters most of them,
-//!    a depth-first search decides the rest). Passes repeat until none improves.
+//! 2. Local search over the whole choice map (`detail/dag_search.hpp`, the same code the GPU
+//!    engine runs in `dag_extract.cuh`): for each needed class every alternative e-node is
+//!    tried; its marginal cost (its cost + the cost of the classes it newly needs - the cost of
+//!    those no longer needed) is found exactly by reference counting. Rounds screen every class
+//!    against the round's state, then switch the promising ones, re-tried exactly, in a seeded
+//!    random order; switches that would close a cycle are skipped.
 //! 3. Iterated local search: random kicks (a needed class switched to a random acyclic
-//!    alternative), local search again, the best selection kept, within a deterministic work
+//!    alternative), local search again, the cheaper map kept, within a deterministic work
 //!    budget.
 //!
 //! Several independent searches (different starts and seeds) run on `std::thread`s; the
 //! cheapest result wins, ties to the lowest search index, so the result depends on the seed and
-//! the search count, never on the thread count or timing.
+//! the search count, never on the thread count or timing, and equals the GPU engine's.
 //!
 //! Plain C++20 host code (g++ alone). Nothing throws; errors come back in `vyre::expected`.
 #pragma once
@@ -38,7 +38,6 @@
 #include <functional>
 #include <limits>
 #include <queue>
-#include <random>
 #include <ranges>
 #include <thread>
 #include <utility>
@@ -47,6 +46,7 @@
 #include <cuda/std/span>
 
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/detail/dag_search.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
@@ -102,12 +102,38 @@ struct dag_problem {
   std::vector<std::uint32_t> child_start, child;       //!< distinct child classes of each row (CSR)
   std::vector<std::uint32_t> class_start, class_rows;  //!< rows of each class (CSR)
   std::vector<std::uint32_t> parent_start, parent_rows;  //!< rows naming each class (CSR)
-  std::vector<char> usable;                              //!< row does not name its own class
+  std::vector<unsigned char> usable;                     //!< row does not name its own class
   std::vector<std::uint32_t> roots;                      //!< dense, distinct
+  std::vector<std::uint32_t> multi;                      //!< classes with alternatives
+
+  //! The view the search reads.
+  dag_problem_ref ref() const noexcept {
+    dag_problem_ref r;
+    r.class_count = class_count;
+    r.row_count = row_count;
+    r.root_count = static_cast<std::uint32_t>(roots.size());
+    r.multi_count = static_cast<std::uint32_t>(multi.size());
+    r.row_class = row_class.data();
+    r.cost = cost.data();
+    r.child_start = child_start.data();
+    r.child = child.data();
+    r.class_start = class_start.data();
+    r.class_rows = class_rows.data();
+    r.parent_start = parent_start.data();
+    r.parent_rows = parent_rows.data();
+    r.usable = usable.data();
+    r.roots = roots.data();
+    r.multi = multi.data();
+    r.child_count = static_cast<std::uint32_t>(child.size());
+    return r;
+  }
 
   std::uint32_t children_begin(std::uint32_t r) const noexcept { return child_start[r]; }
   std::uint32_t children_end(std::uint32_t r) const noexcept { return child_start[r + 1]; }
+
+  VYRE_HOST_SPECIAL_MEMBERS(dag_problem);  // host-only (vyre/detail/host_special_members.hpp)
 };
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_problem);
 
 inline void csr_from_keys(const std::vector<std::uint32_t>& keys,
                           const std::vector<std::uint32_t>& values, std::uint32_t key_count,
@@ -199,6 +225,8 @@ inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense
     }
     std::sort(p.roots.begin(), p.roots.end());
     p.roots.erase(std::unique(p.roots.begin(), p.roots.end()), p.roots.end());
+    for (std::uint32_t c = 0; c < p.class_count; ++c)
+      if (p.class_start[c + 1] - p.class_start[c] > 1) p.multi.push_back(c);
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("DAG extraction: problem arrays", rows.row_count, who));
   }
@@ -295,261 +323,37 @@ inline std::vector<std::uint32_t> greedy_dag_start(const dag_problem& p, std::si
   return result;
 }
 
-//! One local search over a full, acyclic choice map.
-class dag_search {
- public:
-  dag_search(const dag_problem& p, std::vector<std::uint32_t> choice, std::uint64_t seed)
-      : p_(p),
-        choice_(std::move(choice)),
-        ref_(p.class_count, 0),
-        label_(p.class_count, 0),
-        stamp_(p.class_count, 0),
-        rng_(seed) {
-    for (const std::uint32_t root : p_.roots) increment(root);
-    relabel();
+//! A search's memory on the host.
+struct dag_search_memory {
+  std::vector<std::uint32_t> choice, ref, label, best, stamp, flag, list, stack, undo;
+
+  explicit dag_search_memory(const dag_problem& p)
+      : choice(p.class_count),
+        ref(p.class_count),
+        label(p.class_count),
+        best(p.class_count),
+        stamp(p.class_count),
+        flag(p.multi.size()),
+        list(p.multi.size()),
+        stack(dag_search_arrays::stack_words(p.class_count, p.child.size())),
+        undo(2 * std::size_t{dag_undo_capacity}) {}
+  ~dag_search_memory() {}  // user-provided: keeps nvcc from inferring a host-device destructor
+
+  dag_search_arrays arrays() noexcept {
+    dag_search_arrays a;
+    a.choice = choice.data();
+    a.ref = ref.data();
+    a.label = label.data();
+    a.best = best.data();
+    a.stamp = stamp.data();
+    a.flag = flag.data();
+    a.list = list.data();
+    a.stack = stack.data();
+    a.undo = undo.data();
+    a.stack_capacity = static_cast<std::uint32_t>(stack.size());
+    a.undo_capacity = dag_undo_capacity;
+    return a;
   }
-
-  double cost() const noexcept { return total_; }
-  std::uint64_t moves() const noexcept { return moves_; }
-  const std::vector<std::uint32_t>& choice() const noexcept { return choice_; }
-
-  //! Passes of best-improvement switches until none improves.
-  void descend() {
-    std::vector<std::uint32_t> order;
-    bool improved = true;
-    while (improved) {
-      improved = false;
-      const std::uint64_t pass_start = work_;
-      order.clear();
-      for (std::uint32_t c = 0; c < p_.class_count; ++c)
-        if (ref_[c] > 0 && p_.class_start[c + 1] - p_.class_start[c] > 1) order.push_back(c);
-      std::shuffle(order.begin(), order.end(), rng_);
-      for (const std::uint32_t c : order) {
-        if (ref_[c] == 0) continue;
-        const std::uint32_t current = choice_[c];
-        std::uint32_t best_row = no_row;
-        double best_delta = -tolerance();
-        for (std::uint32_t k = p_.class_start[c]; k < p_.class_start[c + 1]; ++k) {
-          const std::uint32_t r = p_.class_rows[k];
-          if (r == current) continue;
-          // Whatever the switch frees is part of the rest of the selection, so the change is
-          // at least cost(r) - total: skip rows that cannot beat the best found.
-          if (p_.cost[r] - total_ >= best_delta || !switchable(c, r)) continue;
-          const double delta = trial(c, r);
-          if (delta < best_delta) {
-            best_delta = delta;
-            best_row = r;
-          }
-        }
-        if (best_row != no_row) {
-          commit(c, best_row);
-          ++moves_;
-          improved = true;
-        }
-      }
-      last_pass_work_ = work_ - pass_start;
-    }
-  }
-
-  //! Iterated local search within `budget` work units, until `patience` kicks in a row found
-  //! nothing cheaper; ends on the best map found.
-  void kick_and_descend(std::uint64_t budget, std::uint32_t patience) {
-    // Each kick is followed by at least one full pass: when a pass alone costs a good part of
-    // the budget (long chains of exclusive sub-terms), kicks cannot pay for themselves.
-    if (last_pass_work_ > budget / 8) return;
-    std::vector<std::uint32_t> best = choice_;
-    double best_cost = exact_cost();
-    std::vector<std::uint32_t> needed;
-    const std::uint64_t stop = work_ + budget;
-    std::uint32_t stalled = 0;
-    while (work_ < stop && stalled < patience) {
-      ++stalled;
-      work_ += p_.class_count;
-      needed.clear();
-      for (std::uint32_t c = 0; c < p_.class_count; ++c)
-        if (ref_[c] > 0 && p_.class_start[c + 1] - p_.class_start[c] > 1) needed.push_back(c);
-      if (needed.empty()) break;
-      const std::uint32_t kicks = 1 + static_cast<std::uint32_t>(rng_() % 3);
-      for (std::uint32_t i = 0; i < kicks; ++i) {
-        const std::uint32_t c = needed[rng_() % needed.size()];
-        if (ref_[c] == 0) continue;
-        const std::uint32_t n = p_.class_start[c + 1] - p_.class_start[c];
-        const std::uint32_t r = p_.class_rows[p_.class_start[c] + rng_() % n];
-        if (r != choice_[c] && switchable(c, r)) commit(c, r);
-      }
-      descend();
-      const double now = exact_cost();
-      if (now < best_cost - tolerance()) {
-        stalled = 0;
-        best_cost = now;
-        best = choice_;
-      } else if (now > best_cost + tolerance()) {
-        reset(best);
-      }
-    }
-    reset(best);
-  }
-
-  //! The DAG cost summed afresh over the needed classes.
-  double exact_cost() const {
-    double total = 0;
-    for (std::uint32_t c = 0; c < p_.class_count; ++c)
-      if (ref_[c] > 0) total += p_.cost[choice_[c]];
-    return total;
-  }
-  bool needed(std::uint32_t c) const noexcept { return ref_[c] > 0; }
-
- private:
-  double tolerance() const noexcept { return 1e-9 * (std::max)(1.0, std::abs(total_)); }
-
-  //! Whether `c` may switch to `r`: r's children all have a choice and none reaches c.
-  bool switchable(std::uint32_t c, std::uint32_t r) {
-    if (!p_.usable[r]) return false;
-    bool labelled_below = true;
-    for (std::uint32_t k = p_.children_begin(r); k < p_.children_end(r); ++k) {
-      const std::uint32_t d = p_.child[k];
-      if (choice_[d] == no_row) return false;
-      if (label_[d] >= label_[c]) labelled_below = false;
-    }
-    if (labelled_below) return true;  // c reachable from d would need label[d] > label[c]
-    ++epoch_;
-    stack_.clear();
-    for (std::uint32_t k = p_.children_begin(r); k < p_.children_end(r); ++k) {
-      const std::uint32_t d = p_.child[k];
-      if (label_[d] > label_[c] && stamp_[d] != epoch_) {
-        stamp_[d] = epoch_;
-        stack_.push_back(d);
-      }
-    }
-    while (!stack_.empty()) {
-      const std::uint32_t x = stack_.back();
-      stack_.pop_back();
-      ++work_;
-      if (x == c) return false;
-      const std::uint32_t xr = choice_[x];
-      for (std::uint32_t k = p_.children_begin(xr); k < p_.children_end(xr); ++k) {
-        const std::uint32_t y = p_.child[k];
-        if (label_[y] >= label_[c] && stamp_[y] != epoch_) {
-          stamp_[y] = epoch_;
-          stack_.push_back(y);
-        }
-      }
-    }
-    return true;
-  }
-
-  //! The change of DAG cost if c switched to r (the map is left unchanged).
-  double trial(std::uint32_t c, std::uint32_t r) {
-    const double before = total_;
-    const std::uint32_t old = choice_[c];
-    apply(c, r);
-    const double delta = total_ - before;
-    apply(c, old);
-    total_ = before;
-    return delta;
-  }
-
-  void commit(std::uint32_t c, std::uint32_t r) {
-    apply(c, r);
-    relabel();
-  }
-
-  //! Switches c to r, keeping reference counts and the running total exact: newly named
-  //! classes first, so that classes named by both the old and the new row never drop to zero.
-  void apply(std::uint32_t c, std::uint32_t r) {
-    const std::uint32_t old = choice_[c];
-    choice_[c] = r;
-    if (ref_[c] == 0) return;
-    total_ += p_.cost[r] - p_.cost[old];
-    for (std::uint32_t k = p_.children_begin(r); k < p_.children_end(r); ++k)
-      increment(p_.child[k]);
-    for (std::uint32_t k = p_.children_begin(old); k < p_.children_end(old); ++k)
-      decrement(p_.child[k]);
-  }
-
-  void increment(std::uint32_t c) { adjust<+1>(c); }
-  void decrement(std::uint32_t c) { adjust<-1>(c); }
-
-  //! Adds `Step` (+1 or -1) to class c's reference count; a class whose count leaves or reaches
-  //! zero adds or removes its chosen row's cost and passes the step on to that row's children.
-  template <int Step>
-  void adjust(std::uint32_t c) {
-    stack_.clear();
-    stack_.push_back(c);
-    while (!stack_.empty()) {
-      const std::uint32_t x = stack_.back();
-      stack_.pop_back();
-      ++work_;
-      if constexpr (Step > 0) {
-        if (ref_[x]++ != 0) continue;
-      } else {
-        if (--ref_[x] != 0) continue;
-      }
-      const std::uint32_t xr = choice_[x];
-      total_ += Step * p_.cost[xr];
-      for (std::uint32_t k = p_.children_begin(xr); k < p_.children_end(xr); ++k)
-        stack_.push_back(p_.child[k]);
-    }
-  }
-
-  //! A strict topological labelling of the whole choice map: label[c] > label[d] for every
-  //! child class d of c's chosen row (the height of c; classes without a choice get 0).
-  void relabel() {
-    std::fill(label_.begin(), label_.end(), no_row);
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> frames;  // class, next child index
-    for (std::uint32_t start = 0; start < p_.class_count; ++start) {
-      if (label_[start] != no_row) continue;
-      if (choice_[start] == no_row) {
-        label_[start] = 0;
-        continue;
-      }
-      frames.emplace_back(start, p_.children_begin(choice_[start]));
-      label_[start] = no_row - 1;  // on the stack
-      while (!frames.empty()) {
-        auto& [x, next] = frames.back();
-        const std::uint32_t xr = choice_[x];
-        if (next < p_.children_end(xr)) {
-          const std::uint32_t y = p_.child[next++];
-          ++work_;
-          if (label_[y] == no_row) {
-            if (choice_[y] == no_row) {
-              label_[y] = 0;
-            } else {
-              label_[y] = no_row - 1;
-              frames.emplace_back(y, p_.children_begin(choice_[y]));
-            }
-          }
-          continue;
-        }
-        std::uint32_t height = 0;
-        for (std::uint32_t k = p_.children_begin(xr); k < p_.children_end(xr); ++k)
-          height = (std::max)(height, label_[p_.child[k]] + 1);
-        label_[x] = height;
-        frames.pop_back();
-      }
-    }
-  }
-
-  void reset(const std::vector<std::uint32_t>& choice) {
-    choice_ = choice;
-    std::fill(ref_.begin(), ref_.end(), 0u);
-    total_ = 0;
-    for (const std::uint32_t root : p_.roots) increment(root);
-    relabel();
-  }
-
-  const dag_problem& p_;
-  std::vector<std::uint32_t> choice_;
-  std::vector<std::uint32_t> ref_;
-  std::vector<std::uint32_t> label_;
-  std::vector<std::uint32_t> stamp_;
-  std::vector<std::uint32_t> stack_;
-  std::uint32_t epoch_ = 0;
-  double total_ = 0;
-  std::uint64_t moves_ = 0;
-  std::uint64_t work_ = 0;
-  std::uint64_t last_pass_work_ = 0;
-  std::mt19937_64 rng_;
 };
 
 //! The choice of every class reachable from the roots through `choice` (`no_row` elsewhere)
@@ -619,19 +423,30 @@ inline std::vector<std::uint32_t> reference_start(const dag_problem& p,
   return reference.choice;
 }
 
-//! The heuristic on a built problem. `reference` (optional) is `extract_reference`'s result on
-//! the same rows: its selection is one more start, so the result never costs more than the
-//! tree method's selection. Errors: a root with no acyclic choice.
-inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const dag_options& options,
-                                                   const char* who,
-                                                   const extraction_result* reference = nullptr) {
-  std::vector<std::uint32_t> tree;
-  std::vector<std::uint32_t> greedy;
-  std::vector<std::uint32_t> by_reference;
+//! The searches' starting maps (each a full, acyclic choice map over the problem's classes).
+struct dag_starts {
+  std::vector<std::uint32_t> tree;          //!< tree-cost values, Knuth-Dijkstra order
+  std::vector<std::uint32_t> greedy;        //!< greedy DAG values (the tree start if abandoned)
+  std::vector<std::uint32_t> by_reference;  //!< the tree method's selection (or the tree start)
+
+  //! Search i's start: greedy, the tree method's selection, the tree start in turn.
+  const std::vector<std::uint32_t>& of(std::uint32_t search) const noexcept {
+    return search % 3 == 0 ? greedy : search % 3 == 1 ? by_reference : tree;
+  }
+  VYRE_HOST_SPECIAL_MEMBERS(dag_starts);  // host-only (vyre/detail/host_special_members.hpp)
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_starts);
+
+//! The starts of a built problem. `reference` (optional) is `extract_reference`'s result on the
+//! same rows: its selection is one more start, so the result never costs more than the tree
+//! method's selection. Errors: a root with no acyclic choice.
+inline expected<dag_starts> make_dag_starts(const dag_problem& p, const char* who,
+                                            const extraction_result* reference) {
+  dag_starts starts;
   try {
-    tree = tree_start(p);
+    starts.tree = tree_start(p);
     for (const std::uint32_t root : p.roots)
-      if (tree[root] == no_row)
+      if (starts.tree[root] == no_row)
         return fail(error(errc::invalid_argument,
                           "DAG extraction: a needed e-class has no acyclic choice (every e-node "
                           "of it needs the class itself again below it)")
@@ -639,32 +454,66 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
                         .about(who)
                         .fix("add an e-node to that class whose children do not lead back to it, "
                              "or do not make it a root"));
-    greedy = greedy_dag_start(p, std::size_t{1} << 26);
-    if (reference != nullptr) by_reference = reference_start(p, *reference, tree);
+    starts.greedy = greedy_dag_start(p, std::size_t{1} << 26);
+    if (reference != nullptr) starts.by_reference = reference_start(p, *reference, starts.tree);
+    if (starts.greedy.empty()) starts.greedy = starts.tree;
+    if (starts.by_reference.empty()) starts.by_reference = starts.tree;
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("DAG extraction: starting selections", p.row_count, who));
   }
-  if (greedy.empty()) greedy = tree;
-  if (by_reference.empty()) by_reference = tree;
+  return starts;
+}
 
+//! The winner of the searches: the cheapest, ties to the lowest index.
+inline std::uint32_t dag_winner(const std::vector<double>& cost) noexcept {
+  std::uint32_t winner = 0;
+  for (std::uint32_t i = 1; i < cost.size(); ++i)
+    if (cost[i] < cost[winner]) winner = i;
+  return winner;
+}
+
+//! The result of the winning map `found` (a full map; restricted here to what the roots reach).
+inline expected<dag_extraction_result> finish_dag(const dag_problem& p, const dag_starts& starts,
+                                                  const std::vector<std::uint32_t>& found,
+                                                  std::uint64_t moves, const char* who) {
+  dag_extraction_result result;
+  try {
+    result.eclass_ids = p.ids;
+    std::vector<std::uint32_t> scratch;
+    std::uint32_t rows = 0;
+    result.tree_selection_dag_cost = restrict_to_reachable(p, starts.by_reference, scratch, rows);
+    result.dag_cost = restrict_to_reachable(p, found, result.choice, result.selected_rows);
+  } catch (const std::bad_alloc&) {
+    return fail(
+        error(errc::out_of_memory, "DAG extraction: result").about(who).fix("free host memory"));
+  }
+  result.moves = moves;
+  return result;
+}
+
+//! The heuristic on a built problem, on the host's cores (`reference`: see `make_dag_starts`).
+inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const dag_options& options,
+                                                   const char* who,
+                                                   const extraction_result* reference = nullptr) {
+  VYRE_TRY_ASSIGN(const dag_starts starts, make_dag_starts(p, who, reference));
   const std::uint32_t searches = (std::max)(options.searches, 1u);
   std::vector<std::vector<std::uint32_t>> found(searches);
   std::vector<double> found_cost(searches, std::numeric_limits<double>::infinity());
   std::vector<std::uint64_t> found_moves(searches, 0);
   std::vector<char> failed(searches, 0);
+  const dag_problem_ref view = p.ref();
   auto run = [&](std::uint32_t i) {
     try {
-      dag_search search(p,
-                        i % 3 == 0   ? greedy
-                        : i % 3 == 1 ? by_reference
-                                     : tree,
-                        options.seed + i);
-      search.descend();
-      if (options.kick_budget > 0)
-        search.kick_and_descend(options.kick_budget, options.kick_patience);
-      found_cost[i] = search.exact_cost();
-      found[i] = search.choice();
-      found_moves[i] = search.moves();
+      dag_search_memory memory(p);
+      const dag_search_arrays arrays = memory.arrays();
+      dag_search_scalars scalars{};
+      serial_exec exec;
+      dag_local_search<serial_exec>(view, arrays, scalars, exec)
+          .run(starts.of(i).data(),
+               dag_search_knobs{options.seed + i, options.kick_budget, options.kick_patience});
+      found_cost[i] = scalars.best_cost;
+      found[i] = std::move(memory.best);
+      found_moves[i] = scalars.moves;
     } catch (const std::bad_alloc&) {
       failed[i] = 1;
     }
@@ -690,29 +539,14 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
     }
     for (auto& w : workers) w.join();
   }
-  std::uint32_t winner = no_row;
-  for (std::uint32_t i = 0; i < searches; ++i) {
+  for (std::uint32_t i = 0; i < searches; ++i)
     if (failed[i] != 0)
       return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
                       .with("search", i)
                       .about(who)
                       .fix("free host memory"));
-    if (winner == no_row || found_cost[i] < found_cost[winner]) winner = i;
-  }
-
-  dag_extraction_result result;
-  try {
-    result.eclass_ids = p.ids;
-    std::vector<std::uint32_t> scratch;
-    std::uint32_t rows = 0;
-    result.tree_selection_dag_cost = restrict_to_reachable(p, by_reference, scratch, rows);
-    result.dag_cost = restrict_to_reachable(p, found[winner], result.choice, result.selected_rows);
-  } catch (const std::bad_alloc&) {
-    return fail(
-        error(errc::out_of_memory, "DAG extraction: result").about(who).fix("free host memory"));
-  }
-  result.moves = found_moves[winner];
-  return result;
+  const std::uint32_t winner = dag_winner(found_cost);
+  return finish_dag(p, starts, found[winner], found_moves[winner], who);
 }
 
 }  // namespace detail
@@ -724,7 +558,10 @@ namespace detail {
 struct dag_input {
   dag_problem problem;
   extraction_result tree;
+
+  VYRE_HOST_SPECIAL_MEMBERS(dag_input);  // host-only (vyre/detail/host_special_members.hpp)
 };
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_input);
 
 inline expected<dag_input> dag_input_of(const host_rows& view,
                                         cuda::std::span<const double> node_cost,

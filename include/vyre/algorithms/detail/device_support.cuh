@@ -94,10 +94,17 @@ expected<void> same_backend(backend<P>& gpu, const runtime_ref& made_with, const
 template <class T>
 class pinned_array {
  public:
-  pinned_array() noexcept = default;
-  pinned_array(pinned_array&&) noexcept = default;
-  pinned_array& operator=(pinned_array&&) noexcept = default;
-  ~pinned_array() {}  // user-provided: keeps nvcc from inferring a host-device destructor
+  // User-provided (not defaulted): nvcc infers host-device for a template's defaulted members
+  // and then warns that they call the host-only lease.
+  pinned_array() noexcept {}
+  pinned_array(pinned_array&& other) noexcept
+      : lease_(std::move(other.lease_)), count_(std::exchange(other.count_, 0)) {}
+  pinned_array& operator=(pinned_array&& other) noexcept {
+    lease_ = std::move(other.lease_);
+    count_ = std::exchange(other.count_, 0);
+    return *this;
+  }
+  ~pinned_array() {}
 
   static expected<pinned_array> allocate(const runtime_ref& runtime, std::size_t count,
                                          const char* what) noexcept {

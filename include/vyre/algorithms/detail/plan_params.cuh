@@ -14,11 +14,6 @@
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/layout.hpp"
 
-// The region covers warnings 20011/20013 that nvcc reports at the device functions below
-// although they concern a later header: the implicit members of `pinned_array<staged>` in
-// congruence.cuh (a local aggregate, held in `expected`) are attributed to them.
-#include "vyre/detail/prologue.hpp"
-
 namespace vyre::algorithms::detail {
 
 //! What every pipeline kernel reads from device memory: the input of the current call.
@@ -142,5 +137,3 @@ struct plan_io {
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(plan_io);
 
 }  // namespace vyre::algorithms::detail
-
-#include "vyre/detail/epilogue.hpp"

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! DAG-cost extraction on the GPU: `extract_dag(gpu, rows, node_cost, roots, options, stream)`.
+//! The same method and the same result as the CPU `extract_dag` (`dag_extract.hpp`) for the same
+//! options: the host builds the problem and the three starting maps, then one thread block runs
+//! each search (`detail/dag_search.hpp`, the code the CPU threads run), all searches in one
+//! launch. The block screens the classes in parallel; switches, kicks and undo run on its first
+//! thread. The host picks the cheapest search (ties to the lowest index) and restricts its map to
+//! what the roots reach.
+//!
+//!     vyre::backend<vyre::default_policies> gpu;
+//!     auto found = vyre::algorithms::extract_dag(gpu, raw_rows, costs, roots);
+//!     // found->dag_cost, found->choice (per e-class, ascending ids), as on the CPU
+//!
+//! Memory: the problem (about 4 words per row and per child entry) and per search about
+//! 5 words per class + 2 per child entry, from the backend's allocation policy; staging through
+//! its pinned pool.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <cuda/std/span>
+
+#include "vyre/algorithms/dag_extract.hpp"
+#include "vyre/algorithms/detail/dag_search.hpp"
+#include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/core/error.hpp"
+#include "vyre/runtime/backend.cuh"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
+
+namespace vyre::algorithms {
+
+namespace detail {
+
+//! The executor of a thread block: loops spread over its threads, `single` on thread 0, a
+//! barrier after each so every thread sees what the others wrote.
+struct dag_block_exec {
+  unsigned long long* sum;  //!< shared
+  std::uint32_t* counts;    //!< shared, one per thread
+
+  template <class F>
+  __device__ void for_each(std::uint32_t n, F&& f) {
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) f(i);
+    __syncthreads();
+  }
+  template <class F>
+  __device__ std::uint64_t for_each_sum(std::uint32_t n, F&& f) {
+    unsigned long long mine = 0;
+    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) mine += f(i);
+    if (threadIdx.x == 0) *sum = 0;
+    __syncthreads();
+    if (mine != 0) atomicAdd(sum, mine);  // integers: the order does not change the sum
+    __syncthreads();
+    const std::uint64_t total = *sum;
+    __syncthreads();
+    return total;
+  }
+  template <class F>
+  __device__ void single(F&& f) {
+    __syncthreads();  // every thread has read the scalars `f` may change
+    if (threadIdx.x == 0) f();
+    __syncthreads();
+  }
+  //! Ascending compaction: each thread takes a contiguous chunk, offsets by a scan of counts.
+  template <class Keep>
+  __device__ std::uint32_t compact(std::uint32_t n, Keep&& keep, std::uint32_t* out) {
+    const std::uint32_t per = (n + blockDim.x - 1) / blockDim.x;
+    const std::uint32_t begin = threadIdx.x * per < n ? threadIdx.x * per : n;
+    const std::uint32_t end = begin + per < n ? begin + per : n;
+    std::uint32_t mine = 0;
+    for (std::uint32_t i = begin; i < end; ++i) mine += keep(i) ? 1u : 0u;
+    counts[threadIdx.x] = mine;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      std::uint32_t running = 0;
+      for (std::uint32_t t = 0; t < blockDim.x; ++t) {
+        const std::uint32_t c = counts[t];
+        counts[t] = running;
+        running += c;
+      }
+      *sum = running;
+    }
+    __syncthreads();
+    std::uint32_t at = counts[threadIdx.x];
+    for (std::uint32_t i = begin; i < end; ++i)
+      if (keep(i)) out[at++] = i;
+    const auto total = static_cast<std::uint32_t>(*sum);
+    __syncthreads();
+    return total;
+  }
+};
+
+inline constexpr unsigned dag_search_block = 256;
+
+//! Words of one search's arrays on the device.
+struct dag_search_layout {
+  std::uint64_t classes, multi, stack, words;
+
+  static dag_search_layout of(const dag_problem& p) noexcept {
+    dag_search_layout l{};
+    l.classes = p.class_count;
+    l.multi = p.multi.size();
+    l.stack = dag_search_arrays::stack_words(p.class_count, p.child.size());
+    l.words = 5 * l.classes + 2 * l.multi + l.stack + 2 * std::uint64_t{dag_undo_capacity};
+    return l;
+  }
+  __host__ __device__ dag_search_arrays arrays(std::uint32_t* base) const noexcept {
+    dag_search_arrays a;
+    a.choice = base;
+    a.ref = a.choice + classes;
+    a.label = a.ref + classes;
+    a.best = a.label + classes;
+    a.stamp = a.best + classes;
+    a.flag = a.stamp + classes;
+    a.list = a.flag + multi;
+    a.stack = a.list + multi;
+    a.undo = a.stack + stack;
+    a.stack_capacity = static_cast<std::uint32_t>(stack);
+    a.undo_capacity = dag_undo_capacity;
+    return a;
+  }
+};
+
+//! One block per search: search i starts from `starts + (i % 3) * classes` (greedy, the tree
+//! method's selection, the tree start) with seed `knobs.seed + i`.
+template <int = 0>  // header kernels are templates: one symbol however many TUs include them
+VYRE_KERNEL void __launch_bounds__(dag_search_block)
+    dag_search_kernel(dag_problem_ref problem, dag_search_layout layout, std::uint32_t* memory,
+                      const std::uint32_t* starts, dag_search_knobs knobs, double* best_cost,
+                      unsigned long long* moves) {
+  __shared__ dag_search_scalars scalars;
+  __shared__ unsigned long long sum;
+  __shared__ std::uint32_t counts[dag_search_block];
+  const std::uint32_t search = blockIdx.x;
+  const dag_search_arrays arrays = layout.arrays(memory + search * layout.words);
+  dag_block_exec exec{&sum, counts};
+  dag_search_knobs mine = knobs;
+  mine.seed = knobs.seed + search;
+  dag_local_search<dag_block_exec>(problem, arrays, scalars, exec)
+      .run(starts + (search % 3) * layout.classes, mine);
+  if (threadIdx.x == 0) {
+    best_cost[search] = scalars.best_cost;
+    moves[search] = scalars.moves;
+  }
+}
+
+//! The problem's arrays, the starts and the result slots packed for one upload: doubles first,
+//! then words, then bytes (`usable`).
+struct dag_device_problem {
+  std::uint64_t cost = 0, best_cost = 0, moves = 0;  // double / u64 offsets (8-byte units)
+  std::uint64_t row_class = 0, child_start = 0, child = 0, class_start = 0, class_rows = 0,
+                parent_start = 0, parent_rows = 0, roots = 0, multi = 0, starts = 0;  // words
+  std::uint64_t usable = 0;                                                           // bytes
+  std::uint64_t wide_words = 0, words = 0, bytes = 0;
+
+  static dag_device_problem of(const dag_problem& p, std::uint32_t searches) noexcept {
+    dag_device_problem l;
+    std::uint64_t at = 0;
+    l.cost = at, at += p.row_count;
+    l.best_cost = at, at += searches;
+    l.moves = at, at += searches;
+    l.wide_words = at;
+    at = 0;
+    auto take = [&](std::uint64_t& field, std::uint64_t count) { field = at, at += count; };
+    take(l.row_class, p.row_count);
+    take(l.child_start, std::uint64_t{p.row_count} + 1);
+    take(l.child, p.child.size());
+    take(l.class_start, std::uint64_t{p.class_count} + 1);
+    take(l.class_rows, p.class_rows.size());
+    take(l.parent_start, std::uint64_t{p.class_count} + 1);
+    take(l.parent_rows, p.parent_rows.size());
+    take(l.roots, p.roots.size());
+    take(l.multi, p.multi.size());
+    take(l.starts, 3 * std::uint64_t{p.class_count});
+    l.words = at;
+    l.usable = 8 * l.wide_words + 4 * l.words;
+    l.bytes = l.usable + p.row_count;
+    return l;
+  }
+};
+
+inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& runtime,
+                                                             const dag_problem& p,
+                                                             const dag_options& options,
+                                                             cudaStream_t stream, const char* who,
+                                                             const extraction_result* reference) {
+  VYRE_TRY_ASSIGN(const dag_starts starts, make_dag_starts(p, who, reference));
+  const std::uint32_t searches = options.searches > 0 ? options.searches : 1u;
+  const dag_device_problem l = dag_device_problem::of(p, searches);
+  const dag_search_layout search = dag_search_layout::of(p);
+
+  // One pinned block up (problem + starts), one device block for it, one for the searches.
+  VYRE_TRY_ASSIGN(auto staged, pinned_array<unsigned char>::allocate(runtime, l.bytes,
+                                                                     "extract_dag (GPU): staging"));
+  wait_on_exit copies_done(stream);  // the upload reads `staged`
+  unsigned char* const host = staged.get();
+  auto words_at = [&](std::uint64_t offset) {
+    return reinterpret_cast<std::uint32_t*>(host + 8 * l.wide_words) + offset;
+  };
+  auto put = [&](std::uint64_t offset, const std::vector<std::uint32_t>& v) {
+    if (!v.empty()) std::memcpy(words_at(offset), v.data(), v.size() * sizeof(std::uint32_t));
+  };
+  std::memcpy(host + 8 * l.cost, p.cost.data(), p.cost.size() * sizeof(double));
+  put(l.row_class, p.row_class);
+  put(l.child_start, p.child_start);
+  put(l.child, p.child);
+  put(l.class_start, p.class_start);
+  put(l.class_rows, p.class_rows);
+  put(l.parent_start, p.parent_start);
+  put(l.parent_rows, p.parent_rows);
+  put(l.roots, p.roots);
+  put(l.multi, p.multi);
+  for (std::uint32_t k = 0; k < 3; ++k)
+    std::memcpy(words_at(l.starts + std::uint64_t{k} * p.class_count), starts.of(k).data(),
+                std::size_t{p.class_count} * sizeof(std::uint32_t));
+  std::memcpy(host + l.usable, p.usable.data(), p.usable.size());
+
+  VYRE_TRY_ASSIGN(auto device,
+                  runtime.allocate<unsigned char>(l.bytes, stream, "extract_dag (GPU): problem"));
+  VYRE_TRY_ASSIGN(auto memory, runtime.allocate<std::uint32_t>(search.words * searches, stream,
+                                                               "extract_dag (GPU): searches"));
+  VYRE_CUDA_TRY(cudaMemcpyAsync(device.get(), host, l.bytes, cudaMemcpyHostToDevice, stream),
+                "extract_dag (GPU): upload the problem");
+  if (runtime.telemetry != nullptr) runtime.telemetry->record_h2d(l.bytes);
+
+  unsigned char* const base = device.get();
+  const auto* dwords = reinterpret_cast<const std::uint32_t*>(base + 8 * l.wide_words);
+  auto* const wide = reinterpret_cast<double*>(base);
+  dag_problem_ref view = p.ref();
+  view.row_class = dwords + l.row_class;
+  view.cost = wide + l.cost;
+  view.child_start = dwords + l.child_start;
+  view.child = dwords + l.child;
+  view.class_start = dwords + l.class_start;
+  view.class_rows = dwords + l.class_rows;
+  view.parent_start = dwords + l.parent_start;
+  view.parent_rows = dwords + l.parent_rows;
+  view.usable = base + l.usable;
+  view.roots = dwords + l.roots;
+  view.multi = dwords + l.multi;
+  double* const best_cost = wide + l.best_cost;
+  auto* const moves = reinterpret_cast<unsigned long long*>(wide + l.moves);
+  dag_search_kernel<><<<searches, dag_search_block, 0, stream>>>(
+      view, search, memory.get(), dwords + l.starts,
+      dag_search_knobs{options.seed, options.kick_budget, options.kick_patience}, best_cost, moves);
+  VYRE_TRY(launched("extract_dag (GPU): searches"));
+
+  // Costs and moves down, then the winner's map (back into the staging block: it is free now).
+  static_assert(sizeof(double) == sizeof(unsigned long long));
+  VYRE_TRY(copy_to_host(runtime, reinterpret_cast<double*>(host), best_cost,
+                        2 * std::size_t{searches}, stream,
+                        "extract_dag (GPU): read the searches' costs"));
+  std::vector<double> found_cost;
+  std::vector<std::uint32_t> found;
+  unsigned long long found_moves = 0;
+  try {
+    found_cost.assign(reinterpret_cast<const double*>(host),
+                      reinterpret_cast<const double*>(host) + searches);
+    found.resize(p.class_count);
+  } catch (const std::bad_alloc&) {
+    return fail(dag_out_of_memory("extract_dag (GPU): result", p.row_count, who));
+  }
+  const std::uint32_t winner = dag_winner(found_cost);
+  std::memcpy(&found_moves, host + 8 * (std::size_t{searches} + winner), sizeof found_moves);
+  const dag_search_arrays won = search.arrays(memory.get() + winner * search.words);
+  VYRE_TRY(copy_to_host(runtime, reinterpret_cast<std::uint32_t*>(host), won.best, p.class_count,
+                        stream, "extract_dag (GPU): read the winning map"));
+  copies_done.disarm();
+  std::memcpy(found.data(), host, std::size_t{p.class_count} * sizeof(std::uint32_t));
+  return finish_dag(p, starts, found, found_moves, who);
+}
+
+}  // namespace detail
+
+//! DAG-cost extraction on the device: the heuristic of the CPU `extract_dag`, one thread block
+//! per search, with the same result for the same options (`threads` is not used). The rows,
+//! costs and roots are host memory (the problem is built on the host); `stream` orders the
+//! device work, and the call returns when the result is on the host.
+//! @throws / returns (the backend's error policy): everything the CPU `extract_dag` reports,
+//!         device allocation failures (`errc::out_of_memory`) and CUDA failures. Nothing leaks.
+template <policy_bundle P>
+typename backend<P>::template result<dag_extraction_result> extract_dag(
+    backend<P>& gpu, dag_rows rows, cuda::std::span<const double> node_cost,
+    cuda::std::span<const std::uint32_t> roots, const dag_options& options = {},
+    cudaStream_t stream = nullptr) {
+  constexpr const char* who = "extract_dag (GPU)";
+  auto found = [&]() -> expected<dag_extraction_result> {
+    VYRE_TRY_ASSIGN(const detail::dag_input input, rows.input(node_cost, roots, who));
+    return detail::extract_dag_on_device(detail::runtime_of(gpu), input.problem, options, stream,
+                                         who, &input.tree);
+  }();
+  return apply_error_policy<typename P::error_policy>(std::move(found));
+}
+
+}  // namespace vyre::algorithms
+
+#include "vyre/detail/epilogue.hpp"
