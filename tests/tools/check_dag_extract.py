@@ -11,8 +11,12 @@ MODE:
         the tree selection's; negative costs (maxsat) exit 2 naming the node and its cost
   ilp   --method ilp on small real e-graphs: the same checks, plus optimal/lower_bound keys,
         dag_cost <= the heuristic's and lower_bound <= dag_cost (SKIPPED, 77, without CBC)
+  dag_gpu  --method dag --device gpu against --device cpu: the same dag_cost and the same
+        selection file byte for byte, "dag_device": "gpu"; negative costs exit 2 there too
+        (SKIPPED, 77, without a CUDA device)
 
-Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no CBC for MODE ilp).
+Exit status: 0 pass, 1 fail, 77 skipped (no data folder, no CBC for MODE ilp, no device for
+MODE dag_gpu).
 """
 import json
 import os
@@ -119,9 +123,29 @@ def check_file(tool, data_dir, work, name, method):
                   f"{name}: optimal but lower bound {value['lower_bound']} != {value['dag_cost']}")
 
 
-def check_negative(tool, data_dir, method):
+def check_gpu_file(tool, data_dir, work, name):
+    path = os.path.join(data_dir, name)
+    found = {}
+    for device in ("gpu", "cpu"):
+        out_path = os.path.join(work, name.replace("/", "_") + f".dag.{device}.selection.json")
+        code, out, err = run(tool, "extract", path, "--method", "dag", "--device", device,
+                             "--json", "--selection", out_path)
+        check(code == 0, f"{name} dag on the {device}: exit {code}, stderr {err.strip()}")
+        if code != 0:
+            return
+        with open(out_path) as f:
+            found[device] = (json.loads(out), f.read())
+    gpu, cpu = found["gpu"][0], found["cpu"][0]
+    check(gpu.get("dag_device") == "gpu" and cpu.get("dag_device") == "cpu",
+          f"{name}: dag_device {gpu.get('dag_device')} / {cpu.get('dag_device')}")
+    check(gpu["dag_cost"] == cpu["dag_cost"],
+          f"{name}: GPU dag_cost {gpu['dag_cost']} != CPU {cpu['dag_cost']}")
+    check(found["gpu"][1] == found["cpu"][1], f"{name}: the GPU and CPU selections differ")
+
+
+def check_negative(tool, data_dir, method, *extra):
     name = "maxsat/maxcut-140-630-0.7-1.json"
-    code, out, err = run(tool, "extract", os.path.join(data_dir, name), "--method", method)
+    code, out, err = run(tool, "extract", os.path.join(data_dir, name), "--method", method, *extra)
     check(code == 2 and out == "" and err.count("\n") == 1,
           f"{name} {method}: exit {code}, stdout {out!r}, stderr {err!r}")
     check("negative" in err and "has cost -1" in err and "node \"" in err and name in err,
@@ -136,6 +160,14 @@ def main():
         code, _, err = run(tool, "extract", "--method", "ilp", "--time-limit", "1")
         if code == 2 and "no COIN-OR CBC" in err:
             skip("this vyre-egraph was built without COIN-OR CBC")
+    if mode == "dag_gpu":
+        code, _, err = run(tool, "extract", "--method", "dag", "--device", "gpu")
+        if code == 3:
+            skip(f"no usable CUDA device: {err.strip()}")
+        for name in FILES:
+            check_gpu_file(tool, data_dir, work, name)
+        check_negative(tool, data_dir, "dag", "--device", "gpu")
+        return finish()
     for name in FILES:
         check_file(tool, data_dir, work, name, mode)
     check_negative(tool, data_dir, mode)

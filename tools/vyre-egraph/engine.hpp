@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "vyre/algorithms/dag_extract.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/egraph.hpp"
 #include "vyre/io/name_table.hpp"
@@ -67,7 +68,7 @@ struct extraction_summary {
 };
 
 //! What `extract --method` asks for: tree cost (the default, CPU or GPU), or DAG cost by the
-//! heuristic (`dag`) or exactly through CBC (`ilp`), both on the CPU.
+//! heuristic (`dag`, CPU or, with `--device gpu`, GPU) or exactly through CBC (`ilp`, CPU).
 enum class extract_method : std::uint8_t { tree, dag, ilp };
 
 //! What DAG-cost extraction found.
@@ -97,6 +98,14 @@ vyre::expected<extraction_summary> extract_cpu(const graph_input& input, unsigne
 //! acyclic choice, ilp in a build without CBC.
 vyre::expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
                                             double time_limit);
+//! The same heuristic on device 0 (`vyre::algorithms::extract_dag` on a backend): the CPU's
+//! selection, found by one thread block per search.
+vyre::expected<dag_summary> extract_dag_gpu(const graph_input& input);
+//! What DAG extraction needs of the input: costs and roots, every cost >= 0 (a negative one is
+//! named by its node id).
+vyre::expected<void> check_dag_costs(const graph_input& input);
+//! The tool's summary of a heuristic selection.
+dag_summary dag_summary_of(vyre::algorithms::dag_extraction_result&& found);
 //! Whether this build has the exact (CBC) mode.
 bool ilp_available() noexcept;
 //! Writes extraction-gym's result shape, `{"choices": {"<e-class id>": "<node id>", ...}}`,

@@ -208,8 +208,7 @@ bool ilp_available() noexcept {
   return VYRE_HAVE_CBC != 0;
 }
 
-expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
-                                      double time_limit) {
+expected<void> check_dag_costs(const graph_input& input) {
   VYRE_TRY(check_extractable(input));
   // Name the node (the file's id) when a cost is negative; the library can only name the row.
   for (std::size_t r = 0; r < input.node_cost.size(); ++r)
@@ -225,6 +224,23 @@ expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method m
                       .about("node \"" + node + "\" has cost " + value)
                       .fix("make every cost non-negative, or use --method tree"));
     }
+  return {};
+}
+
+dag_summary dag_summary_of(vyre::algorithms::dag_extraction_result&& found) {
+  dag_summary summary;
+  summary.dag_cost = found.dag_cost;
+  summary.heuristic_dag_cost = found.dag_cost;
+  summary.tree_selection_dag_cost = found.tree_selection_dag_cost;
+  summary.selected_nodes = found.selected_rows;
+  summary.eclass_ids = std::move(found.eclass_ids);
+  summary.choice = std::move(found.choice);
+  return summary;
+}
+
+expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
+                                      double time_limit) {
+  VYRE_TRY(check_dag_costs(input));
   const auto start = std::chrono::steady_clock::now();
   const auto columns = packed_view(input.image);
   const cuda::std::span<const double> costs{input.node_cost.data(), input.node_cost.size()};
@@ -252,12 +268,7 @@ expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method m
 #endif
   } else {
     VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag(columns, costs, roots));
-    summary.dag_cost = found.dag_cost;
-    summary.heuristic_dag_cost = found.dag_cost;
-    summary.tree_selection_dag_cost = found.tree_selection_dag_cost;
-    summary.selected_nodes = found.selected_rows;
-    summary.eclass_ids = std::move(found.eclass_ids);
-    summary.choice = std::move(found.choice);
+    summary = dag_summary_of(std::move(found));
   }
   summary.seconds = seconds_since(start);
   return summary;

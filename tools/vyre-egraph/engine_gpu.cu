@@ -101,6 +101,19 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
   return summary;
 }
 
+expected<dag_summary> extract_dag_gpu(const graph_input& input) {
+  VYRE_TRY(check_dag_costs(input));
+  const auto start = std::chrono::steady_clock::now();
+  VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
+  VYRE_TRY_ASSIGN(auto found,
+                  vyre::algorithms::extract_dag(gpu, input.image.ref().columns(),
+                                                {input.node_cost.data(), input.node_cost.size()},
+                                                {input.roots.data(), input.roots.size()}));
+  dag_summary summary = dag_summary_of(std::move(found));
+  summary.seconds = seconds_since(start);
+  return summary;
+}
+
 expected<extraction_summary> extract_gpu(const graph_input& input) {
   VYRE_TRY(check_extractable(input));
   std::chrono::steady_clock::time_point start;

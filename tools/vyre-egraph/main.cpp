@@ -516,16 +516,18 @@ int command_pack(const options& opts) {
   return exit_ok;
 }
 
-//! extract --method dag|ilp: DAG-cost extraction, on the CPU.
-dag_summary run_dag_extract(const graph_input& input, const options& opts) {
+//! extract --method dag|ilp: DAG-cost extraction, on `device` (ilp: the CPU).
+dag_summary run_dag_extract(const graph_input& input, const options& opts, device_kind device) {
   const extract_method method = opts.method == "ilp" ? extract_method::ilp : extract_method::dag;
   if (method == extract_method::ilp && !ilp_available())
     throw tool_failure{exit_bad_input,
                        "vyre-egraph: extract --method ilp: this build has no COIN-OR CBC. Fix: "
                        "install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use --method "
                        "dag."};
-  progress_note note("DAG-cost extraction (" + opts.method + ") on the cpu");
-  return take(extract_dag_cpu(input, method, opts.time_limit), input.file);
+  progress_note note("DAG-cost extraction (" + opts.method + ") on the " + name_of(device));
+  return take(device == device_kind::gpu ? extract_dag_gpu(input)
+                                         : extract_dag_cpu(input, method, opts.time_limit),
+              input.file);
 }
 
 int command_extract(const options& opts) {
@@ -533,14 +535,18 @@ int command_extract(const options& opts) {
   choose_roots(input, opts);
   take(check_extractable(input), input.file);
   const bool by_dag = opts.method != "tree";
-  // dag and ilp run on the CPU; the tree cost reported beside them too.
+  // dag runs on the GPU only when asked (--device gpu): its search is sequential at heart and a
+  // GPU thread block runs it slower than a CPU core (BENCHMARKS.md); ilp runs on the CPU. The
+  // tree cost reported beside them runs on the CPU.
+  const bool dag_on_gpu = opts.method == "dag" && opts.device == "gpu";
   const device_kind device =
       by_dag ? device_kind::cpu : choose_device(opts, input.image.layout().row_count);
-  if (by_dag && opts.device == "gpu")
-    std::fprintf(stderr, "vyre-egraph: note: --method %s runs on the CPU.\n", opts.method.c_str());
+  const device_kind dag_device = dag_on_gpu ? choose_device(opts, 0) : device_kind::cpu;
+  if (opts.method == "ilp" && opts.device == "gpu")
+    std::fprintf(stderr, "vyre-egraph: note: --method ilp runs on the CPU.\n");
   const extraction_summary found = run_extract(input, device, opts.threads);
   std::optional<dag_summary> dag;
-  if (by_dag) dag = run_dag_extract(input, opts);
+  if (by_dag) dag = run_dag_extract(input, opts, dag_device);
   if (!opts.selection.empty()) {
     if (!dag && found.choice.empty())
       throw tool_failure{exit_bad_input,
@@ -554,6 +560,7 @@ int command_extract(const options& opts) {
   if (opts.json) {
     json_object out = extract_json(input, found, device);
     out.add("command", "extract").add("method", opts.method);
+    if (dag) out.add("dag_device", name_of(dag_device));
     if (dag) {
       out.add("dag_cost", dag->dag_cost)
           .add("tree_selection_dag_cost", dag->tree_selection_dag_cost)
@@ -575,10 +582,10 @@ int command_extract(const options& opts) {
               input.image.layout().row_count, input.image.layout().group_count, input.roots.size());
   print_extract_text(found, device);
   if (dag) {
-    std::printf("  %-9s DAG cost %s (the tree selection's: %s), %u e-nodes, %.3f ms on the cpu\n",
+    std::printf("  %-9s DAG cost %s (the tree selection's: %s), %u e-nodes, %.3f ms on the %s\n",
                 opts.method.c_str(), json_number(dag->dag_cost).c_str(),
                 json_number(dag->tree_selection_dag_cost).c_str(), dag->selected_nodes,
-                dag->seconds * 1e3);
+                dag->seconds * 1e3, name_of(dag_device));
     if (opts.method == "ilp")
       std::printf("            %s (lower bound %s, heuristic %s, time limit %s s)\n",
                   dag->optimal ? "proven optimal" : "not proven optimal",
@@ -653,7 +660,8 @@ int run(int argc, char** argv) {
   extract
       ->add_option("--method", opts.method,
                    "tree: tree cost (default); dag: DAG cost, shared nodes paid once "
-                   "(heuristic, CPU); ilp: exact DAG cost through COIN-OR CBC (CPU)")
+                   "(heuristic; CPU, or GPU with --device gpu: the same selection); ilp: exact "
+                   "DAG cost through COIN-OR CBC (CPU)")
       ->check(CLI::IsMember({"tree", "dag", "ilp"}));
   extract
       ->add_option("--time-limit", opts.time_limit,

@@ -41,7 +41,7 @@ namespace detail {
 //! barrier after each so every thread sees what the others wrote.
 struct dag_block_exec {
   unsigned long long* sum;  //!< shared
-  std::uint32_t* counts;    //!< shared, one per thread
+  std::uint32_t* counts;    //!< shared, one per warp
 
   template <class F>
   __device__ void for_each(std::uint32_t n, F&& f) {
@@ -66,7 +66,8 @@ struct dag_block_exec {
     if (threadIdx.x == 0) f();
     __syncthreads();
   }
-  //! Ascending compaction: each thread takes a contiguous chunk, offsets by a scan of counts.
+  //! Ascending compaction: each thread takes a contiguous chunk, offsets by a scan of counts
+  //! (within each warp by shuffles, then over the warps' totals).
   template <class Keep>
   __device__ std::uint32_t compact(std::uint32_t n, Keep&& keep, std::uint32_t* out) {
     const std::uint32_t per = (n + blockDim.x - 1) / blockDim.x;
@@ -74,19 +75,25 @@ struct dag_block_exec {
     const std::uint32_t end = begin + per < n ? begin + per : n;
     std::uint32_t mine = 0;
     for (std::uint32_t i = begin; i < end; ++i) mine += keep(i) ? 1u : 0u;
-    counts[threadIdx.x] = mine;
+    const std::uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    std::uint32_t inclusive = mine;
+    for (std::uint32_t step = 1; step < 32; step *= 2) {
+      const std::uint32_t below = __shfl_up_sync(0xFFFFFFFFu, inclusive, step);
+      if (lane >= step) inclusive += below;
+    }
+    if (lane == 31) counts[warp] = inclusive;
     __syncthreads();
     if (threadIdx.x == 0) {
       std::uint32_t running = 0;
-      for (std::uint32_t t = 0; t < blockDim.x; ++t) {
-        const std::uint32_t c = counts[t];
-        counts[t] = running;
+      for (std::uint32_t w = 0; w < blockDim.x / 32; ++w) {
+        const std::uint32_t c = counts[w];
+        counts[w] = running;
         running += c;
       }
       *sum = running;
     }
     __syncthreads();
-    std::uint32_t at = counts[threadIdx.x];
+    std::uint32_t at = counts[warp] + inclusive - mine;
     for (std::uint32_t i = begin; i < end; ++i)
       if (keep(i)) out[at++] = i;
     const auto total = static_cast<std::uint32_t>(*sum);
@@ -95,11 +102,25 @@ struct dag_block_exec {
   }
 };
 
-inline constexpr unsigned dag_search_block = 256;
+//! Threads per search: one per screened row up to this many (the screen is the parallel part).
+inline constexpr unsigned dag_search_block = 1024;
 
-//! Words of one search's arrays on the device.
+inline unsigned dag_search_threads(std::uint64_t candidates) noexcept {
+  const std::uint64_t warps = (candidates + 31) / 32;
+  return warps == 0                       ? 32u
+         : warps * 32 >= dag_search_block ? dag_search_block
+                                          : unsigned(warps * 32);
+}
+
+//! Words of one search's arrays on the device. The per-class arrays every step reads (choice,
+//! counts, labels, marks) go to the block's shared memory when they fit (`in_shared`): the
+//! exact steps run on one thread, so each load's latency is the search's speed.
 struct dag_search_layout {
   std::uint64_t classes, multi, stack, words;
+  bool in_shared;
+
+  //! Shared memory the block needs: 4 words per class when `in_shared`.
+  std::uint64_t shared_bytes() const noexcept { return in_shared ? 16 * classes : 0; }
 
   static dag_search_layout of(const dag_problem& p) noexcept {
     dag_search_layout l{};
@@ -107,16 +128,21 @@ struct dag_search_layout {
     l.multi = p.multi.size();
     l.stack = dag_search_arrays::stack_words(p.class_count, p.child.size());
     l.words = 5 * l.classes + 2 * l.multi + l.stack + 2 * std::uint64_t{dag_undo_capacity};
+    l.in_shared = false;
     return l;
   }
-  __host__ __device__ dag_search_arrays arrays(std::uint32_t* base) const noexcept {
+  //! The arrays of the search whose global words start at `base`; `shared` holds the per-class
+  //! arrays when `in_shared`.
+  __host__ __device__ dag_search_arrays arrays(std::uint32_t* base,
+                                               std::uint32_t* shared = nullptr) const noexcept {
     dag_search_arrays a;
-    a.choice = base;
+    std::uint32_t* const per_class = in_shared && shared != nullptr ? shared : base;
+    a.choice = per_class;
     a.ref = a.choice + classes;
     a.label = a.ref + classes;
-    a.best = a.label + classes;
-    a.stamp = a.best + classes;
-    a.flag = a.stamp + classes;
+    a.stamp = a.label + classes;
+    a.best = base + 4 * classes;
+    a.flag = a.best + classes;
     a.list = a.flag + multi;
     a.stack = a.list + multi;
     a.undo = a.stack + stack;
@@ -135,9 +161,10 @@ VYRE_KERNEL void __launch_bounds__(dag_search_block)
                       unsigned long long* moves) {
   __shared__ dag_search_scalars scalars;
   __shared__ unsigned long long sum;
-  __shared__ std::uint32_t counts[dag_search_block];
+  __shared__ std::uint32_t counts[dag_search_block / 32];
+  extern __shared__ std::uint32_t per_class[];
   const std::uint32_t search = blockIdx.x;
-  const dag_search_arrays arrays = layout.arrays(memory + search * layout.words);
+  const dag_search_arrays arrays = layout.arrays(memory + search * layout.words, per_class);
   dag_block_exec exec{&sum, counts};
   dag_search_knobs mine = knobs;
   mine.seed = knobs.seed + search;
@@ -154,8 +181,9 @@ VYRE_KERNEL void __launch_bounds__(dag_search_block)
 struct dag_device_problem {
   std::uint64_t cost = 0, best_cost = 0, moves = 0;  // double / u64 offsets (8-byte units)
   std::uint64_t row_class = 0, child_start = 0, child = 0, class_start = 0, class_rows = 0,
-                parent_start = 0, parent_rows = 0, roots = 0, multi = 0, starts = 0;  // words
-  std::uint64_t usable = 0;                                                           // bytes
+                parent_start = 0, parent_rows = 0, roots = 0, multi = 0, candidate_row = 0,
+                candidate_multi = 0, starts = 0;  // words
+  std::uint64_t usable = 0;                       // bytes
   std::uint64_t wide_words = 0, words = 0, bytes = 0;
 
   static dag_device_problem of(const dag_problem& p, std::uint32_t searches) noexcept {
@@ -176,6 +204,8 @@ struct dag_device_problem {
     take(l.parent_rows, p.parent_rows.size());
     take(l.roots, p.roots.size());
     take(l.multi, p.multi.size());
+    take(l.candidate_row, p.candidate_row.size());
+    take(l.candidate_multi, p.candidate_multi.size());
     take(l.starts, 3 * std::uint64_t{p.class_count});
     l.words = at;
     l.usable = 8 * l.wide_words + 4 * l.words;
@@ -192,7 +222,21 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   VYRE_TRY_ASSIGN(const dag_starts starts, make_dag_starts(p, who, reference));
   const std::uint32_t searches = options.searches > 0 ? options.searches : 1u;
   const dag_device_problem l = dag_device_problem::of(p, searches);
-  const dag_search_layout search = dag_search_layout::of(p);
+  dag_search_layout search = dag_search_layout::of(p);
+  {
+    // The per-class arrays in shared memory when the device lets a block have that much.
+    int device = 0, optin = 0;
+    VYRE_CUDA_TRY(cudaGetDevice(&device), "extract_dag (GPU): current device");
+    VYRE_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+                  "extract_dag (GPU): shared memory per block");
+    constexpr std::uint64_t static_bytes = 4096;  // the kernel's own shared variables, rounded up
+    search.in_shared = 16 * search.classes + static_bytes <= static_cast<std::uint64_t>(optin);
+    if (search.in_shared)
+      VYRE_CUDA_TRY(
+          cudaFuncSetAttribute(dag_search_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(search.shared_bytes())),
+          "extract_dag (GPU): allow the shared memory");
+  }
 
   // One pinned block up (problem + starts), one device block for it, one for the searches.
   VYRE_TRY_ASSIGN(auto staged, pinned_array<unsigned char>::allocate(runtime, l.bytes,
@@ -215,6 +259,8 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   put(l.parent_rows, p.parent_rows);
   put(l.roots, p.roots);
   put(l.multi, p.multi);
+  put(l.candidate_row, p.candidate_row);
+  put(l.candidate_multi, p.candidate_multi);
   for (std::uint32_t k = 0; k < 3; ++k)
     std::memcpy(words_at(l.starts + std::uint64_t{k} * p.class_count), starts.of(k).data(),
                 std::size_t{p.class_count} * sizeof(std::uint32_t));
@@ -243,11 +289,15 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   view.usable = base + l.usable;
   view.roots = dwords + l.roots;
   view.multi = dwords + l.multi;
+  view.candidate_row = dwords + l.candidate_row;
+  view.candidate_multi = dwords + l.candidate_multi;
   double* const best_cost = wide + l.best_cost;
   auto* const moves = reinterpret_cast<unsigned long long*>(wide + l.moves);
-  dag_search_kernel<><<<searches, dag_search_block, 0, stream>>>(
-      view, search, memory.get(), dwords + l.starts,
-      dag_search_knobs{options.seed, options.kick_budget, options.kick_patience}, best_cost, moves);
+  dag_search_kernel<>
+      <<<searches, dag_search_threads(p.candidate_row.size()), search.shared_bytes(), stream>>>(
+          view, search, memory.get(), dwords + l.starts,
+          dag_search_knobs{options.seed, options.kick_budget, options.kick_patience}, best_cost,
+          moves);
   VYRE_TRY(launched("extract_dag (GPU): searches"));
 
   // Costs and moves down, then the winner's map (back into the staging block: it is free now).

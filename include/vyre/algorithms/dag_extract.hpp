@@ -101,10 +101,11 @@ struct dag_problem {
   std::vector<double> cost;
   std::vector<std::uint32_t> child_start, child;       //!< distinct child classes of each row (CSR)
   std::vector<std::uint32_t> class_start, class_rows;  //!< rows of each class (CSR)
-  std::vector<std::uint32_t> parent_start, parent_rows;  //!< rows naming each class (CSR)
-  std::vector<unsigned char> usable;                     //!< row does not name its own class
-  std::vector<std::uint32_t> roots;                      //!< dense, distinct
-  std::vector<std::uint32_t> multi;                      //!< classes with alternatives
+  std::vector<std::uint32_t> parent_start, parent_rows;       //!< rows naming each class (CSR)
+  std::vector<unsigned char> usable;                          //!< row does not name its own class
+  std::vector<std::uint32_t> roots;                           //!< dense, distinct
+  std::vector<std::uint32_t> multi;                           //!< classes with alternatives
+  std::vector<std::uint32_t> candidate_row, candidate_multi;  //!< their rows, index in `multi`
 
   //! The view the search reads.
   dag_problem_ref ref() const noexcept {
@@ -125,6 +126,9 @@ struct dag_problem {
     r.roots = roots.data();
     r.multi = multi.data();
     r.child_count = static_cast<std::uint32_t>(child.size());
+    r.candidate_count = static_cast<std::uint32_t>(candidate_row.size());
+    r.candidate_row = candidate_row.data();
+    r.candidate_multi = candidate_multi.data();
     return r;
   }
 
@@ -225,8 +229,14 @@ inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense
     }
     std::sort(p.roots.begin(), p.roots.end());
     p.roots.erase(std::unique(p.roots.begin(), p.roots.end()), p.roots.end());
-    for (std::uint32_t c = 0; c < p.class_count; ++c)
-      if (p.class_start[c + 1] - p.class_start[c] > 1) p.multi.push_back(c);
+    for (std::uint32_t c = 0; c < p.class_count; ++c) {
+      if (p.class_start[c + 1] - p.class_start[c] < 2) continue;
+      for (std::uint32_t k = p.class_start[c]; k < p.class_start[c + 1]; ++k) {
+        p.candidate_row.push_back(p.class_rows[k]);
+        p.candidate_multi.push_back(static_cast<std::uint32_t>(p.multi.size()));
+      }
+      p.multi.push_back(c);
+    }
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("DAG extraction: problem arrays", rows.row_count, who));
   }

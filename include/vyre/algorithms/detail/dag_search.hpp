@@ -8,9 +8,10 @@
 //! A search holds a full, acyclic choice map and exact reference counts (a class is needed
 //! while a root or a needed chosen e-node names it), so the DAG cost of a switch is found
 //! exactly by cascading count changes. It descends in rounds:
-//! - *screen* (parallel, read-only): every needed class with alternatives tries them against the
-//!   round's state, counts in a small private overlay; a class is kept when one alternative
-//!   improves, or when its cascade outgrows the overlay (then only the exact step can tell);
+//! - *screen* (parallel, read-only): every alternative row of every needed class is tried
+//!   against the round's state, counts in a small private overlay; a class is kept when one of
+//!   its alternatives improves, or when a cascade outgrows the overlay (then only the exact step
+//!   can tell);
 //! - *commit* (one thread): the kept classes in a seeded random order, each re-tried exactly on
 //!   the live state and switched to its best improving alternative.
 //! Rounds repeat until one commits nothing. Then iterated local search: a few random switches,
@@ -56,6 +57,11 @@ struct dag_problem_ref {
   const std::uint32_t* roots = nullptr;         //!< dense, distinct
   const std::uint32_t* multi = nullptr;         //!< the classes with alternatives, ascending
   std::uint32_t child_count = 0;                //!< entries of `child`
+  //! The rows of the classes with alternatives (the screen's items), and the index in `multi`
+  //! of each one's class.
+  std::uint32_t candidate_count = 0;
+  const std::uint32_t* candidate_row = nullptr;
+  const std::uint32_t* candidate_multi = nullptr;
 };
 
 //! The search's knobs (the public `dag_options` minus the scheduling ones).
@@ -251,20 +257,27 @@ class dag_local_search {
   // ---- Rounds --------------------------------------------------------------------------------
 
   VYRE_HOST_DEVICE void descend() {
+    dag_screen_scratch scratch;  // each thread's own; cleared after use, so set up once
+    for (std::uint32_t k = 0; k < dag_screen_scratch::slots; ++k) scratch.key[k] = dag_no_row;
     for (;;) {
       const double round_total = s_.total;
-      const std::uint64_t screen_work = x_.for_each_sum(p_.multi_count, [&](std::uint32_t i) {
-        dag_screen_scratch scratch;
-        for (std::uint32_t k = 0; k < dag_screen_scratch::slots; ++k) scratch.key[k] = dag_no_row;
-        std::uint64_t work = 0;
-        a_.flag[i] = screen(p_.multi[i], round_total, scratch, work) ? 1u : 0u;
-        return work;
+      x_.for_each(p_.multi_count, [&](std::uint32_t i) { a_.flag[i] = 0; });
+      // One item per alternative row: a class with many rows spreads over many threads.
+      // A class already kept needs no more tries. Whether a thread sees another's flag in time
+      // depends on the schedule, so the screen's work is charged per item, not per step: the
+      // budget, and so the result, stay the same on any executor.
+      x_.for_each(p_.candidate_count, [&](std::uint32_t k) {
+        const std::uint32_t i = p_.candidate_multi[k];
+        const std::uint32_t c = p_.multi[i];
+        const std::uint32_t r = p_.candidate_row[k];
+        if (a_.flag[i] != 0 || a_.ref[c] == 0 || r == a_.choice[c]) return;
+        if (screen(c, r, round_total, scratch)) a_.flag[i] = 1;  // every writer writes 1
       });
       const std::uint32_t kept = x_.compact(
           p_.multi_count, [&](std::uint32_t i) { return a_.flag[i] != 0; }, a_.list);
       x_.single([&] {
-        s_.work += screen_work;
-        s_.last_round_work = screen_work;
+        const std::uint64_t round_start = s_.work;
+        s_.work += p_.candidate_count;
         s_.committed = 0;
         vyre::detail::split_mix rng{s_.rng};
         for (std::uint32_t i = kept; i > 1; --i) {  // Fisher-Yates over the kept classes
@@ -276,6 +289,7 @@ class dag_local_search {
         s_.rng = rng.state;
         for (std::uint32_t i = 0; i < kept; ++i)
           if (improve(p_.multi[a_.list[i]])) s_.committed = 1;
+        s_.last_round_work = s_.work - round_start;
       });
       if (!s_.committed) return;
     }
@@ -526,31 +540,24 @@ class dag_local_search {
 
   // ---- The screen: read-only, against the round's state ------------------------------------
 
-  //! Whether some alternative of `c` improves on the round's map, or may (the scratch was too
-  //! small to tell).
-  VYRE_HOST_DEVICE bool screen(std::uint32_t c, double round_total, dag_screen_scratch& scratch,
-                               std::uint64_t& work) const {
-    if (a_.ref[c] == 0) return false;
-    const std::uint32_t current = a_.choice[c];
+  //! Whether switching `c` (needed) to `r` improves on the round's map, or may (the scratch was
+  //! too small to tell).
+  VYRE_HOST_DEVICE bool screen(std::uint32_t c, std::uint32_t r, double round_total,
+                               dag_screen_scratch& scratch) const {
     const double limit = -dag_tolerance(round_total);
-    for (std::uint32_t k = p_.class_start[c]; k < p_.class_start[c + 1]; ++k) {
-      const std::uint32_t r = p_.class_rows[k];
-      if (r == current || !p_.usable[r] || p_.cost[r] - round_total >= limit) continue;
-      scratch.clear();
-      const int acyclic = screen_acyclic(c, r, scratch, work);
-      if (acyclic < 0) return true;
-      if (acyclic == 0) continue;
-      scratch.clear();
-      double delta = 0;
-      if (!screen_delta(c, r, scratch, work, delta)) return true;
-      if (delta < limit) return true;
-    }
-    return false;
+    if (!p_.usable[r] || p_.cost[r] - round_total >= limit) return false;
+    scratch.clear();
+    const int acyclic = screen_acyclic(c, r, scratch);
+    if (acyclic <= 0) return acyclic < 0;
+    scratch.clear();
+    double delta = 0;
+    if (!screen_delta(c, r, scratch, delta)) return true;
+    return delta < limit;
   }
 
   //! `switchable` with private marks: 1 acyclic, 0 a cycle, -1 unknown (out of scratch).
-  VYRE_HOST_DEVICE int screen_acyclic(std::uint32_t c, std::uint32_t r, dag_screen_scratch& scratch,
-                                      std::uint64_t& work) const {
+  VYRE_HOST_DEVICE int screen_acyclic(std::uint32_t c, std::uint32_t r,
+                                      dag_screen_scratch& scratch) const {
     bool below = true;
     for (std::uint32_t k = p_.child_start[r]; k < p_.child_start[r + 1]; ++k) {
       const std::uint32_t d = p_.child[k];
@@ -574,7 +581,6 @@ class dag_local_search {
     }
     while (top > 0) {
       const std::uint32_t y = scratch.stack[--top];
-      ++work;
       if (y == c) return 0;
       const std::uint32_t yr = a_.choice[y];
       for (std::uint32_t k = p_.child_start[yr]; k < p_.child_start[yr + 1]; ++k) {
@@ -587,7 +593,7 @@ class dag_local_search {
 
   //! `trial` with the count changes in the scratch; false when it ran out of scratch.
   VYRE_HOST_DEVICE bool screen_delta(std::uint32_t c, std::uint32_t r, dag_screen_scratch& scratch,
-                                     std::uint64_t& work, double& delta) const {
+                                     double& delta) const {
     const std::uint32_t old = a_.choice[c];
     delta = p_.cost[r] - p_.cost[old];
     // Same order as `apply`: the new row's children up, then the old row's down.
@@ -598,7 +604,6 @@ class dag_local_search {
         scratch.stack[top++] = p_.child[k];
         while (top > 0) {
           const std::uint32_t y = scratch.stack[--top];
-          ++work;
           const std::uint32_t slot = scratch.find(y);
           if (slot == dag_screen_scratch::slots) return false;
           const std::int64_t before = std::int64_t{a_.ref[y]} + scratch.value[slot];
