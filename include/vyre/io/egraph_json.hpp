@@ -533,16 +533,16 @@ class slice_reader {
       // otherwise by the parse).
       VYRE_TRY(fill(slice, position_, slice_bytes_, true));
       const char* text = slice.buffer.get() + slice.prefix;
-      std::optional<std::size_t> cut = find_cut(text, slice_bytes_);
-      if (cut) {
-        char* end = slice.buffer.get() + slice.prefix + *cut;
+      const std::optional<cut> at = find_cut(text, slice_bytes_);
+      if (at) {
+        char* end = slice.buffer.get() + slice.prefix + at->end;
         end[0] = '}';
         end[1] = '}';
-        const std::size_t length = slice.prefix + *cut + 2;
+        const std::size_t length = slice.prefix + at->end + 2;
         slice_parser parser(slice, source_);
         if (parser.parse(length) && !parser.saw_other_fields()) {
           slice.last = false;
-          position_ += *cut + 1;  // past the comma
+          position_ += at->comma + 1;  // past the comma
           return {};
         }
       }
@@ -556,8 +556,15 @@ class slice_reader {
   }
 
  private:
-  //! The offset of the comma of the last `}` ws `,` ws `"` in `text`, not at its very start.
-  static std::optional<std::size_t> find_cut(const char* text, std::size_t length) {
+  //! Where a slice ends: right after a node's `}` (`end`), and the comma after it (`comma`; there
+  //! may be whitespace between them).
+  struct cut {
+    std::size_t end;
+    std::size_t comma;
+  };
+
+  //! The last `}` ws `,` ws `"` in `text`, not at its very start.
+  static std::optional<cut> find_cut(const char* text, std::size_t length) {
     for (std::size_t i = length; i-- > 1;) {
       if (text[i] != ',') continue;
       std::size_t before = i;
@@ -565,7 +572,7 @@ class slice_reader {
       if (before == 0 || text[before - 1] != '}') continue;
       std::size_t after = i + 1;
       while (after < length && json_space(text[after])) ++after;
-      if (after < length && text[after] == '"') return before;  // cut right after the '}'
+      if (after < length && text[after] == '"') return cut{before, i};
     }
     return std::nullopt;
   }
