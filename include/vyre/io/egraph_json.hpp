@@ -776,9 +776,15 @@ class egraph_builder {
       VYRE_TRY_ASSIGN(const auto eclass,
                       eclasses_.intern(record.eclass, record.eclass_hash,
                                        "egraph JSON: too many e-classes for u32 ids"));
-      VYRE_TRY_ASSIGN(const auto op,
-                      ops_.intern(record.op, "egraph JSON: too many ops for u32 ids"));
-      if (op.second) VYRE_TRY(result_.graph.intern_op<on_error::return_expected>(record.op));
+      // Nodes come in runs of one op (egglog writes them by function): the last op first.
+      if (record.op.size() != last_op_.size() ||
+          !same_text(record.op.data(), last_op_.data(), record.op.size()) || ops_.names.empty()) {
+        VYRE_TRY_ASSIGN(const auto op,
+                        ops_.intern(record.op, "egraph JSON: too many ops for u32 ids"));
+        if (op.second) VYRE_TRY(result_.graph.intern_op<on_error::return_expected>(record.op));
+        last_op_ = ops_.names[op.first];
+        last_op_id_ = op.first;
+      }
       const std::uint32_t children = record.child_count;
       const auto offset = child_symbols_.size();
       if (offset + children > egraph::snapshot_limits::u32_max)
@@ -795,7 +801,7 @@ class egraph_builder {
       }
       VYRE_TRY(push(result_.node_costs, record.cost));
       VYRE_TRY(result_.graph.add_raw_row<on_error::return_expected>(
-          egraph::row{eclass.first, op.first, static_cast<std::uint32_t>(offset), children}));
+          egraph::row{eclass.first, last_op_id_, static_cast<std::uint32_t>(offset), children}));
     }
     return {};
   }
@@ -858,6 +864,8 @@ class egraph_builder {
   interner nodes_;  //!< node ids, defined (keys) or referenced (children) first
   interner eclasses_;
   interner ops_;
+  std::string_view last_op_;  //!< the op of the last node (in `ops_.names`)
+  std::uint32_t last_op_id_ = 0;
   std::vector<std::uint64_t> defined_;  //!< bit s: node symbol s is a key seen so far
   std::vector<std::uint32_t> symbol_of_row_;
   std::vector<std::uint32_t> child_symbols_;  //!< children as node symbols, then e-classes
