@@ -152,8 +152,7 @@ class zeroed_array {
     void* memory =
         ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory == MAP_FAILED) memory = nullptr;
-    if (memory != nullptr && bytes >= (std::size_t{2} << 20))
-      ::madvise(memory, bytes, MADV_HUGEPAGE);  // advice only: ignore a refusal
+    if (memory != nullptr) advise_huge_pages(memory, bytes);
 #else
     void* memory = std::calloc(count, sizeof(T));
 #endif
@@ -654,6 +653,7 @@ class slice_reader {
       try {
         slice.buffer.reset();
         slice.buffer.reset(new char[need]);
+        advise_huge_pages(slice.buffer.get(), need);
         slice.capacity = need;
       } catch (const std::bad_alloc&) {
         slice.capacity = 0;
@@ -719,7 +719,13 @@ class egraph_builder {
       VYRE_TRY(try_reserve(symbol_of_row_, nodes, "egraph JSON: node rows"));
       VYRE_TRY(try_reserve(result_.node_costs, nodes, "egraph JSON: node costs"));
       VYRE_TRY(try_reserve(child_symbols_, children, "egraph JSON: children"));
-      VYRE_TRY(result_.graph.reserve<on_error::return_expected>(nodes, 0));
+      VYRE_TRY(result_.graph.reserve<on_error::return_expected>(nodes, children));
+      // Fresh 4 KiB pages cost more than the parse here: ask for huge pages before the first touch.
+      advise_huge_pages(symbol_of_row_);
+      advise_huge_pages(result_.node_costs);
+      advise_huge_pages(child_symbols_);
+      advise_huge_pages(result_.graph.rows().data(), nodes * sizeof(egraph::row));
+      advise_huge_pages(result_.graph.children().data(), children * sizeof(std::uint32_t));
     }
     std::size_t child = 0;
     for (std::size_t first = 0; first < count; first += batch) {
@@ -812,7 +818,9 @@ class egraph_builder {
     nodes_.drop_index();
     defined_ = {};
     std::vector<std::uint32_t> row_of_symbol;  // row of node symbol s, or no_row
-    VYRE_TRY(try_resize(row_of_symbol, nodes_.names.size(), "egraph JSON: node rows"));
+    VYRE_TRY(try_reserve(row_of_symbol, nodes_.names.size(), "egraph JSON: node rows"));
+    advise_huge_pages(row_of_symbol);
+    row_of_symbol.resize(nodes_.names.size());
     std::fill(row_of_symbol.begin(), row_of_symbol.end(), no_row);
     for (std::size_t r = 0; r < symbol_of_row_.size(); ++r)
       row_of_symbol[symbol_of_row_[r]] = static_cast<std::uint32_t>(r);

@@ -537,6 +537,12 @@ class json_scanner {
           return true;
         }
         break;
+      case 's':
+        if (plain_key("subsumed\"")) {  // egglog's, ignored
+          which = field::other;
+          return true;
+        }
+        break;
       case 'c':
         if (plain_key("cost\"")) {
           which = field::cost;
@@ -580,7 +586,18 @@ class json_scanner {
       } else if (which == field::cost && !seen_cost) {
         seen_cost = true;
         number n;
-        if (!read_number(n) || !number_value(n, record.cost)) return false;
+        if (!read_number(n)) return false;
+        // Costs repeat (most files write 1.0 everywhere): the last cost's text first.
+        const std::string_view text(n.begin, static_cast<std::size_t>(n.end - n.begin));
+        if (text.size() == last_cost_text_.size() &&
+            same_text(text.data(), last_cost_text_.data(), text.size()) &&
+            !last_cost_text_.empty()) {
+          record.cost = last_cost_;
+        } else {
+          if (!number_value(n, record.cost)) return false;
+          last_cost_text_ = text;
+          last_cost_ = record.cost;
+        }
       } else if (which == field::children && !seen_children) {
         seen_children = true;
         if (!children(record.child_count)) return false;
@@ -648,6 +665,8 @@ class json_scanner {
 
   const char* p_;
   slice_records& out_;
+  std::string_view last_cost_text_;  //!< the text of the last cost read (in the document)
+  double last_cost_ = 0;
 };
 
 }  // namespace vyre::io::detail
