@@ -41,6 +41,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -125,7 +126,8 @@ inline const char* malformed_context(simdjson::error_code code) noexcept {
 
 //! A zero-filled array of trivially copyable `T` for large random-access tables: on Linux its
 //! own anonymous mapping, marked for transparent huge pages, so that random look-ups into it
-//! miss the TLB less and its pages fault in 2 MiB at a time; elsewhere `calloc`.
+//! miss the TLB less and its pages fault in 2 MiB at a time; elsewhere 64-byte aligned `operator
+//! new`, zeroed.
 template <class T>
 class zeroed_array {
  public:
@@ -154,7 +156,8 @@ class zeroed_array {
     if (memory == MAP_FAILED) memory = nullptr;
     if (memory != nullptr) advise_huge_pages(memory, bytes);
 #else
-    void* memory = std::calloc(count, sizeof(T));
+    void* memory = ::operator new (bytes, std::align_val_t{64}, std::nothrow);
+    if (memory != nullptr) std::memset(memory, 0, bytes);
 #endif
     if (memory == nullptr && count != 0)
       return fail(error(errc::out_of_memory, what).with("bytes", bytes).fix("free host memory"));
@@ -194,7 +197,7 @@ class zeroed_array {
 #if defined(__linux__)
     ::munmap(data_, size_ * sizeof(T));
 #else
-    std::free(data_);
+    ::operator delete (data_, std::align_val_t{64});
 #endif
     data_ = nullptr;
     size_ = 0;
@@ -208,12 +211,12 @@ class zeroed_array {
 //! `name_table`. A slot is half a cache line: a tag (hash bits, and the length when it is below
 //! 255), the id, and the name itself when it is short (`inline_bytes`, as most ids are), else a
 //! pointer to its characters in the table (which never move). So a look-up of a short name
-//! touches one line, which `prefetch` can start loading early; no per-name allocation.
+//! touches one line, which `first_tag` can load early; no per-name allocation.
 class interner {
  public:
   name_table names;
 
-  //! The tag of a name with hash `hash` (lookups take it precomputed, see `prefetch`); never 0
+  //! The tag of a name with hash `hash` (look-ups take the hash precomputed); never 0
   //! (the tag of an empty slot).
   static std::uint32_t tag_of(std::uint64_t hash, std::size_t length) noexcept {
     const std::uint32_t tag = (static_cast<std::uint32_t>(hash >> 32) & ~0xffu) |
@@ -267,11 +270,6 @@ class interner {
   //! The tag of the slot a look-up of `hash` reads first (a load, for `egraph_builder::touch`).
   std::uint32_t first_tag(std::uint64_t hash) const noexcept {
     return slots_.empty() ? 0 : slots_[home(hash, mask_)].tag;
-  }
-
-  //! Starts loading the slot a look-up of `hash` reads first.
-  void prefetch(std::uint64_t hash) const noexcept {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[home(hash, mask_)]);
   }
 
   //! Room for `count` names without rehashing.
