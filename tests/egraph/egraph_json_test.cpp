@@ -113,10 +113,11 @@ TEST_CASE("egraph JSON: egglog 13 output (subsumed, class_data, primitives, empt
 TEST_CASE("egraph JSON: slices and the parsing thread give the file-order result",
           "[egraph][json]") {
   // 300 nodes in a chain, ids with escapes and `},"` inside strings, so that cuts are tried at
-  // places the parse must reject; every slice size gives the same graph.
+  // places the parse must reject, and whitespace before some commas between nodes; every slice
+  // size gives the same graph, with the scanner or with simdjson's DOM parser alone.
   std::string text = "{\n  \"nodes\": {";
   for (int i = 0; i < 300; ++i) {
-    if (i != 0) text += ",\n    ";
+    if (i != 0) text += i % 3 == 0 ? " ,\n    " : ",\n    ";
     text += "\"n" + std::to_string(i) + "\": {\"op\": \"f},\\\"x" + std::to_string(i % 7) +
             "},\", \"eclass\": " + std::to_string(i / 2) + ", \"cost\": " + std::to_string(i % 5) +
             ", \"children\": [" + (i == 0 ? std::string() : "\"n" + std::to_string(i - 1) + "\"") +
@@ -129,9 +130,12 @@ TEST_CASE("egraph JSON: slices and the parsing thread give the file-order result
   CHECK(whole.graph.op_count() == 7);
   CHECK(whole.root_eclasses == std::vector<std::uint32_t>{149, 0});
   for (const std::size_t slice : {64, 100, 257, 1000, 4096}) {
-    for (const bool threads : {false, true}) {
-      INFO("slice " << slice << " threads " << threads);
-      const auto loaded = vyre::io::parse_egraph_json(text, "chain.json", {slice, threads});
+    for (const int mode : {0, 1, 2}) {
+      const bool threads = mode == 1;
+      const bool scanner = mode != 2;
+      INFO("slice " << slice << " threads " << threads << " scanner " << scanner);
+      const auto loaded =
+          vyre::io::parse_egraph_json(text, "chain.json", {slice, threads, scanner});
       CHECK(loaded.graph.row_count() == 300);
       CHECK(loaded.node_ids.to_strings() == whole.node_ids.to_strings());
       CHECK(loaded.eclass_ids.to_strings() == whole.eclass_ids.to_strings());
@@ -156,6 +160,70 @@ TEST_CASE("egraph JSON: slices and the parsing thread give the file-order result
   REQUIRE_FALSE(bad.has_value());
   CHECK(bad.error().code() == vyre::errc::parse);
   CHECK_THAT(bad.error().message(), Catch::Contains("malformed JSON"));
+}
+
+TEST_CASE("egraph JSON: the scanner reads what simdjson's DOM parser reads", "[egraph][json]") {
+  // Escapes, numbers, ids, repeated and unknown fields, whitespace and UTF-8 the scanner takes or
+  // hands to the DOM parser: both give the same e-graph or the same error.
+  const char* documents[] = {
+      R"({"nodes": {"a\"b": {"op": "\"x\"\n\t\\\/", "eclass": "c\u00e9", "cost": 2.5}}})",
+      R"({"nodes": {"\u0061": {"op": "x", "eclass": "0"}, "b": {"op": "y", "eclass": "0",
+          "children": ["a"]}}, "root_eclasses": ["0"]})",
+      R"( { "nodes" : { "a" : { "op" : "x" , "eclass" : 7 , "cost" : -0.0 } } , "root_eclasses" : [ 7 ] } )",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": -0}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 12345678901234567}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 123456789012345678901234}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 0.1e-5}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 3.0E+2}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 1.7976931348623157e308}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 01}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 1.}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": 007}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": 18446744073709551615}}})",
+      R"({"nodes": {"a": {"op": "x", "op": 3, "eclass": "0", "eclass": [], "cost": 1,
+          "cost": "no", "children": [], "children": 5}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "extra": {"k": [1, {"z": null}], "t": true}}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "extra": tru}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "nodes": {"b": {"op": "y"}}})",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0"}}} x)",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0"},}})",
+      R"({"nodes": {"é": {"op": "ü", "eclass": "日本"}}})",
+      "{\"nodes\": {\"a\": {\"op\": \"x\ty\", \"eclass\": \"0\"}}}",
+      "{\"nodes\": {\"a\": {\"op\": \"\xff\", \"eclass\": \"0\"}}}",
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "children": ["a", 3, "a"]}, "3": {"op": "y",
+          "eclass": "1"}}})",
+  };
+  for (const char* document : documents) {
+    INFO(document);
+    for (const std::size_t slice : {std::size_t{64}, std::size_t{1} << 20}) {
+      vyre::io::json_load_options dom_only;
+      dom_only.slice_bytes = slice;
+      dom_only.scanner = false;
+      vyre::io::json_load_options scanned = dom_only;
+      scanned.scanner = true;
+      const auto a = vyre::io::parse_egraph_json<expect>(document, "doc.json", scanned);
+      const auto b = vyre::io::parse_egraph_json<expect>(document, "doc.json", dom_only);
+      REQUIRE(a.has_value() == b.has_value());
+      if (!a) {
+        CHECK(a.error().message() == b.error().message());
+        continue;
+      }
+      CHECK(a->node_ids.to_strings() == b->node_ids.to_strings());
+      CHECK(a->eclass_ids.to_strings() == b->eclass_ids.to_strings());
+      CHECK(a->root_eclasses == b->root_eclasses);
+      REQUIRE(a->node_costs.size() == b->node_costs.size());
+      for (std::size_t i = 0; i < a->node_costs.size(); ++i)
+        CHECK(std::signbit(a->node_costs[i]) == std::signbit(b->node_costs[i]));
+      CHECK(a->node_costs == b->node_costs);
+      CHECK(std::equal(a->graph.rows().begin(), a->graph.rows().end(), b->graph.rows().begin(),
+                       b->graph.rows().end()));
+      CHECK(std::equal(a->graph.children().begin(), a->graph.children().end(),
+                       b->graph.children().begin(), b->graph.children().end()));
+      REQUIRE(a->graph.op_count() == b->graph.op_count());
+      for (std::uint32_t op = 0; op < a->graph.op_count(); ++op)
+        CHECK(a->graph.op_name(op) == b->graph.op_name(op));
+    }
+  }
 }
 
 TEST_CASE("egraph JSON: every error names the source and the offending id", "[egraph][json]") {

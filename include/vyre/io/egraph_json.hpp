@@ -15,13 +15,17 @@
 //! Row `i` of the snapshot is the `i`-th node of `nodes` in file order; e-class and op ids are
 //! dense u32 in first-seen order.
 //!
-//! How it reads: simdjson (DOM API, runtime-dispatched SIMD) over slices of a few MiB (the file is
-//! read slice by slice, never whole), each slice parsed as its own small document `{"nodes":{`
-//! slice `}}`; a slice ends at a `},"` between two nodes, and the parse itself proves the cut was
-//! not inside a string (else the slice is parsed again together with the rest of the file). One
-//! thread parses the next slice while the caller's thread interns the previous one (ids through
-//! flat open-addressing tables over names stored in blocks, no `std::string` per node). Peak memory
-//! is the result plus about 4 slices, not the file.
+//! How it reads: slices of a few MiB (the file is read slice by slice, never whole), each its
+//! own small document `{"nodes":{` slice `}}`; a slice ends at a `},"` between two nodes, and the
+//! parse itself proves the cut was not inside a string (else the slice is parsed again together
+//! with the rest of the file). A slice that is valid UTF-8 goes to a scanner that reads the
+//! nodes straight into flat records (ids as views into the slice, no tree; see
+//! `detail/egraph_json_scan.hpp`); one it declines (an error, a `\u` escape, a long number...)
+//! goes to simdjson's DOM parser, which gives the result or the error, so the two agree by
+//! construction. One thread reads the next slice while the caller's thread interns the previous
+//! one (ids through flat open-addressing tables with short names inline in the slot, no
+//! `std::string` per node). Peak memory is the result, the id tables and about 4 slices, not the
+//! file.
 #pragma once
 
 #include <algorithm>
@@ -37,6 +41,7 @@
 #include <initializer_list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -46,10 +51,15 @@
 
 #include <simdjson.h>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/egraph.hpp"
+#include "vyre/io/detail/egraph_json_scan.hpp"
 #include "vyre/io/name_table.hpp"
 
 namespace vyre::io {
@@ -67,6 +77,8 @@ struct loaded_egraph {
 struct json_load_options {
   std::size_t slice_bytes = std::size_t{4} << 20;  //!< bytes of one slice (at least 64)
   bool threads = true;  //!< parse the next slice on a second thread (when there is more than one)
+  //! Read with the scanner where it can (false: simdjson's DOM parser only; tests compare them).
+  bool scanner = true;
 };
 
 namespace detail {
@@ -112,41 +124,104 @@ inline const char* malformed_context(simdjson::error_code code) noexcept {
   return "egraph JSON: malformed JSON";
 }
 
-//! A fast 64-bit hash of short ids (multiply-xorshift over 8-byte words).
-inline std::uint64_t hash_text(std::string_view text) noexcept {
-  const char* p = text.data();
-  std::size_t n = text.size();
-  std::uint64_t h = 0x9e3779b97f4a7c15ull ^ (n * 0xff51afd7ed558ccdull);
-  while (n >= 8) {
-    std::uint64_t word;
-    std::memcpy(&word, p, 8);
-    h = (h ^ word) * 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 31;
-    p += 8;
-    n -= 8;
+//! A zero-filled array of trivially copyable `T` for large random-access tables: on Linux its
+//! own anonymous mapping, marked for transparent huge pages, so that random look-ups into it
+//! miss the TLB less and its pages fault in 2 MiB at a time; elsewhere 64-byte aligned `operator
+//! new`, zeroed.
+template <class T>
+class zeroed_array {
+ public:
+  zeroed_array() = default;
+  zeroed_array(const zeroed_array&) = delete;
+  zeroed_array& operator=(const zeroed_array&) = delete;
+  zeroed_array(zeroed_array&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+  zeroed_array& operator=(zeroed_array&& other) noexcept {
+    if (this != &other) {
+      release();
+      data_ = std::exchange(other.data_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
   }
-  if (n != 0) {
-    std::uint64_t word = 0;
-    std::memcpy(&word, p, n);
-    h = (h ^ word) * 0x94d049bb133111ebull;
-    h ^= h >> 29;
+  ~zeroed_array() { release(); }
+
+  //! An array of `count` zero bytes' `T`s; `errc::out_of_memory` when it cannot be had.
+  static expected<zeroed_array> make(std::size_t count, const char* what) {
+    zeroed_array out;
+    const std::size_t bytes = count * sizeof(T);
+#if defined(__linux__)
+    void* memory =
+        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory == MAP_FAILED) memory = nullptr;
+    if (memory != nullptr) advise_huge_pages(memory, bytes);
+#else
+    void* memory = ::operator new (bytes, std::align_val_t{64}, std::nothrow);
+    if (memory != nullptr) std::memset(memory, 0, bytes);
+#endif
+    if (memory == nullptr && count != 0)
+      return fail(error(errc::out_of_memory, what).with("bytes", bytes).fix("free host memory"));
+    out.data_ = static_cast<T*>(memory);
+    out.size_ = count;
+    return out;
   }
-  h *= 0xd6e8feb86659fd93ull;
-  return h ^ (h >> 32);
-}
+
+  std::size_t size() const noexcept {
+    return size_;
+  }
+  bool empty() const noexcept {
+    return size_ == 0;
+  }
+  T& operator[](std::size_t i) noexcept {
+    return data_[i];
+  }
+  const T& operator[](std::size_t i) const noexcept {
+    return data_[i];
+  }
+  T* begin() noexcept {
+    return data_;
+  }
+  T* end() noexcept {
+    return data_ + size_;
+  }
+  const T* begin() const noexcept {
+    return data_;
+  }
+  const T* end() const noexcept {
+    return data_ + size_;
+  }
+
+ private:
+  void release() noexcept {
+    if (data_ == nullptr) return;
+#if defined(__linux__)
+    ::munmap(data_, size_ * sizeof(T));
+#else
+    ::operator delete (data_, std::align_val_t{64});
+#endif
+    data_ = nullptr;
+    size_ = 0;
+  }
+
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
 
 //! Names to dense u32 ids in first-seen order: a flat open-addressing table over a
-//! `name_table`. A slot holds a tag (hash bits, and the length when it is below 255), the id and
-//! a pointer to the name's characters (which never move), so a probe touches the slot and, on a
-//! tag match, the characters: no per-name allocation, no indirection through the table.
+//! `name_table`. A slot is half a cache line: a tag (hash bits, and the length when it is below
+//! 255), the id, and the name itself when it is short (`inline_bytes`, as most ids are), else a
+//! pointer to its characters in the table (which never move). So a look-up of a short name
+//! touches one line, which `first_tag` can load early; no per-name allocation.
 class interner {
  public:
   name_table names;
 
-  //! The tag of a name with hash `hash` (lookups take it precomputed, see `prefetch`).
+  //! The tag of a name with hash `hash` (look-ups take the hash precomputed); never 0
+  //! (the tag of an empty slot).
   static std::uint32_t tag_of(std::uint64_t hash, std::size_t length) noexcept {
-    return (static_cast<std::uint32_t>(hash >> 32) & ~0xffu) |
-           static_cast<std::uint32_t>(length < 255 ? length : 255);
+    const std::uint32_t tag = (static_cast<std::uint32_t>(hash >> 32) & ~0xffu) |
+                              static_cast<std::uint32_t>(length < 255 ? length : 255);
+    return tag != 0 ? tag : 0x100u;
   }
 
   //! The id of `text` (whose `hash_text` is `hash`), and whether it was new.
@@ -154,17 +229,23 @@ class interner {
                                                   const char* what) {
     if (4 * (names.size() + 1) > 3 * slots_.size()) VYRE_TRY(grow(what));  // load <= 3/4
     const std::uint32_t tag = tag_of(hash, text.size());
-    for (std::size_t at = hash & mask_;; at = (at + 1) & mask_) {
+    for (std::size_t at = home(hash, mask_);; at = (at + 1) & mask_) {
       slot& here = slots_[at];
-      if (here.data == nullptr) {
+      if (here.tag == 0) {
         if (names.size() >= egraph::snapshot_limits::u32_max)
           return fail(error(errc::abi_limit, what)
                           .with("ids", names.size())
                           .fix(egraph::detail::shard_hint));
         const auto id = static_cast<std::uint32_t>(names.size());
         VYRE_TRY(names.push_back(text));
-        const char* stored = names[id].data();
-        here = {tag, id, stored != nullptr ? stored : empty_name()};
+        here.tag = tag;
+        here.id = id;
+        if (text.size() <= inline_bytes) {
+          if (!text.empty()) std::memcpy(here.text, text.data(), text.size());
+        } else {
+          const char* stored = names[id].data();
+          std::memcpy(here.text, &stored, sizeof stored);
+        }
         return std::pair<std::uint32_t, bool>{id, true};
       }
       if (here.tag == tag && matches(here, text))
@@ -179,16 +260,16 @@ class interner {
     if (slots_.empty()) return std::nullopt;
     const std::uint64_t hash = hash_text(text);
     const std::uint32_t tag = tag_of(hash, text.size());
-    for (std::size_t at = hash & mask_;; at = (at + 1) & mask_) {
+    for (std::size_t at = home(hash, mask_);; at = (at + 1) & mask_) {
       const slot& here = slots_[at];
-      if (here.data == nullptr) return std::nullopt;
+      if (here.tag == 0) return std::nullopt;
       if (here.tag == tag && matches(here, text)) return here.id;
     }
   }
 
-  //! Starts loading the slot a look-up of `hash` reads first.
-  void prefetch(std::uint64_t hash) const noexcept {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+  //! The tag of the slot a look-up of `hash` reads first (a load, for `egraph_builder::touch`).
+  std::uint32_t first_tag(std::uint64_t hash) const noexcept {
+    return slots_.empty() ? 0 : slots_[home(hash, mask_)].tag;
   }
 
   //! Room for `count` names without rehashing.
@@ -205,28 +286,39 @@ class interner {
   }
 
  private:
-  struct slot {
-    std::uint32_t tag = 0;
-    std::uint32_t id = 0;
-    const char* data = nullptr;  //!< null: empty slot
-  };
+  //! Names up to this long live in their slot.
+  static constexpr std::size_t inline_bytes = 24;
 
-  static const char* empty_name() noexcept { return ""; }
+  struct alignas(32) slot {
+    std::uint32_t tag;  //!< 0: empty
+    std::uint32_t id;
+    char text[inline_bytes];  //!< the name, or (longer names) a pointer to its characters
+  };
+  static_assert(sizeof(slot) == 32);
+
+  //! Where a look-up of `hash` starts: an even slot, so that it and the next one share a cache
+  //! line (the table is page-aligned) and most look-ups touch one line.
+  static std::size_t home(std::uint64_t hash, std::size_t mask) noexcept {
+    return static_cast<std::size_t>(hash) & mask & ~std::size_t{1};
+  }
 
   bool matches(const slot& here, std::string_view text) const noexcept {
+    // Equal tags: equal lengths unless the length is 255 or more.
+    if (text.size() <= inline_bytes) return same_text(here.text, text.data(), text.size());
     if ((here.tag & 0xffu) == 255 && names[here.id].size() != text.size()) return false;
-    return text.empty() || std::memcmp(here.data, text.data(), text.size()) == 0;
+    const char* stored;
+    std::memcpy(&stored, here.text, sizeof stored);
+    return same_text(stored, text.data(), text.size());
   }
 
   expected<void> grow(const char* what) {
     const std::size_t capacity = slots_.empty() ? 1024 : 2 * slots_.size();
-    std::vector<slot> grown;
-    VYRE_TRY(try_resize(grown, capacity, what));
+    VYRE_TRY_ASSIGN(zeroed_array<slot> grown, zeroed_array<slot>::make(capacity, what));
     const std::size_t mask = capacity - 1;
     for (const slot& old : slots_) {
-      if (old.data == nullptr) continue;
-      std::size_t at = hash_text(names[old.id]) & mask;
-      while (grown[at].data != nullptr) at = (at + 1) & mask;
+      if (old.tag == 0) continue;
+      std::size_t at = home(hash_text(names[old.id]), mask);
+      while (grown[at].tag != 0) at = (at + 1) & mask;
       grown[at] = old;
     }
     slots_ = std::move(grown);
@@ -234,7 +326,7 @@ class interner {
     return {};
   }
 
-  std::vector<slot> slots_;
+  zeroed_array<slot> slots_;
   std::size_t mask_ = 0;
 };
 
@@ -260,40 +352,6 @@ class json_source {
   std::uint64_t size_ = 0;
 };
 
-//! What one slice held, as views into its parser's buffers (valid until the slice is reused).
-struct slice_records {
-  std::vector<std::string_view> keys, ops, eclasses, children;
-  std::vector<std::uint64_t> key_hashes, eclass_hashes, child_hashes;  //!< `hash_text` of each
-  std::vector<double> costs;
-  std::vector<std::uint32_t> child_counts;
-  std::vector<std::string_view> roots;
-  //! Decimal text of integer ids, in blocks that never move (views point into them).
-  std::vector<std::unique_ptr<std::array<char, 24>[]>> number_blocks;
-  std::size_t numbers_in_last_block = 0;
-  static constexpr std::size_t numbers_per_block = 4096;
-  std::array<char, 24>* next_number() {
-    if (number_blocks.empty() || numbers_in_last_block == numbers_per_block) {
-      number_blocks.emplace_back(new std::array<char, 24>[numbers_per_block]);
-      numbers_in_last_block = 0;
-    }
-    return &number_blocks.back()[numbers_in_last_block++];
-  }
-  void clear() noexcept {
-    keys.clear();
-    key_hashes.clear();
-    eclass_hashes.clear();
-    child_hashes.clear();
-    ops.clear();
-    eclasses.clear();
-    children.clear();
-    costs.clear();
-    child_counts.clear();
-    roots.clear();
-    number_blocks.clear();
-    numbers_in_last_block = 0;
-  }
-};
-
 //! One slice in flight: its text, its parser and what it held.
 struct json_slice {
   simdjson::dom::parser parser;
@@ -313,15 +371,25 @@ inline bool json_space(char c) noexcept {
 }
 
 //! Parses one slice's document into its records. The slice document is the whole file
-//! (`prefix` 0) or `{"nodes":{` + slice + `}}` (the last slice: no suffix). simdjson's DOM API
-//! (runtime-dispatched SIMD kernels); its On-Demand API would use the kernel the compiler
-//! targets, the portable scalar one without `-march` flags.
+//! (`prefix` 0) or `{"nodes":{` + slice + `}}` (the last slice: no suffix). The scanner
+//! (`detail/egraph_json_scan.hpp`) reads it when it can; otherwise simdjson's DOM API
+//! (runtime-dispatched SIMD kernels), which also gives every error. simdjson's On-Demand API is
+//! no alternative here: it uses the kernel the compiler targets, the portable scalar one without
+//! `-march` flags (measured on this file: slower than the DOM parse plus its walk).
 class slice_parser {
  public:
-  slice_parser(json_slice& slice, std::string_view source) : slice_(slice), source_(source) {}
+  slice_parser(json_slice& slice, std::string_view source, bool scanner)
+      : slice_(slice), source_(source), scanner_(scanner) {}
 
   expected<void> parse(std::size_t length) {
+    // The scanner first; the DOM parser where it declines (and for every error).
+    char* const text = slice_.buffer.get();
+    if (scanner_ && simdjson::validate_utf8(text, length)) {
+      VYRE_TRY_ASSIGN(const bool taken, json_scanner::scan(text, length, slice_.records, others_));
+      if (taken) return {};
+    }
     slice_.records.clear();
+    others_ = false;
     simdjson::dom::element doc;
     if (const auto code =
             slice_.parser.parse(slice_.buffer.get(), length, /*realloc_if_needed=*/false).get(doc))
@@ -428,8 +496,7 @@ class slice_parser {
               return node_error(
                   "egraph JSON: a child is not a node id (string or unsigned integer)",
                   "\"children\" lists child node ids");
-            VYRE_TRY(push(out.children, text));
-            VYRE_TRY(push(out.child_hashes, hash_text(text)));
+            VYRE_TRY(push(out.children, id_record{text, hash_text(text)}));
             ++child_count;
           }
         }
@@ -440,13 +507,8 @@ class slice_parser {
       if (!eclass)
         return node_error("egraph JSON: node has no \"eclass\" (missing field)",
                           "give every node the id of its e-class");
-      VYRE_TRY(push(out.keys, node_id));
-      VYRE_TRY(push(out.key_hashes, hash_text(node_id)));
-      VYRE_TRY(push(out.ops, *op));
-      VYRE_TRY(push(out.eclasses, *eclass));
-      VYRE_TRY(push(out.eclass_hashes, hash_text(*eclass)));
-      VYRE_TRY(push(out.costs, cost));
-      VYRE_TRY(push(out.child_counts, child_count));
+      VYRE_TRY(push(out.nodes, node_record{node_id, *op, *eclass, hash_text(node_id),
+                                           hash_text(*eclass), cost, child_count}));
     }
     return {};
   }
@@ -479,6 +541,7 @@ class slice_parser {
 
   json_slice& slice_;
   std::string_view source_;
+  bool scanner_;
   bool others_ = false;
 };
 
@@ -488,7 +551,8 @@ class slice_reader {
   slice_reader(const json_source& input, std::string_view source, const json_load_options& options)
       : input_(input),
         source_(source),
-        slice_bytes_((std::max<std::size_t>)(options.slice_bytes, 64)) {}
+        slice_bytes_((std::max<std::size_t>)(options.slice_bytes, 64)),
+        scanner_(options.scanner) {}
 
   //! Finds where "nodes" starts; without the usual `{"nodes":{` head the whole file is one slice.
   expected<void> start() {
@@ -524,7 +588,7 @@ class slice_reader {
       finished_ = true;
       VYRE_TRY(fill(slice, 0, input_.size(), false));
       slice.last = true;
-      slice_parser parser(slice, source_);
+      slice_parser parser(slice, source_, scanner_);
       return parser.parse(input_.size());
     }
     const std::uint64_t remaining = input_.size() - position_;
@@ -533,16 +597,16 @@ class slice_reader {
       // otherwise by the parse).
       VYRE_TRY(fill(slice, position_, slice_bytes_, true));
       const char* text = slice.buffer.get() + slice.prefix;
-      std::optional<std::size_t> cut = find_cut(text, slice_bytes_);
-      if (cut) {
-        char* end = slice.buffer.get() + slice.prefix + *cut;
+      const std::optional<cut> at = find_cut(text, slice_bytes_);
+      if (at) {
+        char* end = slice.buffer.get() + slice.prefix + at->end;
         end[0] = '}';
         end[1] = '}';
-        const std::size_t length = slice.prefix + *cut + 2;
-        slice_parser parser(slice, source_);
+        const std::size_t length = slice.prefix + at->end + 2;
+        slice_parser parser(slice, source_, scanner_);
         if (parser.parse(length) && !parser.saw_other_fields()) {
           slice.last = false;
-          position_ += *cut + 1;  // past the comma
+          position_ += at->comma + 1;  // past the comma
           return {};
         }
       }
@@ -551,13 +615,20 @@ class slice_reader {
     finished_ = true;
     VYRE_TRY(fill(slice, position_, remaining, true));
     slice.last = true;
-    slice_parser parser(slice, source_);
+    slice_parser parser(slice, source_, scanner_);
     return parser.parse(nodes_prefix.size() + static_cast<std::size_t>(remaining));
   }
 
  private:
-  //! The offset of the comma of the last `}` ws `,` ws `"` in `text`, not at its very start.
-  static std::optional<std::size_t> find_cut(const char* text, std::size_t length) {
+  //! Where a slice ends: right after a node's `}` (`end`), and the comma after it (`comma`; there
+  //! may be whitespace between them).
+  struct cut {
+    std::size_t end;
+    std::size_t comma;
+  };
+
+  //! The last `}` ws `,` ws `"` in `text`, not at its very start.
+  static std::optional<cut> find_cut(const char* text, std::size_t length) {
     for (std::size_t i = length; i-- > 1;) {
       if (text[i] != ',') continue;
       std::size_t before = i;
@@ -565,10 +636,12 @@ class slice_reader {
       if (before == 0 || text[before - 1] != '}') continue;
       std::size_t after = i + 1;
       while (after < length && json_space(text[after])) ++after;
-      if (after < length && text[after] == '"') return before;  // cut right after the '}'
+      if (after < length && text[after] == '"') return cut{before, i};
     }
     return std::nullopt;
   }
+
+  static_assert(simdjson::SIMDJSON_PADDING >= json_scanner::padding);
 
   expected<void> fill(json_slice& slice, std::uint64_t offset, std::uint64_t count, bool prefix) {
     const std::size_t head = prefix ? nodes_prefix.size() : 0;
@@ -578,6 +651,7 @@ class slice_reader {
       try {
         slice.buffer.reset();
         slice.buffer.reset(new char[need]);
+        advise_huge_pages(slice.buffer.get(), need);
         slice.capacity = need;
       } catch (const std::bad_alloc&) {
         slice.capacity = 0;
@@ -605,6 +679,7 @@ class slice_reader {
   const json_source& input_;
   std::string_view source_;
   std::size_t slice_bytes_;
+  bool scanner_;
   std::uint64_t position_ = 0;
   bool chunked_ = false;
   bool finished_ = false;
@@ -616,7 +691,7 @@ class egraph_builder {
   explicit egraph_builder(std::string_view source) : source_(source) {}
 
   expected<void> add(const slice_records& in, std::uint64_t file_bytes, std::uint64_t slice_bytes) {
-    const std::size_t count = in.keys.size();
+    const std::size_t count = in.nodes.size();
     if (!estimated_ && count > 0 && slice_bytes > 0) {
       // Reserve once, from the density of the first slice (+10 %).
       estimated_ = true;
@@ -630,54 +705,94 @@ class egraph_builder {
       VYRE_TRY(nodes_.reserve(nodes, "egraph JSON: node ids"));
       {
         interner distinct;  // e-classes per node in this slice, for the e-class table
-        for (const std::string_view eclass : in.eclasses)
-          VYRE_TRY(distinct.intern(eclass, "egraph JSON: e-classes"));
-        const double ratio =
-            static_cast<double>(distinct.names.size()) / static_cast<double>(count);
+        for (const node_record& node : in.nodes)
+          VYRE_TRY(distinct.intern(node.eclass, "egraph JSON: e-classes"));
+        // The first slice overstates it where a file starts with one node per e-class (egglog's
+        // math-11: 1.0 there, 0.42 overall, which made the table twice too large): at most half
+        // a class per node up front, the table grows past that.
+        const double ratio = (std::min)(
+            0.5, static_cast<double>(distinct.names.size()) / static_cast<double>(count));
         VYRE_TRY(
             eclasses_.reserve(static_cast<std::size_t>(ratio * static_cast<double>(nodes)) + 16,
                               "egraph JSON: e-class ids"));
       }
-      VYRE_TRY(try_reserve(row_of_symbol_, nodes, "egraph JSON: node rows"));
+      VYRE_TRY(try_reserve(defined_, nodes / 64 + 1, "egraph JSON: node rows"));
       VYRE_TRY(try_reserve(symbol_of_row_, nodes, "egraph JSON: node rows"));
       VYRE_TRY(try_reserve(result_.node_costs, nodes, "egraph JSON: node costs"));
       VYRE_TRY(try_reserve(child_symbols_, children, "egraph JSON: children"));
-      VYRE_TRY(result_.graph.reserve<on_error::return_expected>(nodes, 0));
+      VYRE_TRY(result_.graph.reserve<on_error::return_expected>(nodes, children));
+      // Fresh 4 KiB pages cost more than the parse here: ask for huge pages before the first touch.
+      advise_huge_pages(symbol_of_row_);
+      advise_huge_pages(result_.node_costs);
+      advise_huge_pages(child_symbols_);
+      advise_huge_pages(result_.graph.rows().data(), nodes * sizeof(egraph::row));
+      advise_huge_pages(result_.graph.children().data(), children * sizeof(std::uint32_t));
     }
     std::size_t child = 0;
-    constexpr std::size_t ahead = 8;  // look-ups whose slots load while earlier ones run
-    for (std::size_t n = 0; n < count && n < ahead; ++n) {
-      nodes_.prefetch(in.key_hashes[n]);
-      eclasses_.prefetch(in.eclass_hashes[n]);
+    for (std::size_t first = 0; first < count; first += batch) {
+      const std::size_t last = (std::min)(count, first + batch);
+      touch(in, first, last, child);
+      VYRE_TRY(add_nodes(in, first, last, child));
     }
-    for (std::size_t c = 0; c < in.children.size() && c < 2 * ahead; ++c)
-      nodes_.prefetch(in.child_hashes[c]);
-    for (std::size_t n = 0; n < count; ++n) {
-      if (n + ahead < count) {
-        nodes_.prefetch(in.key_hashes[n + ahead]);
-        eclasses_.prefetch(in.eclass_hashes[n + ahead]);
-      }
+    for (const std::string_view root : in.roots) VYRE_TRY(push(root_texts_, std::string(root)));
+    return {};
+  }
+
+ private:
+  //! Makes room in `defined_` for a new node symbol.
+  expected<void> add_symbol(std::uint32_t symbol) {
+    if (symbol % 64 == 0) VYRE_TRY(push(defined_, std::uint64_t{0}));
+    return {};
+  }
+
+  //! Nodes whose look-ups `touch` loads together.
+  static constexpr std::size_t batch = 64;
+
+  //! Loads the first slot of every look-up of nodes [first, last) (children from `child` on).
+  //! The look-ups are random accesses into tables larger than the caches; loads in a tight loop
+  //! overlap their misses, where a software prefetch per look-up ahead of the work did not help
+  //! (measured: the look-ups stalled on the slot all the same).
+  void touch(const slice_records& in, std::size_t first, std::size_t last, std::size_t child) {
+    std::uint32_t sink = 0;
+    std::size_t child_end = child;
+    for (std::size_t n = first; n < last; ++n) {
+      sink += nodes_.first_tag(in.nodes[n].key_hash) + eclasses_.first_tag(in.nodes[n].eclass_hash);
+      child_end += in.nodes[n].child_count;
+    }
+    for (std::size_t c = child; c < child_end; ++c) sink += nodes_.first_tag(in.children[c].hash);
+    touched_ += sink;  // keeps the loads
+  }
+
+  //! Interns nodes [first, last) of `in` (children from `child` on, which it advances).
+  expected<void> add_nodes(const slice_records& in, std::size_t first, std::size_t last,
+                           std::size_t& child) {
+    for (std::size_t n = first; n < last; ++n) {
+      const node_record& record = in.nodes[n];
       VYRE_TRY_ASSIGN(const auto node,
-                      nodes_.intern(in.keys[n], in.key_hashes[n],
+                      nodes_.intern(record.key, record.key_hash,
                                     "egraph JSON: too many nodes for u32 row ids"));
-      const auto row = static_cast<std::uint32_t>(symbol_of_row_.size());
-      if (node.second) {
-        VYRE_TRY(push(row_of_symbol_, row));
-      } else if (row_of_symbol_[node.first] != no_row) {
+      if (node.second) VYRE_TRY(add_symbol(node.first));
+      std::uint64_t& word = defined_[node.first / 64];
+      const std::uint64_t bit = std::uint64_t{1} << (node.first % 64);
+      if ((word & bit) != 0)
         return fail(json_error(errc::duplicate, "egraph JSON: duplicate node id", source_, "node",
-                               in.keys[n])
+                               record.key)
                         .fix("give every node a unique id"));
-      } else {
-        row_of_symbol_[node.first] = row;
-      }
+      word |= bit;
       VYRE_TRY(push(symbol_of_row_, node.first));
       VYRE_TRY_ASSIGN(const auto eclass,
-                      eclasses_.intern(in.eclasses[n], in.eclass_hashes[n],
+                      eclasses_.intern(record.eclass, record.eclass_hash,
                                        "egraph JSON: too many e-classes for u32 ids"));
-      VYRE_TRY_ASSIGN(const auto op,
-                      ops_.intern(in.ops[n], "egraph JSON: too many ops for u32 ids"));
-      if (op.second) VYRE_TRY(result_.graph.intern_op<on_error::return_expected>(in.ops[n]));
-      const std::uint32_t children = in.child_counts[n];
+      // Nodes come in runs of one op (egglog writes them by function): the last op first.
+      if (record.op.size() != last_op_.size() ||
+          !same_text(record.op.data(), last_op_.data(), record.op.size()) || ops_.names.empty()) {
+        VYRE_TRY_ASSIGN(const auto op,
+                        ops_.intern(record.op, "egraph JSON: too many ops for u32 ids"));
+        if (op.second) VYRE_TRY(result_.graph.intern_op<on_error::return_expected>(record.op));
+        last_op_ = ops_.names[op.first];
+        last_op_id_ = op.first;
+      }
+      const std::uint32_t children = record.child_count;
       const auto offset = child_symbols_.size();
       if (offset + children > egraph::snapshot_limits::u32_max)
         return fail(error(errc::abi_limit, "egraph JSON: children column too long for u32 offsets")
@@ -685,29 +800,36 @@ class egraph_builder {
                         .fix(egraph::detail::shard_hint)
                         .about(source_));
       for (std::uint32_t c = 0; c < children; ++c, ++child) {
-        if (child + 2 * ahead < in.children.size())
-          nodes_.prefetch(in.child_hashes[child + 2 * ahead]);
         VYRE_TRY_ASSIGN(const auto target,
-                        nodes_.intern(in.children[child], in.child_hashes[child],
+                        nodes_.intern(in.children[child].text, in.children[child].hash,
                                       "egraph JSON: too many nodes for u32 row ids"));
-        if (target.second) VYRE_TRY(push(row_of_symbol_, no_row));
+        if (target.second) VYRE_TRY(add_symbol(target.first));
         VYRE_TRY(push(child_symbols_, target.first));
       }
-      VYRE_TRY(push(result_.node_costs, in.costs[n]));
+      VYRE_TRY(push(result_.node_costs, record.cost));
       VYRE_TRY(result_.graph.add_raw_row<on_error::return_expected>(
-          egraph::row{eclass.first, op.first, static_cast<std::uint32_t>(offset), children}));
+          egraph::row{eclass.first, last_op_id_, static_cast<std::uint32_t>(offset), children}));
     }
-    for (const std::string_view root : in.roots) VYRE_TRY(push(root_texts_, std::string(root)));
     return {};
   }
 
+ public:
   expected<loaded_egraph> finish() && {
     // Children: node symbol -> row -> that row's e-class.
+    nodes_.drop_index();
+    defined_ = {};
+    std::vector<std::uint32_t> row_of_symbol;  // row of node symbol s, or no_row
+    VYRE_TRY(try_reserve(row_of_symbol, nodes_.names.size(), "egraph JSON: node rows"));
+    advise_huge_pages(row_of_symbol);
+    row_of_symbol.resize(nodes_.names.size());
+    std::fill(row_of_symbol.begin(), row_of_symbol.end(), no_row);
+    for (std::size_t r = 0; r < symbol_of_row_.size(); ++r)
+      row_of_symbol[symbol_of_row_[r]] = static_cast<std::uint32_t>(r);
     const auto rows = result_.graph.rows();
     for (std::size_t r = 0; r < rows.size(); ++r) {
       for (std::uint32_t c = 0; c < rows[r].children_length; ++c) {
         std::uint32_t& entry = child_symbols_[rows[r].children_offset + c];
-        const std::uint32_t row = row_of_symbol_[entry];
+        const std::uint32_t row = row_of_symbol[entry];
         if (row == no_row)
           return fail(json_error(errc::not_found, "egraph JSON: a child names an unknown node",
                                  source_, "child", nodes_.names[entry])
@@ -719,7 +841,7 @@ class egraph_builder {
     VYRE_TRY(result_.graph.append_children<on_error::return_expected>(
         {child_symbols_.data(), child_symbols_.size()}));
     child_symbols_ = {};
-    row_of_symbol_ = {};
+    row_of_symbol = {};
     for (const std::string& root : root_texts_) {
       const auto found = eclasses_.find(root);
       if (!found)
@@ -729,7 +851,6 @@ class egraph_builder {
                         .fix("every root must be the \"eclass\" of some node"));
       VYRE_TRY(push(result_.root_eclasses, *found));
     }
-    nodes_.drop_index();
     VYRE_TRY_ASSIGN(result_.node_ids, std::move(nodes_.names).take_reordered(symbol_of_row_));
     eclasses_.drop_index();
     result_.eclass_ids = std::move(eclasses_.names);
@@ -752,10 +873,13 @@ class egraph_builder {
   interner nodes_;  //!< node ids, defined (keys) or referenced (children) first
   interner eclasses_;
   interner ops_;
-  std::vector<std::uint32_t> row_of_symbol_;  //!< row of node symbol s, or no_row
+  std::string_view last_op_;  //!< the op of the last node (in `ops_.names`)
+  std::uint32_t last_op_id_ = 0;
+  std::vector<std::uint64_t> defined_;  //!< bit s: node symbol s is a key seen so far
   std::vector<std::uint32_t> symbol_of_row_;
   std::vector<std::uint32_t> child_symbols_;  //!< children as node symbols, then e-classes
   std::vector<std::string> root_texts_;
+  std::uint32_t touched_ = 0;
   bool estimated_ = false;
 };
 
