@@ -11,7 +11,7 @@ MODE:
         the tree selection's; negative costs (maxsat) exit 2 naming the node and its cost
   ilp   --method ilp on small real e-graphs: the same checks, plus optimal/lower_bound keys,
         dag_cost <= the heuristic's and lower_bound <= dag_cost (SKIPPED, 77, without CBC)
-  dag_gpu  --method dag --device gpu against --device cpu: the same dag_cost and the same
+  dag_gpu  --method dag --device gpu against --device cpu, both --searches 7: the same dag_cost and the same
         selection file byte for byte, "dag_device": "gpu"; negative costs exit 2 there too
         (SKIPPED, 77, without a CUDA device)
 
@@ -129,7 +129,7 @@ def check_gpu_file(tool, data_dir, work, name):
     for device in ("gpu", "cpu"):
         out_path = os.path.join(work, name.replace("/", "_") + f".dag.{device}.selection.json")
         code, out, err = run(tool, "extract", path, "--method", "dag", "--device", device,
-                             "--json", "--selection", out_path)
+                             "--searches", "7", "--json", "--selection", out_path)
         check(code == 0, f"{name} dag on the {device}: exit {code}, stderr {err.strip()}")
         if code != 0:
             return
@@ -138,6 +138,8 @@ def check_gpu_file(tool, data_dir, work, name):
     gpu, cpu = found["gpu"][0], found["cpu"][0]
     check(gpu.get("dag_device") == "gpu" and cpu.get("dag_device") == "cpu",
           f"{name}: dag_device {gpu.get('dag_device')} / {cpu.get('dag_device')}")
+    check(gpu.get("searches") == 7 and cpu.get("searches") == 7,
+          f"{name}: searches {gpu.get('searches')} / {cpu.get('searches')}")
     check(gpu["dag_cost"] == cpu["dag_cost"],
           f"{name}: GPU dag_cost {gpu['dag_cost']} != CPU {cpu['dag_cost']}")
     check(found["gpu"][1] == found["cpu"][1], f"{name}: the GPU and CPU selections differ")

@@ -93,14 +93,15 @@ vyre::expected<void> check_extractable(const graph_input& input);
 vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_rebuilt,
                                                   unsigned threads);
 vyre::expected<extraction_summary> extract_cpu(const graph_input& input, unsigned threads);
-//! DAG-cost extraction on the CPU (`method` dag or ilp; `time_limit` seconds bounds CBC).
+//! DAG-cost extraction on the CPU (`method` dag or ilp; `time_limit` seconds bounds CBC;
+//! `searches` independent searches on `threads` workers, 0: every core).
 //! Errors: a negative node cost (naming the node and its cost), a needed e-class with no
 //! acyclic choice, ilp in a build without CBC.
 vyre::expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
-                                            double time_limit);
+                                            double time_limit, unsigned searches, unsigned threads);
 //! The same heuristic on device 0 (`vyre::algorithms::extract_dag` on a backend): the CPU's
 //! selection, found by one thread block per search.
-vyre::expected<dag_summary> extract_dag_gpu(const graph_input& input);
+vyre::expected<dag_summary> extract_dag_gpu(const graph_input& input, unsigned searches);
 //! What DAG extraction needs of the input: costs and roots, every cost >= 0 (a negative one is
 //! named by its node id).
 vyre::expected<void> check_dag_costs(const graph_input& input);

@@ -5,9 +5,10 @@
 //   vyre-egraph inspect [FILE]             rows, e-classes, ops, children, image bytes, columns
 //   vyre-egraph pack [FILE] -o OUT         write a vyre image file
 //   vyre-egraph extract [FILE] [--root C]  bottom-up tree-cost extraction (JSON input)
-//       [--method tree|dag|ilp] [--time-limit S] [--selection OUT.json]
+//       [--method tree|dag|ilp] [--searches N] [--time-limit S] [--selection OUT.json]
 //                                          dag: DAG cost (shared nodes paid once) by the
-//                                          heuristic, ilp: exactly through CBC (both CPU);
+//                                          heuristic (CPU; --device gpu: GPU, same result),
+//                                          ilp: exactly through CBC (CPU);
 //                                          --selection writes {"choices": {class: node}}
 //   vyre-egraph congruence [FILE] [-o OUT] congruence closure; -o writes the rebuilt image
 //
@@ -209,6 +210,7 @@ struct options {
   bool json = false;
   std::string method = "tree";  //!< extract --method: "tree", "dag" or "ilp"
   double time_limit = 10;       //!< extract --time-limit: seconds for the ILP solver
+  unsigned searches = 4;        //!< extract --searches: independent DAG searches
   std::string selection;        //!< extract --selection: where to write the chosen nodes
   unsigned threads = 0;         //!< --threads: CPU engine workers (0: every core)
 };
@@ -525,8 +527,9 @@ dag_summary run_dag_extract(const graph_input& input, const options& opts, devic
                        "install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use --method "
                        "dag."};
   progress_note note("DAG-cost extraction (" + opts.method + ") on the " + name_of(device));
-  return take(device == device_kind::gpu ? extract_dag_gpu(input)
-                                         : extract_dag_cpu(input, method, opts.time_limit),
+  return take(device == device_kind::gpu
+                  ? extract_dag_gpu(input, opts.searches)
+                  : extract_dag_cpu(input, method, opts.time_limit, opts.searches, opts.threads),
               input.file);
 }
 
@@ -560,7 +563,8 @@ int command_extract(const options& opts) {
   if (opts.json) {
     json_object out = extract_json(input, found, device);
     out.add("command", "extract").add("method", opts.method);
-    if (dag) out.add("dag_device", name_of(dag_device));
+    if (dag)
+      out.add("dag_device", name_of(dag_device)).add("searches", std::uint64_t{opts.searches});
     if (dag) {
       out.add("dag_cost", dag->dag_cost)
           .add("tree_selection_dag_cost", dag->tree_selection_dag_cost)
@@ -663,6 +667,12 @@ int run(int argc, char** argv) {
                    "(heuristic; CPU, or GPU with --device gpu: the same selection); ilp: exact "
                    "DAG cost through COIN-OR CBC (CPU)")
       ->check(CLI::IsMember({"tree", "dag", "ilp"}));
+  extract
+      ->add_option("--searches", opts.searches,
+                   "independent DAG searches (--method dag|ilp; default 4); each has its own "
+                   "start and seed, the cheapest wins. On the GPU they run side by side, one "
+                   "per SM at no extra time")
+      ->check(CLI::Range(1u, 65535u));
   extract
       ->add_option("--time-limit", opts.time_limit,
                    "seconds the ILP solver may run (--method ilp; default 10)")
