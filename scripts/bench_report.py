@@ -22,6 +22,14 @@ import pathlib
 import sys
 
 
+def supersede_key(row):
+    """What a later file's row replaces: the same benchmark name; DAG rows are one configuration
+    per file (one per search count), so files of them add up instead."""
+    if row["name"].startswith("dag."):
+        return (row["name"], row["_source"])
+    return row["name"]
+
+
 def read_lines(paths):
     """Rows of every file; a benchmark name measured in a later file replaces the earlier
     file's rows of that name, so a partial re-run supersedes what it re-measured."""
@@ -37,9 +45,10 @@ def read_lines(paths):
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict) and "name" in row:
+                row["_source"] = str(path)
                 file_rows.append(row)
-        superseded = {row["name"] for row in file_rows}
-        rows = [row for row in rows if row["name"] not in superseded] + file_rows
+        superseded = {supersede_key(row) for row in file_rows}
+        rows = [row for row in rows if supersede_key(row) not in superseded] + file_rows
     return rows
 
 
@@ -113,7 +122,8 @@ def fmt_number(value) -> str:
     return str(value)
 
 
-EXTRA_KEYS = ("gb_per_s", "rows_per_s", "enodes_per_s", "ns_per_stage", "rounds", "speedup")
+EXTRA_KEYS = ("gb_per_s", "mb_per_s", "rows_per_s", "enodes_per_s", "ns_per_stage", "rounds", "speedup",
+              "peak_over_file")
 
 
 def table(rows):
@@ -247,6 +257,90 @@ def eqsat_plot(rows, plot_dir: pathlib.Path, plt):
     return ("Equality saturation: e-nodes against time per engine", path)
 
 
+# DAG-cost extraction (bench/dag): one row per file and configuration (`searches`), one per set.
+# Published reference points (issue #19's survey) beside the measured sets.
+DAG_PUBLISHED = (
+    "extraction-gym's faster-greedy-dag and e-boost's parallel version: ~1.2% above ILP "
+    "cumulatively, 3-12% geometric mean on tensat/rover/flexc, up to 46% on single files "
+    "(SmoothE's artifact tables, 10-hour CPLEX as reference); ILP through CBC: ~35 of 220 files "
+    "time out at 6 s; SmoothE (A100): 0.2-4.7% gaps at ~20 s per file, not deterministic.")
+
+
+def dag_section(rows):
+    files = [r for r in rows if r["name"] == "dag.extract" and "gap" in r]
+    sets = [r for r in rows if r["name"] == "dag.extract.set"]
+    out = ["Gap = DAG cost / optimum - 1 on the files CBC proved optimal (cumulative ratio = sum "
+           "of the heuristic's costs / sum of the optima). Times per file, medians of 3 after a "
+           "warm-up; GPU end to end = host rows to host result. The GPU and the CPU engines "
+           "run the same searches and give the same selection on every file. Published: "
+           + DAG_PUBLISHED, "",
+           "| searches | set | files | proven | cumulative ratio | geomean gap | worst gap | "
+           "CPU engine, all files | GPU engine, all files | GPU slowest file | CBC (ILP), all "
+           "files |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    searches_of = {}
+    for r in files:
+        searches_of.setdefault(r.get("_source"), r["params"].get("searches", ""))
+    for r in sorted(sets, key=lambda r: (searches_of.get(r.get("_source"), 0),
+                                         r["params"]["set"] == "all", r["params"]["set"])):
+        out.append(
+            f"| {searches_of.get(r.get('_source'), '')} | {r['params']['set']} | {r['files']} | "
+            f"{r['proven']} | {r['cumulative_ratio']:.4f} | {100 * r['geomean_gap']:.2f}% | "
+            f"{100 * r['worst_gap']:.2f}% | {r['cpu_s']:.3f} s | {r['gpu_s']:.3f} s | "
+            f"{r['gpu_max_s']:.3f} s | {r['ilp_s']:.1f} s |")
+    big = sorted((r for r in files if r["params"].get("nodes", 0) >= 1000),
+                 key=lambda r: (r["params"]["file"], r["params"].get("searches", 0)))
+    if big:
+        out += ["", "Files of at least 1,000 e-nodes (speedup = CPU engine / GPU engine, end to "
+                "end; \u2020 not proven optimal by CBC in 60 s: gap against CBC's best):", "",
+                "| file | e-nodes | searches | DAG cost | tree selection's | CBC best | gap | "
+                "CPU engine | GPU engine | speedup | same selection |",
+                "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in big:
+            proven = "" if r.get("ilp_optimal") else " \u2020"
+            speed = r["cpu_median_s"] / r["gpu_median_s"] if r.get("gpu_median_s") else None
+            out.append(
+                f"| {r['params']['file']} | {r['params']['nodes']:,} | "
+                f"{r['params'].get('searches', '')} | {r['heuristic_dag_cost']:.6g} | "
+                f"{r['tree_selection_dag_cost']:.6g} | {r['ilp_dag_cost']:.6g}{proven} | "
+                f"{100 * r['gap']:+.2f}% | {r['cpu_median_s']:.3f} s | {r['gpu_median_s']:.3f} s | "
+                f"{fmt_number(speed)} | {'yes' if r.get('gpu_equals_cpu') else 'NO'} |")
+    return "\n".join(out)
+
+
+def dag_plot(rows, plot_dir: pathlib.Path, plt):
+    files = [r for r in rows if r["name"] == "dag.extract" and "gap" in r]
+    if not files:
+        return None
+    series = collections.defaultdict(list)
+    for r in files:
+        s = r["params"].get("searches", "?")
+        # Files CBC did not prove optimal in its time limit: the gap to CBC's best (below 0:
+        # the heuristic found a cheaper selection than CBC).
+        tail = "" if r.get("ilp_optimal") else " (vs CBC's best, unproven)"
+        series[f"vyre CPU engine, {s} searches{tail}"].append((r["cpu_median_s"], 100 * r["gap"]))
+        if r.get("gpu_median_s"):
+            series[f"vyre GPU engine, {s} searches{tail}"].append(
+                (r["gpu_median_s"], 100 * r["gap"]))
+        if s == 4:  # CBC ran once per file
+            series[f"CBC (ILP, warm-started){tail or ', proven'}"].append(
+                (max(r["ilp_s"], 1e-3), 0.0))
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for label, points in sorted(series.items()):
+        ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, label=label, alpha=0.7)
+    ax.set_xscale("log")
+    ax.set_xlabel("seconds per file (end to end)")
+    ax.set_ylabel("gap to the optimum (%)")
+    ax.set_title("DAG extraction: gap against time per file and method")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    path = plot_dir / "dag.png"
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return ("DAG extraction: gap against time per method", path)
+
+
 def make_plots(rows, plot_dir: pathlib.Path):
     try:
         import matplotlib
@@ -308,6 +402,9 @@ def make_plots(rows, plot_dir: pathlib.Path):
     eqsat = eqsat_plot([r for r in rows if component(r["name"]) == "eqsat"], plot_dir, plt)
     if eqsat:
         made.append(eqsat)
+    dag = dag_plot([r for r in rows if component(r["name"]) == "dag"], plot_dir, plt)
+    if dag:
+        made.append(dag)
     return made
 
 
@@ -342,7 +439,8 @@ def main() -> int:
     for r in rows:
         by_component[component(r["name"])].append(r)
     for name in sorted(by_component):
-        body = eqsat_section(by_component[name]) if name == "eqsat" else table(by_component[name])
+        sections = {"eqsat": eqsat_section, "dag": dag_section}
+        body = sections.get(name, table)(by_component[name])
         parts += [f"## {name}", "", body, ""]
     out.write_text("\n".join(parts))
     print(f"bench_report: wrote {out} ({len(rows)} measurements, {len(plots)} plots)")

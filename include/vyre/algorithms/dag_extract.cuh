@@ -12,6 +12,12 @@
 //!     auto found = vyre::algorithms::extract_dag(gpu, raw_rows, costs, roots);
 //!     // found->dag_cost, found->choice (per e-class, ascending ids), as on the CPU
 //!
+//! Speed: the screen runs on the block's threads, but every switch, kick and undo runs on its
+//! first thread, roughly ten times slower than a CPU core. With the default 4 searches the CPU
+//! engine is faster; the GPU pays off when it runs many searches side by side (one block per SM:
+//! `options.searches` = the SM count takes about as long as 4 and finds cheaper selections on
+//! large e-graphs). BENCHMARKS.md has the measurements.
+//!
 //! Memory: the problem (about 4 words per row and per child entry) and per search about
 //! 5 words per class + 2 per child entry, from the backend's allocation policy; staging through
 //! its pinned pool.
