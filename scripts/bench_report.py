@@ -240,21 +240,36 @@ def eqsat_plot(rows, plot_dir: pathlib.Path, plt):
             series[key] = points
     if not series:
         return None
+    def draw(ax):
+        for label, points in sorted(series.items()):
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+        ax.set_yscale("log")
+
+    return log_time_plot(plt, plot_dir / "eqsat.png", draw,
+                         "cumulative seconds of the iterations", "e-nodes",
+                         "Equality saturation on math.egg: e-nodes against time",
+                         "Equality saturation: e-nodes against time per engine")
+
+
+def log_time_plot(plt, path, draw, xlabel, ylabel, title, caption):
+    """One figure with a log time axis: `draw(ax)` adds the series; returns (caption, path)."""
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, points in sorted(series.items()):
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=label)
+    draw(ax)
     ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("cumulative seconds of the iterations")
-    ax.set_ylabel("e-nodes")
-    ax.set_title("Equality saturation on math.egg: e-nodes against time")
+    save_figure(plt, fig, ax, path, xlabel, ylabel, title)
+    return (caption, path)
+
+
+def save_figure(plt, fig, ax, path, xlabel, ylabel, title):
+    """Labels, grid and legend the way every plot here has them, then writes `path`."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize=7)
     fig.tight_layout()
-    path = plot_dir / "eqsat.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return ("Equality saturation: e-nodes against time per engine", path)
 
 
 # DAG-cost extraction (bench/dag): one row per file and configuration (`searches`), one per set.
@@ -325,20 +340,15 @@ def dag_plot(rows, plot_dir: pathlib.Path, plt):
         if s == 4:  # CBC ran once per file
             series[f"CBC (ILP, warm-started){tail or ', proven'}"].append(
                 (max(r["ilp_s"], 1e-3), 0.0))
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    for label, points in sorted(series.items()):
-        ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, label=label, alpha=0.7)
-    ax.set_xscale("log")
-    ax.set_xlabel("seconds per file (end to end)")
-    ax.set_ylabel("gap to the optimum (%)")
-    ax.set_title("DAG extraction: gap against time per file and method")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = plot_dir / "dag.png"
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return ("DAG extraction: gap against time per method", path)
+    def draw(ax):
+        for label, points in sorted(series.items()):
+            ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, label=label,
+                       alpha=0.7)
+
+    return log_time_plot(plt, plot_dir / "dag.png", draw, "seconds per file (end to end)",
+                         "gap to the optimum (%)",
+                         "DAG extraction: gap against time per file and method",
+                         "DAG extraction: gap against time per method")
 
 
 def make_plots(rows, plot_dir: pathlib.Path):
@@ -389,15 +399,8 @@ def make_plots(rows, plot_dir: pathlib.Path):
             ax.set_xscale("log", base=2)
         if ykey == "median_ns":
             ax.set_yscale("log")
-        ax.set_xlabel(xkey)
-        ax.set_ylabel(ylabel)
-        ax.set_title(title)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
         path = plot_dir / f"{stem}.png"
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
+        save_figure(plt, fig, ax, path, xkey, ylabel, title)
         made.append((title, path))
     eqsat = eqsat_plot([r for r in rows if component(r["name"]) == "eqsat"], plot_dir, plt)
     if eqsat:

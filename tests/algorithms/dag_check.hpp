@@ -3,12 +3,14 @@
 // the library's problem arrays): a selection must choose, for every e-class reachable from the
 // roots through the chosen rows, a row of that class; nothing else may be chosen; the chosen
 // rows must form no cycle; and the DAG cost (each distinct chosen row once) recomputed here
-// must equal the reported one.
+// must equal the reported one. Also the hand-made e-graphs the DAG tests share (CPU and GPU),
+// whose optima are known by hand.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <vector>
@@ -126,6 +128,57 @@ inline double dag_cost_of_tree_choice(const vyre::algorithms::raw_rows& rows,
     for (std::uint64_t k = start[row]; k < start[row + 1]; ++k) stack.push_back(rows.children[k]);
   }
   return total;
+}
+
+// A hand-made e-graph: rows of (e-class, children e-classes, cost) plus roots.
+struct small_graph {
+  vyre::algorithms::raw_rows rows;
+  std::vector<double> cost;
+  std::vector<std::uint32_t> roots;
+
+  void add(std::uint32_t eclass, std::vector<std::uint32_t> children, double node_cost) {
+    rows.row_eclass_ids.push_back(eclass);
+    rows.row_language_op_ids.push_back(rows.row_count());  // distinct ops: no congruence
+    rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
+    rows.children.insert(rows.children.end(), children.begin(), children.end());
+    cost.push_back(node_cost);
+  }
+
+  //! A graph written as a table: one {e-class, children, cost} per row, then the roots.
+  struct node {
+    std::uint32_t eclass;
+    std::vector<std::uint32_t> children;
+    double cost;
+  };
+  static small_graph of(std::initializer_list<node> nodes, std::vector<std::uint32_t> roots) {
+    small_graph g;
+    for (const node& n : nodes) g.add(n.eclass, n.children, n.cost);
+    g.roots = std::move(roots);
+    return g;
+  }
+};
+
+// Sharing that tree cost misses: R = p(Y, Z); Y and Z each either name X (cost 8) at cost 1 or
+// are a leaf of cost 6. Tree cost picks both leaves (13); sharing X costs 11.
+inline small_graph sharing_graph() {
+  return small_graph::of({{0, {}, 8},       // X
+                          {1, {0}, 1},      // Y = g(X)
+                          {1, {}, 6},       // Y leaf
+                          {2, {0}, 1},      // Z = h(X)
+                          {2, {}, 6},       // Z leaf
+                          {3, {1, 2}, 1}},  // R
+                         {3});
+}
+
+// A cycle to avoid: R = p(A, B); A = f(B) or a leaf of 5; B = g(A) or a leaf of 5. Choosing
+// f and g costs 3 but is a cycle; the optimum is 7.
+inline small_graph cycle_graph() {
+  return small_graph::of({{10, {20}, 1},       // A = f(B)
+                          {10, {}, 5},         // A leaf
+                          {20, {10}, 1},       // B = g(A)
+                          {20, {}, 5},         // B leaf
+                          {30, {10, 20}, 1}},  // R
+                         {30});
 }
 
 }  // namespace vyre_test

@@ -15,38 +15,22 @@
 
 #include "dag_check.hpp"
 #include "egraph_json.hpp"
+#include "require_ok.cuh"
 #include "vyre/algorithms/dag_extract.cuh"
 
 using namespace vyre::algorithms;
+using vyre_test::small_graph;
 
 namespace {
 
-using test_policies = vyre::policies<vyre::alloc::stream_ordered, vyre::staging::little_endian,
-                                     vyre::on_error::return_expected>;
-using test_backend = vyre::backend<test_policies>;
-
-test_backend& test_gpu() {
-  static test_backend instance = [] {
-    auto acquired = test_backend::acquire(0);
-    REQUIRE(acquired.has_value());
-    return std::move(*acquired);
-  }();
+// The backend of every case (errors as values, so a failure prints its message).
+using gpu_type =
+    vyre::backend<vyre::policies<vyre::alloc::caching_pool, vyre::staging::little_endian,
+                                 vyre::on_error::return_expected>>;
+gpu_type& test_gpu() {
+  static gpu_type instance = vyre_test::acquire_or_fail<gpu_type>();
   return instance;
 }
-
-struct small_graph {
-  raw_rows rows;
-  std::vector<double> cost;
-  std::vector<std::uint32_t> roots;
-
-  void add(std::uint32_t eclass, std::vector<std::uint32_t> children, double node_cost) {
-    rows.row_eclass_ids.push_back(eclass);
-    rows.row_language_op_ids.push_back(rows.row_count());
-    rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
-    rows.children.insert(rows.children.end(), children.begin(), children.end());
-    cost.push_back(node_cost);
-  }
-};
 
 // Runs both engines with `options`, requires the same outcome, checks the selection; returns
 // the GPU's result.
@@ -75,23 +59,9 @@ dag_extraction_result same_on_both(const raw_rows& rows, const std::vector<doubl
 }  // namespace
 
 TEST_CASE("GPU DAG extraction: sharing and a cycle to avoid, as on the CPU", "[gpu]") {
-  small_graph sharing;  // tree cost picks both leaves (13); sharing X costs 11
-  sharing.add(0, {}, 8);
-  sharing.add(1, {0}, 1);
-  sharing.add(1, {}, 6);
-  sharing.add(2, {0}, 1);
-  sharing.add(2, {}, 6);
-  sharing.add(3, {1, 2}, 1);
-  sharing.roots = {3};
+  const small_graph sharing = vyre_test::sharing_graph();  // tree cost 13, sharing 11
   CHECK(same_on_both(sharing.rows, sharing.cost, sharing.roots, {}).dag_cost == 11.0);
-
-  small_graph cycle;  // f and g would cost 3 but form a cycle; the optimum is 7
-  cycle.add(10, {20}, 1);
-  cycle.add(10, {}, 5);
-  cycle.add(20, {10}, 1);
-  cycle.add(20, {}, 5);
-  cycle.add(30, {10, 20}, 1);
-  cycle.roots = {30};
+  const small_graph cycle = vyre_test::cycle_graph();  // the acyclic optimum is 7
   CHECK(same_on_both(cycle.rows, cycle.cost, cycle.roots, {}).dag_cost == 7.0);
 }
 

@@ -27,38 +27,13 @@
 #endif
 
 using namespace vyre::algorithms;
+using vyre_test::cycle_graph;
+using vyre_test::sharing_graph;
+using vyre_test::small_graph;
 
 namespace {
 
 const std::filesystem::path data_dir{VYRE_EGRAPH_DATA_DIR};
-
-// A hand-made e-graph: rows of (e-class, children e-classes, cost) plus roots.
-struct small_graph {
-  raw_rows rows;
-  std::vector<double> cost;
-  std::vector<std::uint32_t> roots;
-
-  void add(std::uint32_t eclass, std::vector<std::uint32_t> children, double node_cost) {
-    rows.row_eclass_ids.push_back(eclass);
-    rows.row_language_op_ids.push_back(rows.row_count());  // distinct ops: no congruence
-    rows.row_children_lens.push_back(static_cast<std::uint32_t>(children.size()));
-    rows.children.insert(rows.children.end(), children.begin(), children.end());
-    cost.push_back(node_cost);
-  }
-
-  //! A graph written as a table: one {e-class, children, cost} per row, then the roots.
-  struct node {
-    std::uint32_t eclass;
-    std::vector<std::uint32_t> children;
-    double cost;
-  };
-  static small_graph of(std::initializer_list<node> nodes, std::vector<std::uint32_t> roots) {
-    small_graph g;
-    for (const node& n : nodes) g.add(n.eclass, n.children, n.cost);
-    g.roots = std::move(roots);
-    return g;
-  }
-};
 
 // The optimum by enumeration of every choice map (each class one of its rows); +infinity when
 // no acyclic selection exists.
@@ -112,29 +87,6 @@ dag_options single_thread() {
   dag_options options;
   options.threads = 1;
   return options;
-}
-
-// Sharing that tree cost misses: R = p(Y, Z); Y and Z each either name X (cost 8) at cost 1 or
-// are a leaf of cost 6. Tree cost picks both leaves (13); sharing X costs 11.
-small_graph sharing_graph() {
-  return small_graph::of({{0, {}, 8},       // X
-                          {1, {0}, 1},      // Y = g(X)
-                          {1, {}, 6},       // Y leaf
-                          {2, {0}, 1},      // Z = h(X)
-                          {2, {}, 6},       // Z leaf
-                          {3, {1, 2}, 1}},  // R
-                         {3});
-}
-
-// A cycle to avoid: R = p(A, B); A = f(B) or a leaf of 5; B = g(A) or a leaf of 5. Choosing
-// f and g costs 3 but is a cycle; the optimum is 7.
-small_graph cycle_graph() {
-  return small_graph::of({{10, {20}, 1},       // A = f(B)
-                          {10, {}, 5},         // A leaf
-                          {20, {10}, 1},       // B = g(A)
-                          {20, {}, 5},         // B leaf
-                          {30, {10, 20}, 1}},  // R
-                         {30});
 }
 
 // Random small e-graphs: `classes` classes of 1-3 rows, children among all classes.

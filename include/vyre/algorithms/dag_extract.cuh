@@ -183,37 +183,41 @@ VYRE_KERNEL void __launch_bounds__(dag_search_block)
 }
 
 //! The problem's arrays, the starts and the result slots packed for one upload: doubles first,
-//! then words, then bytes (`usable`).
+//! then words (the word columns in `each_word_column`'s order, then the starts), then bytes
+//! (`usable`).
 struct dag_device_problem {
   std::uint64_t cost = 0, best_cost = 0, moves = 0;  // double / u64 offsets (8-byte units)
-  std::uint64_t row_class = 0, child_start = 0, child = 0, class_start = 0, class_rows = 0,
-                parent_start = 0, parent_rows = 0, roots = 0, multi = 0, candidate_row = 0,
-                candidate_multi = 0, starts = 0;  // words
-  std::uint64_t usable = 0;                       // bytes
+  std::uint64_t starts = 0;                          // words
+  std::uint64_t usable = 0;                          // bytes
   std::uint64_t wide_words = 0, words = 0, bytes = 0;
+
+  //! `f(host column, the view's pointer to it)` for every word column, in upload order.
+  template <class View, class F>
+  static void each_word_column(const dag_problem& p, View& view, F&& f) {
+    f(p.row_class, view.row_class);
+    f(p.child_start, view.child_start);
+    f(p.child, view.child);
+    f(p.class_start, view.class_start);
+    f(p.class_rows, view.class_rows);
+    f(p.parent_start, view.parent_start);
+    f(p.parent_rows, view.parent_rows);
+    f(p.roots, view.roots);
+    f(p.multi, view.multi);
+    f(p.candidate_row, view.candidate_row);
+    f(p.candidate_multi, view.candidate_multi);
+  }
 
   static dag_device_problem of(const dag_problem& p, std::uint32_t searches) noexcept {
     dag_device_problem l;
-    std::uint64_t at = 0;
-    l.cost = at, at += p.row_count;
-    l.best_cost = at, at += searches;
-    l.moves = at, at += searches;
-    l.wide_words = at;
-    at = 0;
-    auto take = [&](std::uint64_t& field, std::uint64_t count) { field = at, at += count; };
-    take(l.row_class, p.row_count);
-    take(l.child_start, std::uint64_t{p.row_count} + 1);
-    take(l.child, p.child.size());
-    take(l.class_start, std::uint64_t{p.class_count} + 1);
-    take(l.class_rows, p.class_rows.size());
-    take(l.parent_start, std::uint64_t{p.class_count} + 1);
-    take(l.parent_rows, p.parent_rows.size());
-    take(l.roots, p.roots.size());
-    take(l.multi, p.multi.size());
-    take(l.candidate_row, p.candidate_row.size());
-    take(l.candidate_multi, p.candidate_multi.size());
-    take(l.starts, 3 * std::uint64_t{p.class_count});
-    l.words = at;
+    l.cost = 0;
+    l.best_cost = p.row_count;
+    l.moves = l.best_cost + searches;
+    l.wide_words = l.moves + searches;
+    dag_problem_ref unused;
+    each_word_column(p, unused, [&](const std::vector<std::uint32_t>& column, auto&) {
+      l.starts += column.size();
+    });
+    l.words = l.starts + 3 * std::uint64_t{p.class_count};
     l.usable = 8 * l.wide_words + 4 * l.words;
     l.bytes = l.usable + p.row_count;
     return l;
@@ -252,21 +256,15 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   auto words_at = [&](std::uint64_t offset) {
     return reinterpret_cast<std::uint32_t*>(host + 8 * l.wide_words) + offset;
   };
-  auto put = [&](std::uint64_t offset, const std::vector<std::uint32_t>& v) {
-    if (!v.empty()) std::memcpy(words_at(offset), v.data(), v.size() * sizeof(std::uint32_t));
-  };
   std::memcpy(host + 8 * l.cost, p.cost.data(), p.cost.size() * sizeof(double));
-  put(l.row_class, p.row_class);
-  put(l.child_start, p.child_start);
-  put(l.child, p.child);
-  put(l.class_start, p.class_start);
-  put(l.class_rows, p.class_rows);
-  put(l.parent_start, p.parent_start);
-  put(l.parent_rows, p.parent_rows);
-  put(l.roots, p.roots);
-  put(l.multi, p.multi);
-  put(l.candidate_row, p.candidate_row);
-  put(l.candidate_multi, p.candidate_multi);
+  std::uint32_t* word = words_at(0);
+  dag_problem_ref unused;
+  dag_device_problem::each_word_column(
+      p, unused, [&](const std::vector<std::uint32_t>& column, auto&) {
+        if (!column.empty())
+          std::memcpy(word, column.data(), column.size() * sizeof(std::uint32_t));
+        word += column.size();
+      });
   for (std::uint32_t k = 0; k < 3; ++k)
     std::memcpy(words_at(l.starts + std::uint64_t{k} * p.class_count), starts.of(k).data(),
                 std::size_t{p.class_count} * sizeof(std::uint32_t));
@@ -284,19 +282,14 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   const auto* dwords = reinterpret_cast<const std::uint32_t*>(base + 8 * l.wide_words);
   auto* const wide = reinterpret_cast<double*>(base);
   dag_problem_ref view = p.ref();
-  view.row_class = dwords + l.row_class;
+  const std::uint32_t* column_at = dwords;
+  dag_device_problem::each_word_column(
+      p, view, [&](const std::vector<std::uint32_t>& column, const std::uint32_t*& field) {
+        field = column_at;
+        column_at += column.size();
+      });
   view.cost = wide + l.cost;
-  view.child_start = dwords + l.child_start;
-  view.child = dwords + l.child;
-  view.class_start = dwords + l.class_start;
-  view.class_rows = dwords + l.class_rows;
-  view.parent_start = dwords + l.parent_start;
-  view.parent_rows = dwords + l.parent_rows;
   view.usable = base + l.usable;
-  view.roots = dwords + l.roots;
-  view.multi = dwords + l.multi;
-  view.candidate_row = dwords + l.candidate_row;
-  view.candidate_multi = dwords + l.candidate_multi;
   double* const best_cost = wide + l.best_cost;
   auto* const moves = reinterpret_cast<unsigned long long*>(wide + l.moves);
   dag_search_kernel<>

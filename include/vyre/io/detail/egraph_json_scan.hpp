@@ -615,31 +615,19 @@ class json_scanner {
 
   //! A node's `children` array of ids.
   bool children(std::uint32_t& count) {
-    if (*p_ != '[') return false;
-    ++p_;
-    skip_space();
-    if (*p_ == ']') {
-      ++p_;
-      return true;
-    }
-    for (;;) {
-      std::string_view child;
-      if (!id(child)) return false;
+    return id_array([&](std::string_view child) {
       out_.children.push_back(id_record{child, hash_text(child)});
       ++count;
-      skip_space();
-      if (*p_ == ',') {
-        ++p_;
-        skip_space();
-        continue;
-      }
-      if (*p_ != ']') return false;
-      ++p_;
-      return true;
-    }
+    });
   }
 
   bool roots() {
+    return id_array([&](std::string_view root) { out_.roots.push_back(root); });
+  }
+
+  //! An array of ids, `each(id)` for each in order.
+  template <class Each>
+  bool id_array(Each&& each) {
     if (*p_ != '[') return false;
     ++p_;
     skip_space();
@@ -648,9 +636,9 @@ class json_scanner {
       return true;
     }
     for (;;) {
-      std::string_view root;
-      if (!id(root)) return false;
-      out_.roots.push_back(root);
+      std::string_view item;
+      if (!id(item)) return false;
+      each(item);
       skip_space();
       if (*p_ == ',') {
         ++p_;
