@@ -59,13 +59,15 @@ namespace vyre::algorithms {
 struct dag_options {
   //! Independent searches: search i starts from the greedy DAG start when i % 3 == 0, the tree
   //! method's selection when i % 3 == 1, the tree start otherwise, with seed `seed + i`. The
-  //! result depends on this and `seed` only.
+  //! result depends on this, `seed` and the kick knobs only, on the CPU and the GPU alike. The
+  //! GPU runs one per SM side by side: there, as many searches as SMs take about as long as 4.
   std::uint32_t searches = 4;
-  //! Worker threads; 0: `std::thread::hardware_concurrency()`. Never changes the result.
+  //! CPU worker threads; 0: `std::thread::hardware_concurrency()`. Never changes the result.
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
-  //! Work units (reference-count updates and search visits) each search may spend on kicks
-  //! after its first local optimum; 0 disables kicks (plain local search).
+  //! Work units each search may spend on kicks after its first local optimum: one per
+  //! reference-count update, depth-first visit or relabelled class of its exact steps, one per
+  //! screened row per round, one per class per kick. 0 disables kicks (plain local search).
   std::uint64_t kick_budget = 60'000'000;
   //! A search stops kicking after this many kicks in a row that found nothing cheaper.
   std::uint32_t kick_patience = 1000;
