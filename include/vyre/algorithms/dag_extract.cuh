@@ -46,25 +46,13 @@ namespace detail {
 //! The executor of a thread block: loops spread over its threads, `single` on thread 0, a
 //! barrier after each so every thread sees what the others wrote.
 struct dag_block_exec {
-  unsigned long long* sum;  //!< shared
-  std::uint32_t* counts;    //!< shared, one per warp
+  std::uint32_t* total;   //!< shared: what `compact` kept
+  std::uint32_t* counts;  //!< shared, one per warp
 
   template <class F>
   __device__ void for_each(std::uint32_t n, F&& f) {
     for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) f(i);
     __syncthreads();
-  }
-  template <class F>
-  __device__ std::uint64_t for_each_sum(std::uint32_t n, F&& f) {
-    unsigned long long mine = 0;
-    for (std::uint32_t i = threadIdx.x; i < n; i += blockDim.x) mine += f(i);
-    if (threadIdx.x == 0) *sum = 0;
-    __syncthreads();
-    if (mine != 0) atomicAdd(sum, mine);  // integers: the order does not change the sum
-    __syncthreads();
-    const std::uint64_t total = *sum;
-    __syncthreads();
-    return total;
   }
   template <class F>
   __device__ void single(F&& f) {
@@ -96,15 +84,15 @@ struct dag_block_exec {
         counts[w] = running;
         running += c;
       }
-      *sum = running;
+      *total = running;
     }
     __syncthreads();
     std::uint32_t at = counts[warp] + inclusive - mine;
     for (std::uint32_t i = begin; i < end; ++i)
       if (keep(i)) out[at++] = i;
-    const auto total = static_cast<std::uint32_t>(*sum);
+    const std::uint32_t kept = *total;
     __syncthreads();
-    return total;
+    return kept;
   }
 };
 
@@ -118,46 +106,6 @@ inline unsigned dag_search_threads(std::uint64_t candidates) noexcept {
                                           : unsigned(warps * 32);
 }
 
-//! Words of one search's arrays on the device. The per-class arrays every step reads (choice,
-//! counts, labels, marks) go to the block's shared memory when they fit (`in_shared`): the
-//! exact steps run on one thread, so each load's latency is the search's speed.
-struct dag_search_layout {
-  std::uint64_t classes, multi, stack, words;
-  bool in_shared;
-
-  //! Shared memory the block needs: 4 words per class when `in_shared`.
-  std::uint64_t shared_bytes() const noexcept { return in_shared ? 16 * classes : 0; }
-
-  static dag_search_layout of(const dag_problem& p) noexcept {
-    dag_search_layout l{};
-    l.classes = p.class_count;
-    l.multi = p.multi.size();
-    l.stack = dag_search_arrays::stack_words(p.class_count, p.child.size());
-    l.words = 5 * l.classes + 2 * l.multi + l.stack + 2 * std::uint64_t{dag_undo_capacity};
-    l.in_shared = false;
-    return l;
-  }
-  //! The arrays of the search whose global words start at `base`; `shared` holds the per-class
-  //! arrays when `in_shared`.
-  __host__ __device__ dag_search_arrays arrays(std::uint32_t* base,
-                                               std::uint32_t* shared = nullptr) const noexcept {
-    dag_search_arrays a;
-    std::uint32_t* const per_class = in_shared && shared != nullptr ? shared : base;
-    a.choice = per_class;
-    a.ref = a.choice + classes;
-    a.label = a.ref + classes;
-    a.stamp = a.label + classes;
-    a.best = base + 4 * classes;
-    a.flag = a.best + classes;
-    a.list = a.flag + multi;
-    a.stack = a.list + multi;
-    a.undo = a.stack + stack;
-    a.stack_capacity = static_cast<std::uint32_t>(stack);
-    a.undo_capacity = dag_undo_capacity;
-    return a;
-  }
-};
-
 //! One block per search: search i starts from `starts + (i % 3) * classes` (greedy, the tree
 //! method's selection, the tree start) with seed `knobs.seed + i`.
 template <int = 0>  // header kernels are templates: one symbol however many TUs include them
@@ -166,12 +114,12 @@ VYRE_KERNEL void __launch_bounds__(dag_search_block)
                       const std::uint32_t* starts, dag_search_knobs knobs, double* best_cost,
                       unsigned long long* moves) {
   __shared__ dag_search_scalars scalars;
-  __shared__ unsigned long long sum;
+  __shared__ std::uint32_t kept;
   __shared__ std::uint32_t counts[dag_search_block / 32];
   extern __shared__ std::uint32_t per_class[];
   const std::uint32_t search = blockIdx.x;
   const dag_search_arrays arrays = layout.arrays(memory + search * layout.words, per_class);
-  dag_block_exec exec{&sum, counts};
+  dag_block_exec exec{&kept, counts};
   dag_search_knobs mine = knobs;
   mine.seed = knobs.seed + search;
   dag_local_search<dag_block_exec>(problem, arrays, scalars, exec)
@@ -232,21 +180,15 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   VYRE_TRY_ASSIGN(const dag_starts starts, make_dag_starts(p, who, reference));
   const std::uint32_t searches = options.searches > 0 ? options.searches : 1u;
   const dag_device_problem l = dag_device_problem::of(p, searches);
-  dag_search_layout search = dag_search_layout::of(p);
-  {
-    // The per-class arrays in shared memory when the device lets a block have that much.
-    int device = 0, optin = 0;
-    VYRE_CUDA_TRY(cudaGetDevice(&device), "extract_dag (GPU): current device");
-    VYRE_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
-                  "extract_dag (GPU): shared memory per block");
-    constexpr std::uint64_t static_bytes = 4096;  // the kernel's own shared variables, rounded up
-    search.in_shared = 16 * search.classes + static_bytes <= static_cast<std::uint64_t>(optin);
-    if (search.in_shared)
-      VYRE_CUDA_TRY(
-          cudaFuncSetAttribute(dag_search_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(search.shared_bytes())),
-          "extract_dag (GPU): allow the shared memory");
-  }
+  dag_search_layout search = p.search_layout();
+  // The per-class arrays in shared memory when the backend's device lets a block have that much.
+  constexpr std::uint64_t static_bytes = 4096;  // the kernel's own shared variables, rounded up
+  search.in_shared = 16 * search.classes + static_bytes <= runtime.shared_memory_optin;
+  if (search.in_shared)
+    VYRE_CUDA_TRY(
+        cudaFuncSetAttribute(dag_search_kernel<>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(search.shared_bytes())),
+        "extract_dag (GPU): allow the shared memory");
 
   // One pinned block up (problem + starts), one device block for it, one for the searches.
   VYRE_TRY_ASSIGN(auto staged, pinned_array<unsigned char>::allocate(runtime, l.bytes,

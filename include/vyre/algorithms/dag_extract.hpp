@@ -113,7 +113,6 @@ struct dag_problem {
   dag_problem_ref ref() const noexcept {
     dag_problem_ref r;
     r.class_count = class_count;
-    r.row_count = row_count;
     r.root_count = static_cast<std::uint32_t>(roots.size());
     r.multi_count = static_cast<std::uint32_t>(multi.size());
     r.row_class = row_class.data();
@@ -127,11 +126,15 @@ struct dag_problem {
     r.usable = usable.data();
     r.roots = roots.data();
     r.multi = multi.data();
-    r.child_count = static_cast<std::uint32_t>(child.size());
     r.candidate_count = static_cast<std::uint32_t>(candidate_row.size());
     r.candidate_row = candidate_row.data();
     r.candidate_multi = candidate_multi.data();
     return r;
+  }
+
+  //! Where a search's arrays lie.
+  dag_search_layout search_layout() const noexcept {
+    return dag_search_layout::of(class_count, multi.size(), child.size());
   }
 
   std::uint32_t children_begin(std::uint32_t r) const noexcept { return child_start[r]; }
@@ -335,39 +338,6 @@ inline std::vector<std::uint32_t> greedy_dag_start(const dag_problem& p, std::si
   return result;
 }
 
-//! A search's memory on the host.
-struct dag_search_memory {
-  std::vector<std::uint32_t> choice, ref, label, best, stamp, flag, list, stack, undo;
-
-  explicit dag_search_memory(const dag_problem& p)
-      : choice(p.class_count),
-        ref(p.class_count),
-        label(p.class_count),
-        best(p.class_count),
-        stamp(p.class_count),
-        flag(p.multi.size()),
-        list(p.multi.size()),
-        stack(dag_search_arrays::stack_words(p.class_count, p.child.size())),
-        undo(2 * std::size_t{dag_undo_capacity}) {}
-  ~dag_search_memory() {}  // user-provided: keeps nvcc from inferring a host-device destructor
-
-  dag_search_arrays arrays() noexcept {
-    dag_search_arrays a;
-    a.choice = choice.data();
-    a.ref = ref.data();
-    a.label = label.data();
-    a.best = best.data();
-    a.stamp = stamp.data();
-    a.flag = flag.data();
-    a.list = list.data();
-    a.stack = stack.data();
-    a.undo = undo.data();
-    a.stack_capacity = static_cast<std::uint32_t>(stack.size());
-    a.undo_capacity = dag_undo_capacity;
-    return a;
-  }
-};
-
 //! The choice of every class reachable from the roots through `choice` (`no_row` elsewhere)
 //! and its DAG cost.
 inline double restrict_to_reachable(const dag_problem& p, const std::vector<std::uint32_t>& choice,
@@ -514,17 +484,18 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
   std::vector<std::uint64_t> found_moves(searches, 0);
   std::vector<char> failed(searches, 0);
   const dag_problem_ref view = p.ref();
+  const dag_search_layout layout = p.search_layout();
   auto run = [&](std::uint32_t i) {
     try {
-      dag_search_memory memory(p);
-      const dag_search_arrays arrays = memory.arrays();
+      std::vector<std::uint32_t> memory(layout.words);
+      const dag_search_arrays arrays = layout.arrays(memory.data());
       dag_search_scalars scalars{};
       serial_exec exec;
       dag_local_search<serial_exec>(view, arrays, scalars, exec)
           .run(starts.of(i).data(),
                dag_search_knobs{options.seed + i, options.kick_budget, options.kick_patience});
       found_cost[i] = scalars.best_cost;
-      found[i] = std::move(memory.best);
+      found[i].assign(arrays.best, arrays.best + p.class_count);
       found_moves[i] = scalars.moves;
     } catch (const std::bad_alloc&) {
       failed[i] = 1;

@@ -42,7 +42,6 @@ namespace vyre::algorithms::detail {
 //! The extraction problem as the search reads it (host or device memory; dense class indices).
 struct dag_problem_ref {
   std::uint32_t class_count = 0;
-  std::uint32_t row_count = 0;
   std::uint32_t root_count = 0;
   std::uint32_t multi_count = 0;  //!< classes with more than one row
   const std::uint32_t* row_class = nullptr;
@@ -56,7 +55,6 @@ struct dag_problem_ref {
   const unsigned char* usable = nullptr;        //!< row does not name its own class
   const std::uint32_t* roots = nullptr;         //!< dense, distinct
   const std::uint32_t* multi = nullptr;         //!< the classes with alternatives, ascending
-  std::uint32_t child_count = 0;                //!< entries of `child`
   //! The rows of the classes with alternatives (the screen's items), and the index in `multi`
   //! of each one's class.
   std::uint32_t candidate_count = 0;
@@ -71,24 +69,64 @@ struct dag_search_knobs {
   std::uint32_t kick_patience = 0;
 };
 
+//! The undo log's length in switches (both engines: it decides when an undo becomes a reset,
+//! which changes the work count and so where the budget ends).
+inline constexpr std::uint32_t dag_undo_capacity = 4096;
+
 //! One search's arrays; `class_count` entries unless said otherwise.
 struct dag_search_arrays {
   std::uint32_t* choice = nullptr;
   std::uint32_t* ref = nullptr;
   std::uint32_t* label = nullptr;
-  std::uint32_t* best = nullptr;   //!< the cheapest map found (the result)
   std::uint32_t* stamp = nullptr;  //!< depth-first search marks
+  std::uint32_t* best = nullptr;   //!< the cheapest map found (the result)
   std::uint32_t* flag = nullptr;   //!< `multi_count`: kept by the screen
   std::uint32_t* list = nullptr;   //!< `multi_count`: the classes the commit step tries
   std::uint32_t* stack = nullptr;  //!< `stack_capacity`
-  std::uint32_t* undo = nullptr;   //!< `2 * undo_capacity`: (class, previous row) of each switch
+  std::uint32_t* undo = nullptr;   //!< `2 * dag_undo_capacity`: (class, previous row) pairs
   std::uint32_t stack_capacity = 0;
-  std::uint32_t undo_capacity = 0;
+};
 
-  //! The stack a search needs: cascades push each child entry at most once, the labelling keeps
-  //! two words per open class.
-  static constexpr std::uint64_t stack_words(std::uint64_t classes, std::uint64_t children) {
-    return (children + 1 > 2 * classes ? children + 1 : 2 * classes) + 2;
+//! Where one search's arrays lie in one block of words (a host vector, or device memory). The
+//! per-class arrays every step reads (choice, counts, labels, marks) come first, so the GPU can
+//! put them in the block's shared memory instead (`in_shared`): the exact steps run on one
+//! thread, so each load's latency is the search's speed.
+struct dag_search_layout {
+  std::uint64_t classes, multi, stack, words;
+  bool in_shared;
+
+  //! The layout for `classes` classes, `multi` of them with alternatives, `children` child
+  //! entries. The stack: cascades push each child entry at most once, the labelling keeps two
+  //! words per open class.
+  static constexpr dag_search_layout of(std::uint64_t classes, std::uint64_t multi,
+                                        std::uint64_t children) noexcept {
+    dag_search_layout l{};
+    l.classes = classes;
+    l.multi = multi;
+    l.stack = (children + 1 > 2 * classes ? children + 1 : 2 * classes) + 2;
+    l.words = 5 * classes + 2 * multi + l.stack + 2 * std::uint64_t{dag_undo_capacity};
+    l.in_shared = false;
+    return l;
+  }
+  //! Shared memory a block needs: 4 words per class when `in_shared`.
+  constexpr std::uint64_t shared_bytes() const noexcept { return in_shared ? 16 * classes : 0; }
+  //! The arrays of the search whose words start at `base`; `shared` holds the per-class arrays
+  //! when `in_shared`.
+  VYRE_HOST_DEVICE dag_search_arrays arrays(std::uint32_t* base,
+                                            std::uint32_t* shared = nullptr) const noexcept {
+    dag_search_arrays a;
+    std::uint32_t* const per_class = in_shared && shared != nullptr ? shared : base;
+    a.choice = per_class;
+    a.ref = a.choice + classes;
+    a.label = a.ref + classes;
+    a.stamp = a.label + classes;
+    a.best = base + 4 * classes;
+    a.flag = a.best + classes;
+    a.list = a.flag + multi;
+    a.stack = a.list + multi;
+    a.undo = a.stack + stack;
+    a.stack_capacity = static_cast<std::uint32_t>(stack);
+    return a;
   }
 };
 
@@ -127,22 +165,11 @@ VYRE_HOST_DEVICE inline double dag_tolerance(double total) noexcept {
   return dag_product(1e-9, magnitude > 1.0 ? magnitude : 1.0);
 }
 
-//! The undo log's length in switches (both engines: it decides when an undo becomes a reset,
-//! which changes the work count and so where the budget ends).
-inline constexpr std::uint32_t dag_undo_capacity = 4096;
-
 //! The executor of a CPU thread: every loop runs here, in order.
 struct serial_exec {
   template <class F>
   VYRE_HOST_DEVICE void for_each(std::uint32_t n, F&& f) {
     for (std::uint32_t i = 0; i < n; ++i) f(i);
-  }
-  //! Runs `f(i)` for i < n and returns the sum of what it returned.
-  template <class F>
-  VYRE_HOST_DEVICE std::uint64_t for_each_sum(std::uint32_t n, F&& f) {
-    std::uint64_t sum = 0;
-    for (std::uint32_t i = 0; i < n; ++i) sum += f(i);
-    return sum;
   }
   template <class F>
   VYRE_HOST_DEVICE void single(F&& f) {
@@ -367,7 +394,7 @@ class dag_local_search {
   // ---- Exact steps on the live state (one thread) ------------------------------------------
 
   VYRE_HOST_DEVICE void commit(std::uint32_t c, std::uint32_t r) {
-    if (s_.undo_count < a_.undo_capacity) {
+    if (s_.undo_count < dag_undo_capacity) {
       a_.undo[2 * s_.undo_count] = c;
       a_.undo[2 * s_.undo_count + 1] = a_.choice[c];
       ++s_.undo_count;

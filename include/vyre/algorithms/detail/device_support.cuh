@@ -45,6 +45,8 @@ struct runtime_ref {
   event_pool* events = nullptr;
   telemetry_counters* telemetry = nullptr;
   unsigned sm_count = 0;  //!< the backend device's SMs (`device_caps::sm_count`)
+  //! Shared memory a block may opt into (`device_caps::shared_memory_per_block_optin`).
+  std::size_t shared_memory_optin = 0;
 
   //! `count` elements of `T` from the allocation policy, on `stream`.
   template <class T>
@@ -76,8 +78,13 @@ inline expected<event_lease> order_capture_after(const runtime_ref& runtime, cud
 //! The runtime services of `gpu`.
 template <policy_bundle P>
 runtime_ref runtime_of(backend<P>& gpu) noexcept {
-  return {gpu.memory_ref(), &gpu.pinned(),    &gpu.streams(),
-          &gpu.events(),    &gpu.telemetry(), static_cast<unsigned>(gpu.caps().sm_count)};
+  return {gpu.memory_ref(),
+          &gpu.pinned(),
+          &gpu.streams(),
+          &gpu.events(),
+          &gpu.telemetry(),
+          static_cast<unsigned>(gpu.caps().sm_count),
+          gpu.caps().shared_memory_per_block_optin};
 }
 
 //! Whether `workspace_runtime` was made from `gpu` (a workspace or plan used with another
