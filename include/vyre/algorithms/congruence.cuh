@@ -209,22 +209,29 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
   } else {
     // One graph whose only node is a conditional WHILE; its body is one round plus the kernel
     // that decides whether to run another (counting the rounds on the device).
-    VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
-    {
-      // The lease goes back before the capture, and its return waits for the work on `stream`
-      // (this call's stream-ordered allocations included): held until the launch instead,
-      // compute-sanitizer's memcheck reports the graph's first reads of those buffers as out of
-      // bounds. (The plans capture once per bucket and keep theirs until the capture is done.)
-      VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream));
-    }
     auto body = [&](cudaStream_t on, cudaGraphConditionalHandle handle) -> expected<void> {
       VYRE_TRY(enqueue_congruence_round(b, image_by_value{image}, R, grids, signature, on));
       return enqueue_congruence_continue(b, handle, on);
     };
     using no_part = expected<void> (*)(cudaStream_t);
-    VYRE_TRY_ASSIGN(loop,
-                    make_loop_graph(capture.get(), static_cast<no_part*>(nullptr), &body,
-                                    static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
+    if (stream != nullptr && stream != cudaStreamLegacy) {
+      // Captured on the work stream itself: its capture only diverts the round's launches
+      // into the graph while the checks above still run, so the host builds the graph
+      // meanwhile, and the graph's nodes see this stream's stream-ordered allocations.
+      VYRE_TRY_ASSIGN(
+          loop, make_loop_graph(stream, static_cast<no_part*>(nullptr), &body,
+                                static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
+    } else {
+      // The legacy default stream cannot be captured: a leased stream, ordered after it. The
+      // event lease goes back before the capture, and its return waits for the work on
+      // `stream` (held until the launch instead, compute-sanitizer's memcheck reports the
+      // graph's first reads of this call's stream-ordered buffers as out of bounds).
+      VYRE_TRY_ASSIGN(stream_lease capture, runtime.streams->acquire());
+      { VYRE_TRY_ASSIGN(event_lease ordered, order_capture_after(runtime, capture.get(), stream)); }
+      VYRE_TRY_ASSIGN(
+          loop, make_loop_graph(capture.get(), static_cast<no_part*>(nullptr), &body,
+                                static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
+    }
     VYRE_TRY(loop.launch(stream));
     if (runtime.telemetry != nullptr) runtime.telemetry->record_graph_launch();
   }
@@ -262,7 +269,9 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
 //! @param driver `loop_driver::flag_readback`: one 24-byte status readback per round;
 //!        `loop_driver::conditional_graph`: the rounds run inside one CUDA graph with a
 //!        conditional WHILE node (CUDA 12.4+; built and instantiated per call), with no host
-//!        round trip until the fixpoint.
+//!        round trip until the fixpoint. The graph is captured on `stream` itself (a leased
+//!        stream when `stream` is the legacy default stream): work that other threads enqueue
+//!        on `stream` during the call would be captured with it.
 //! @tparam Signature the bucketing hash over (op, dense canonical children, length); any
 //!         function works, collisions only cost time (tests use a degenerate one).
 //! @throws / returns (the backend's error policy): a child without rows (`errc::not_found`),
