@@ -215,12 +215,16 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     };
     using no_part = expected<void> (*)(cudaStream_t);
     if (stream != nullptr && stream != cudaStreamLegacy) {
-      // Captured on the work stream itself: its capture only diverts the round's launches
-      // into the graph while the checks above still run, so the host builds the graph
-      // meanwhile, and the graph's nodes see this stream's stream-ordered allocations.
+      // Captured on the work stream itself, which only diverts the round's launches into the
+      // graph: the host builds and instantiates it while the checks above run. Then it waits
+      // for them (and this call's stream-ordered allocations) before the launch: memcheck
+      // checks a graph's kernels against the allocations done when it is launched and reports
+      // reads of later ones as out of bounds (docs/sanitizers.md). The wait costs a launch gap.
       VYRE_TRY_ASSIGN(
           loop, make_loop_graph(stream, static_cast<no_part*>(nullptr), &body,
                                 static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
+      VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "congruence: wait for the checks");
+      runtime.synced();
     } else {
       // The legacy default stream cannot be captured: a leased stream, ordered after it. The
       // event lease goes back before the capture, and its return waits for the work on

@@ -231,14 +231,16 @@ expected<void> copy_on_device(T* to, const T* from, std::size_t count, cudaStrea
 
 //! Where kernels report bad input: the smallest offending index per kind (u32 max = none).
 struct device_status {
-  std::uint32_t changed;      //!< set when a round changed something
-  std::uint32_t bad_child;    //!< a child entry naming no e-class
-  std::uint32_t bad_row;      //!< a row whose children range is inconsistent / bad cost
-  std::uint32_t bad_root;     //!< a root naming no e-class
-  unsigned long long merges;  //!< successful unions so far
+  std::uint32_t bad_child;  //!< a child entry naming no e-class
+  std::uint32_t bad_row;    //!< a row whose children range is inconsistent / bad cost
+  std::uint32_t bad_root;   //!< a root naming no e-class
+  // Every thread of a round reads the three fields above (`input_ok`) while the unions update
+  // the two below: apart, those reads never wait on the unions' atomics in L2.
+  alignas(128) std::uint32_t changed;  //!< set when a round changed something
+  unsigned long long merges;           //!< successful unions so far
 };
 
-inline constexpr device_status clean_status{0, 0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0};
+inline constexpr device_status clean_status{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, 0};
 
 //! Index of `id` in the ascending `ids[0, count)`, or `count` when absent.
 VYRE_HOST_DEVICE inline std::uint32_t find_sorted(const std::uint32_t* ids, std::uint32_t count,
