@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// egraph-serialize JSON loading: MB/s of vyre::io::load_egraph_json (file to snapshot, costs,
-// names and roots) and the peak resident memory of doing it, per file. Each file is measured in
-// a forked child, so its peak RSS is that file's alone. JSON lines.
+// egraph-serialize JSON loading (and image files): MB/s of vyre::io::load_egraph_json (file to
+// snapshot, costs, names and roots) and the peak resident memory of doing it, per file. Each file
+// is measured in a forked child, so its peak RSS is that file's alone. JSON lines.
 //
 //   vyre_io_bench [FILE ...] [--repeats K] [--slice-bytes N] [--no-threads]
 //
 // Without FILE: every .json file of the shared e-graph corpus plus .cache/math-11.json (from
 // scripts/egglog_math.py --iterations 11) when it is there.
+//
+// --image-round-trip adds, per file, the image file round trip of its packed image:
+// vyre::egraph::write_image_file then read_image_file (checksum and validation both ways) in
+// the temporary directory, median of the repeats, against the same bytes written and read back
+// raw (std::ofstream/std::ifstream, no checks) in the same process.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <vyre/egraph/image_file.hpp>
+#include <vyre/egraph/pack.hpp>
 #include <vyre/io/egraph_json.hpp>
 
 #include "bench_support.hpp"
@@ -43,8 +50,80 @@ std::uint64_t rss_bytes() {
   return resident * static_cast<std::uint64_t>(sysconf(_SC_PAGESIZE));
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+//! The image file round trip of `graph`'s packed image (see the file comment).
+int measure_round_trip(const std::string& file, const vyre::egraph::snapshot& graph, int repeats,
+                       const std::string& cpu) {
+  namespace eg = vyre::egraph;
+  using vyre::on_error::return_expected;
+  auto image = eg::pack<return_expected>(graph);
+  if (!image) {
+    std::fprintf(stderr, "vyre_io_bench: %s: %s\n", file.c_str(), image.error().message().c_str());
+    return 2;
+  }
+  const std::filesystem::path path = std::filesystem::temp_directory_path() /
+                                     ("vyre_io_bench_" + std::to_string(getpid()) + ".vyreimg");
+  const auto words = image->words();
+  std::vector<double> write_s, read_s, total_s, raw_s;
+  std::uint64_t file_bytes = 0;
+  for (int k = 0; k < repeats + 1; ++k) {  // the first round warms the page cache
+    auto start = std::chrono::steady_clock::now();
+    auto written = eg::write_image_file<return_expected>(path, image->ref());
+    const double write = seconds_since(start);
+    start = std::chrono::steady_clock::now();
+    auto read = eg::read_image_file<return_expected>(path);
+    const double read_time = seconds_since(start);
+    if (!written || !read) {
+      std::fprintf(stderr, "vyre_io_bench: %s: %s\n", path.c_str(),
+                   (!written ? written.error() : read.error()).message().c_str());
+      return 2;
+    }
+    const auto back = read->words();
+    if (!std::equal(back.begin(), back.end(), words.begin(), words.end())) {
+      std::fprintf(stderr, "vyre_io_bench: %s: the image read back differs\n", path.c_str());
+      return 2;
+    }
+    file_bytes = std::filesystem::file_size(path);
+    // Baseline: the same bytes, raw.
+    start = std::chrono::steady_clock::now();
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out.write(reinterpret_cast<const char*>(words.data()),
+                static_cast<std::streamsize>(words.size_bytes()));
+    }
+    std::vector<std::uint32_t> raw(words.size());
+    {
+      std::ifstream in(path, std::ios::binary);
+      in.read(reinterpret_cast<char*>(raw.data()),
+              static_cast<std::streamsize>(words.size_bytes()));
+    }
+    const double raw_time = seconds_since(start);
+    if (k == 0) continue;
+    write_s.push_back(write);
+    read_s.push_back(read_time);
+    total_s.push_back(write + read_time);
+    raw_s.push_back(raw_time);
+  }
+  std::filesystem::remove(path);
+  std::printf(
+      "{\"name\":\"io.image_file_round_trip\",\"params\":{\"file\":\"%s\",\"image_bytes\":%zu,"
+      "\"file_bytes\":%llu,\"rows\":%u,\"repeats\":%d},\"device\":\"%s\",\"median_s\":%.6f,"
+      "\"min_s\":%.6f,\"write_median_s\":%.6f,\"read_median_s\":%.6f,"
+      "\"baseline\":\"the same bytes written and read raw (std::ofstream, std::ifstream)\","
+      "\"baseline_median_s\":%.6f}\n",
+      file.c_str(), words.size_bytes(), static_cast<unsigned long long>(file_bytes),
+      image->layout().row_count, repeats, cpu.c_str(), vyre_bench::median(total_s),
+      *std::min_element(total_s.begin(), total_s.end()), vyre_bench::median(write_s),
+      vyre_bench::median(read_s), vyre_bench::median(raw_s));
+  std::fflush(stdout);
+  return 0;
+}
+
 int measure(const std::string& file, int repeats, const vyre::io::json_load_options& options,
-            const std::string& cpu) {
+            const std::string& cpu, bool round_trip) {
   const std::uint64_t bytes = std::filesystem::file_size(file);
   const std::uint64_t base_rss = rss_bytes();
   std::vector<double> seconds;
@@ -76,13 +155,17 @@ int measure(const std::string& file, int repeats, const vyre::io::json_load_opti
       static_cast<unsigned long long>(peak - std::min(peak, base_rss)),
       static_cast<double>(peak) / static_cast<double>(std::max<std::uint64_t>(bytes, 1)));
   std::fflush(stdout);
-  return 0;
+  if (!round_trip) return 0;
+  auto loaded = vyre::io::load_egraph_json<vyre::on_error::return_expected>(file, options);
+  if (!loaded) return 2;
+  return measure_round_trip(file, loaded->graph, repeats, cpu);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   int repeats = 3;
+  bool round_trip = false;
   vyre::io::json_load_options options;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -93,10 +176,12 @@ int main(int argc, char** argv) {
       options.slice_bytes = static_cast<std::size_t>(std::strtoull(argv[++i], nullptr, 10));
     } else if (arg == "--no-threads") {
       options.threads = false;
+    } else if (arg == "--image-round-trip") {
+      round_trip = true;
     } else if (arg.rfind("--", 0) == 0) {
       std::fprintf(stderr,
                    "usage: vyre_io_bench [FILE ...] [--repeats K] [--slice-bytes N] "
-                   "[--no-threads]\n");
+                   "[--no-threads] [--image-round-trip]\n");
       return 2;
     } else {
       files.push_back(arg);
@@ -122,7 +207,7 @@ int main(int argc, char** argv) {
   for (const std::string& file : files) {
     std::fflush(stdout);
     const pid_t child = fork();
-    if (child == 0) std::_Exit(measure(file, repeats, options, cpu));
+    if (child == 0) std::_Exit(measure(file, repeats, options, cpu, round_trip));
     int child_status = 0;
     if (child < 0 || waitpid(child, &child_status, 0) < 0 || !WIFEXITED(child_status) ||
         WEXITSTATUS(child_status) != 0)

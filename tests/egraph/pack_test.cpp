@@ -300,6 +300,23 @@ TEST_CASE("validate_image: corrupted images are refused, each with its own messa
   words[layout.offset(eg::image_column::row_signatures) + 2] =
       eg::row_signature(1, words.data() + layout.offset(eg::image_column::children), 2);
   refuse(words, "no group");
+  // Both ways of finding a child's group: a bit per id (dense ids) and a binary search (ids too
+  // sparse for the bits to fit in the image's size).
+  const auto child_without_group = [&](const eg::snapshot& snap, std::uint32_t child) {
+    const auto packed = eg::pack(snap);
+    auto corrupt = to_vector(packed.words());
+    const auto at = packed.layout();
+    corrupt[at.offset(eg::image_column::children)] = child;
+    corrupt[at.offset(eg::image_column::row_signatures) + 2] =
+        eg::row_signature(1, corrupt.data() + at.offset(eg::image_column::children), 2);
+    const auto result = eg::validate_image(eg::image_ref{{corrupt.data(), corrupt.size()}, at});
+    REQUIRE_FALSE(result.has_value());
+    CHECK_THAT(result.error().message(), Catch::Contains("no group"));
+    CHECK(eg::validate_image(packed.ref()).has_value());
+  };
+  child_without_group(design_example(), 0);  // below the smallest id, inside the bits
+  child_without_group(
+      eg::snapshot::build({{2, "lit", {}}, {1u << 30, "lit", {}}, {2, "add", {1u << 30, 2}}}), 1);
 
   // Layout errors: spans that do not add up, word count that differs.
   auto bad_layout = layout;

@@ -150,13 +150,29 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
                         .fix("the image is corrupt: pack the snapshot again"));
     }
   }
+  // Every child names a group. A bit per id up to the largest group id when that takes no more
+  // memory than the image (a lookup in cache instead of a binary search over all the groups);
+  // sparse ids, or no memory for the bits, keep the binary search.
+  const auto no_group = [&](std::size_t i) {
+    return fail(error(errc::corrupt_data, "validate_image: a child names an e-class with no group")
+                    .with("child_entry", i)
+                    .with("child_eclass", children[i])
+                    .fix("the image is corrupt: pack the snapshot again"));
+  };
+  const std::uint64_t bit_words = groups == 0 ? 0 : (std::uint64_t{group_ids[groups - 1]} >> 6) + 1;
+  std::unique_ptr<std::uint64_t[]> has_group;
+  if (bit_words != 0 && bit_words * 8 <= image.words.size_bytes())
+    has_group.reset(new (std::nothrow) std::uint64_t[bit_words]());
+  if (has_group) {
+    for (const std::uint32_t id : group_ids) has_group[id >> 6] |= std::uint64_t{1} << (id & 63);
+    for (std::size_t i = 0; i < children.size(); ++i) {
+      const std::uint32_t id = children[i];
+      if ((id >> 6) >= bit_words || (has_group[id >> 6] >> (id & 63) & 1) == 0) return no_group(i);
+    }
+    return {};
+  }
   for (std::size_t i = 0; i < children.size(); ++i)
-    if (!std::binary_search(group_ids.begin(), group_ids.end(), children[i]))
-      return fail(
-          error(errc::corrupt_data, "validate_image: a child names an e-class with no group")
-              .with("child_entry", i)
-              .with("child_eclass", children[i])
-              .fix("the image is corrupt: pack the snapshot again"));
+    if (!std::binary_search(group_ids.begin(), group_ids.end(), children[i])) return no_group(i);
   return {};
 }
 
