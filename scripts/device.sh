@@ -12,6 +12,8 @@
 #   bench     every benchmark executable under build/default/bench (JSON lines), but bench_eqsat
 #             and bench_dag
 #   eqsat     bench/eqsat/run.sh: bench_eqsat and egglog itself on math.egg (EQSAT_ITERATIONS)
+#   cli       scripts/cli_wall.py: vyre-egraph extract wall time per real e-graph, --device auto
+#             against --device cpu (CLI_REPEATS)
 #   dag       bench_dag on every real e-graph, GPU and CPU engines, against the optima of the last
 #             CBC run here (DAG_OPTIMA; the GPU machine has no CBC), DAG_ARGS added
 # Logs go to $OUT (or ./device-out) so they come back from the machine.
@@ -93,6 +95,11 @@ stage_eqsat() {
   # 13; see bench/eqsat/run.sh).
   GPU_ONLY_ITERATIONS=${GPU_ONLY_ITERATIONS-13} bench/eqsat/run.sh "$build" .deps/egglog/math.egg "${EQSAT_ITERATIONS:-11,12}" \
     "${EQSAT_REPEATS:-3}" | tee -a "$out/eqsat.jsonl"
+}
+stage_cli() {
+  python3 scripts/cli_wall.py "$build/tools/vyre-egraph/vyre-egraph" "$PWD/.deps/egraphs" \
+    --repeats "${CLI_REPEATS:-7}" | tee -a "$out/cli.jsonl" | tail -n 1
+  return "${PIPESTATUS[0]}"
 }
 stage_dag() {
   # shellcheck disable=SC2086 # DAG_ARGS is a list

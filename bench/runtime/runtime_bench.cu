@@ -85,26 +85,29 @@ void bench_device_allocation(int threads) {
   }
   std::vector<cudaStream_t> streams(threads);
   for (auto& s : streams) check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
-  auto& pool = gpu->memory();
   const std::string params =
       "\"bytes\":" + std::to_string(bytes) + ",\"threads\":" + std::to_string(threads);
   // Repeats of ~10 ms: long enough for the core to reach its full clock after the barrier.
   const int pool_ops = threads == 1 ? 500000 : 50000;
 
-  // With telemetry (the backend's pool) against the same pool type without: what the
-  // counters cost on a hit. Alternating rounds, fresh threads each: neither always runs first.
+  // With telemetry against without: what the counters cost on a hit. Two pools made the same
+  // way and used alike, one counting into its own telemetry (the backend's pool carries the
+  // history of the other benchmarks). Alternating rounds, fresh threads each: neither always
+  // runs first.
+  vyre::telemetry_counters counters;
+  vyre::caching_pool_resource counted(0, &counters);
   vyre::caching_pool_resource bare(0, nullptr);
   const auto [hit_ns, bare_ns] = time_pair(
       threads, 6, 5, pool_ops,
       [&](int t) {
-        void* p = value_of(pool.try_allocate(bytes, streams[t]));
-        ok(pool.try_deallocate(p, bytes, streams[t]));
+        void* p = value_of(counted.try_allocate(bytes, streams[t]));
+        ok(counted.try_deallocate(p, bytes, streams[t]));
       },
       [&](int t) {
         void* p = value_of(bare.try_allocate(bytes, streams[t]));
         ok(bare.try_deallocate(p, bytes, streams[t]));
       });
-  const auto snapshot = gpu->telemetry().snapshot();
+  const auto snapshot = counters.snapshot();
   if (snapshot.pool_hits == 0 || snapshot.allocations < snapshot.pool_hits) {
     std::fprintf(stderr, "telemetry counted %llu hits, %llu allocations: not a hit loop\n",
                  static_cast<unsigned long long>(snapshot.pool_hits),
