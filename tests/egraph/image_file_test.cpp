@@ -4,6 +4,9 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -189,4 +192,96 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
     CHECK(err.code() == vyre::errc::corrupt_data);
     CHECK_THAT(err.message(), Catch::Contains("group offsets"));
   }
+}
+
+namespace {
+// A chain of `rows` e-nodes, one child each.
+eg::host_image chain_image(std::uint32_t rows) {
+  std::vector<std::tuple<std::uint32_t, std::string, std::vector<std::uint32_t>>> nodes;
+  nodes.emplace_back(0u, "lit", std::vector<std::uint32_t>{});
+  for (std::uint32_t i = 1; i < rows; ++i)
+    nodes.emplace_back(i, "f", std::vector<std::uint32_t>{i - 1});
+  return eg::pack(eg::snapshot::from_tuples(nodes));
+}
+std::vector<std::byte> contents(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<char> chars{std::istreambuf_iterator<char>(in),
+                                std::istreambuf_iterator<char>()};
+  std::vector<std::byte> bytes(chars.size());
+  if (!chars.empty()) std::memcpy(bytes.data(), chars.data(), chars.size());
+  return bytes;
+}
+void overwrite(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+// The file reader refuses `bytes` as a file with the error parse_image_file gives for them.
+vyre::error file_refused(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+  overwrite(path, bytes);
+  const auto from_file = eg::read_image_file<expect>(path);
+  REQUIRE_FALSE(from_file.has_value());
+  const auto from_bytes = eg::parse_image_file<expect>({bytes.data(), bytes.size()}, path.string());
+  REQUIRE_FALSE(from_bytes.has_value());
+  CHECK(from_file.error().code() == from_bytes.error().code());
+  CHECK(from_file.error().message() == from_bytes.error().message());
+  return from_file.error();
+}
+}  // namespace
+
+// The file functions stream the words in 1 MiB chunks (2^18 words): this image spans three,
+// the last one partial. The file must be byte for byte what serialize_image gives.
+TEMPLATE_TEST_CASE("image file: a multi-chunk image is written and read back exactly",
+                   "[egraph][file]", vyre::staging::little_endian, vyre::staging::forced_swap) {
+  using throws = vyre::on_error::throw_exception;
+  const auto image = chain_image(60000);
+  REQUIRE(image.words().size() > 2 * (std::size_t{1} << 18));
+  REQUIRE(image.words().size() % (std::size_t{1} << 18) != 0);
+  const auto path =
+      std::filesystem::temp_directory_path() / "vyre_egraph_image_file_chunks.vyreimg";
+  eg::write_image_file<throws, TestType>(path, image.ref());
+  CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
+  CHECK(contents(path) == eg::serialize_image<throws, TestType>(image.ref()));
+  const auto back = eg::read_image_file<throws, TestType>(path);
+  CHECK(back.layout() == image.layout());
+  CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin(),
+                   image.words().end()));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("image file: a file that is truncated or too long is refused as its bytes are",
+          "[egraph][file]") {
+  const auto image = chain_image(60000);
+  const auto good = eg::serialize_image(image.ref());
+  const auto path = std::filesystem::temp_directory_path() / "vyre_egraph_image_file_sizes.vyreimg";
+  SECTION("truncated inside the payload") {
+    const std::vector<std::byte> bytes(good.begin(), good.begin() + 48 + 300000 * 4 + 2);
+    const auto err = file_refused(path, bytes);
+    CHECK(err.code() == vyre::errc::corrupt_data);
+    CHECK_THAT(err.message(), Catch::Contains("truncated image words"));
+    CHECK(err.value_or("bytes", 0) == bytes.size());
+    CHECK(err.value_or("expected_bytes", 0) == good.size());
+    CHECK(err.subject() == path.string());
+  }
+  SECTION("a trailing byte") {
+    auto bytes = good;
+    bytes.push_back(std::byte{0});
+    const auto err = file_refused(path, bytes);
+    CHECK_THAT(err.message(), Catch::Contains("trailing bytes"));
+    CHECK(err.value_or("bytes", 0) == good.size() + 1);
+    CHECK(err.value_or("expected_bytes", 0) == good.size());
+  }
+  SECTION("empty and a truncated header") {
+    CHECK_THAT(file_refused(path, {}).message(), Catch::Contains("truncated header"));
+    CHECK(file_refused(path, {good.begin(), good.begin() + 47}).value_or("bytes", 0) == 47);
+  }
+  SECTION("a header refusal and a checksum mismatch in the last chunk") {
+    auto bytes = good;
+    set_word(bytes, 2, 2);
+    CHECK(file_refused(path, bytes).code() == vyre::errc::unsupported);
+    bytes = good;
+    set_word(bytes, bytes.size() / 4 - 1, word_of(bytes, bytes.size() / 4 - 1) ^ 1u);
+    CHECK_THAT(file_refused(path, bytes).message(), Catch::Contains("checksum mismatch"));
+  }
+  std::filesystem::remove(path);
 }

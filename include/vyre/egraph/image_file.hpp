@@ -23,6 +23,7 @@
 //! `validate_image`.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -41,6 +42,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/layout.hpp"
 
@@ -58,37 +60,47 @@ struct file_checksum {
   constexpr void add(std::uint32_t word) noexcept { state = (state ^ word) * 0x100000001B3ull; }
 };
 
-inline std::array<std::uint32_t, image_file_header_words> image_file_header(
-    const image_layout& layout) noexcept {
-  std::array<std::uint32_t, image_file_header_words> header{
-      image_file_magic0,
-      image_file_magic1,
-      image_file_version,
-      image_file_header_words,
-      layout.row_count,
-      layout.child_count,
-      layout.group_count,
-      0,
-      static_cast<std::uint32_t>(layout.word_count()),
-      static_cast<std::uint32_t>(layout.word_count() >> 32),
-      0,
-      0};
-  return header;
-}
+//! Words per chunk when a file's words pass through memory in pieces (1 MiB).
+inline constexpr std::size_t image_file_chunk_words = std::size_t{1} << 18;
 
-template <class Staging>
-expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
-  VYRE_TRY(validate_image(image));
-  auto header = image_file_header(image.layout);
+using image_file_header_t = std::array<std::uint32_t, image_file_header_words>;
+
+//! The header of the file for `image`, checksum included (one pass over the words).
+//! @pre `validate_image(image)` passed.
+inline image_file_header_t signed_image_file_header(const image_ref& image) noexcept {
+  const image_layout& layout = image.layout;
+  image_file_header_t header{image_file_magic0,
+                             image_file_magic1,
+                             image_file_version,
+                             image_file_header_words,
+                             layout.row_count,
+                             layout.child_count,
+                             layout.group_count,
+                             0,
+                             static_cast<std::uint32_t>(layout.word_count()),
+                             static_cast<std::uint32_t>(layout.word_count() >> 32),
+                             0,
+                             0};
   file_checksum sum;
   for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
   for (const std::uint32_t word : image.words) sum.add(word);
   header[10] = static_cast<std::uint32_t>(sum.state);
   header[11] = static_cast<std::uint32_t>(sum.state >> 32);
+  return header;
+}
+
+//! The size in bytes of the file for `image`.
+inline expected<std::uint64_t> image_file_bytes(const image_ref& image) noexcept {
   VYRE_TRY_ASSIGN(const std::uint64_t payload,
                   words_to_bytes(image.words.size(), "image file size"));
-  VYRE_TRY_ASSIGN(const std::uint64_t total,
-                  checked_add<std::uint64_t>(payload, image_file_header_bytes, "image file size"));
+  return checked_add<std::uint64_t>(payload, image_file_header_bytes, "image file size");
+}
+
+template <class Staging>
+expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
+  VYRE_TRY(validate_image(image));
+  const image_file_header_t header = signed_image_file_header(image);
+  VYRE_TRY_ASSIGN(const std::uint64_t total, image_file_bytes(image));
   std::vector<std::byte> bytes;
   VYRE_TRY(try_resize(bytes, static_cast<std::size_t>(total), "image file bytes"));
   auto* out = reinterpret_cast<std::uint32_t*>(bytes.data());
@@ -103,20 +115,32 @@ inline error file_error(errc code, const char* context, std::string_view source)
   return error(code, context).about(source);
 }
 
+//! What an image file's header says, once checked.
+struct checked_image_file_header {
+  image_file_header_t words;  // as numbers (staged)
+  image_layout layout;
+  std::uint64_t word_count;
+};
+
+//! The checks of an image file's header, in order: the file holds a header, magic, version,
+//! header words and reserved word, word count against the counts, and `file_bytes` against
+//! the size the counts give (truncated or trailing bytes).
+//! @pre `head` holds the file's first `image_file_header_bytes` bytes when `file_bytes` does.
 template <class Staging>
-expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source) {
-  const auto word_at = [&](std::size_t index) {
-    std::uint32_t raw;
-    std::memcpy(&raw, bytes.data() + index * 4, 4);
-    return staging::staged_word<Staging>(raw);
-  };
-  if (bytes.size() < image_file_header_bytes)
+expected<checked_image_file_header> check_image_file_header(cuda::std::span<const std::byte> head,
+                                                            std::uint64_t file_bytes,
+                                                            std::string_view source) {
+  if (file_bytes < image_file_header_bytes)
     return fail(file_error(errc::corrupt_data, "image file: truncated header", source)
-                    .with("bytes", bytes.size())
+                    .with("bytes", file_bytes)
                     .with("header_bytes", image_file_header_bytes)
                     .fix("the file is truncated: write it again"));
-  std::array<std::uint32_t, image_file_header_words> header;
-  for (std::size_t i = 0; i < header.size(); ++i) header[i] = word_at(i);
+  image_file_header_t header;
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    std::uint32_t raw;
+    std::memcpy(&raw, head.data() + i * 4, 4);
+    header[i] = staging::staged_word<Staging>(raw);
+  }
   if (header[0] != image_file_magic0 || header[1] != image_file_magic1) {
     const bool swapped = header[0] == cuda::std::byteswap(image_file_magic0) &&
                          header[1] == cuda::std::byteswap(image_file_magic1);
@@ -154,36 +178,81 @@ expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::st
                     .fix("the file is corrupt: write it again"));
   // word_count <= 6 * 2^32 + ..., so the byte size fits u64.
   const std::uint64_t expected_bytes = image_file_header_bytes + word_count * 4;
-  if (bytes.size() != expected_bytes)
+  if (file_bytes != expected_bytes)
     return fail(file_error(errc::corrupt_data,
-                           bytes.size() < expected_bytes ? "image file: truncated image words"
-                                                         : "image file: trailing bytes after the "
-                                                           "image",
+                           file_bytes < expected_bytes ? "image file: truncated image words"
+                                                       : "image file: trailing bytes after the "
+                                                         "image",
                            source)
-                    .with("bytes", bytes.size())
+                    .with("bytes", file_bytes)
                     .with("expected_bytes", expected_bytes)
                     .fix("the file is truncated or was appended to: write it again"));
-  VYRE_TRY_ASSIGN(auto storage, allocate_words(word_count, "image file: image words"));
+  return checked_image_file_header{header, layout, word_count};
+}
+
+//! The checksum over header words 0..9, to be continued over the image words.
+inline file_checksum header_checksum(const image_file_header_t& header) noexcept {
   file_checksum sum;
   for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
-  for (std::size_t i = 0; i < word_count; ++i) {
-    const std::uint32_t word = word_at(image_file_header_words + i);
-    storage[i] = word;
+  return sum;
+}
+
+//! Stages `count` file words at `from` into `to` (which may be `from` itself) and adds them to
+//! `sum`.
+template <class Staging>
+void stage_and_sum(const std::byte* from, std::uint32_t* to, std::size_t count,
+                   file_checksum& sum) noexcept {
+  for (std::size_t i = 0; i < count; ++i) {
+    std::uint32_t raw;
+    std::memcpy(&raw, from + i * 4, 4);
+    const std::uint32_t word = staging::staged_word<Staging>(raw);
+    to[i] = word;
     sum.add(word);
   }
-  const std::uint64_t stored = std::uint64_t{header[10]} | (std::uint64_t{header[11]} << 32);
+}
+
+//! The image from staged words: checks the checksum `sum` reached, then `validate_image`.
+inline expected<host_image> finish_image(const checked_image_file_header& header,
+                                         word_storage storage, const file_checksum& sum,
+                                         std::string_view source) {
+  const std::uint64_t stored =
+      std::uint64_t{header.words[10]} | (std::uint64_t{header.words[11]} << 32);
   if (stored != sum.state)
     return fail(file_error(errc::corrupt_data, "image file: checksum mismatch", source)
                     .with("stored", stored)
                     .with("computed", sum.state)
                     .fix("the file is corrupt: write it again"));
-  const image_ref ref{{storage.get(), static_cast<std::size_t>(word_count)}, layout};
+  const image_ref ref{{storage.get(), static_cast<std::size_t>(header.word_count)}, header.layout};
   if (auto valid = validate_image(ref); !valid) return fail(valid.error().about(source));
-  return host_image::adopt(std::move(storage), layout);
+  return host_image::adopt(std::move(storage), header.layout);
 }
 
-inline expected<void> write_file(const std::filesystem::path& path,
-                                 const std::vector<std::byte>& bytes) {
+template <class Staging>
+expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source) {
+  VYRE_TRY_ASSIGN(const auto header, check_image_file_header<Staging>(bytes, bytes.size(), source));
+  VYRE_TRY_ASSIGN(auto storage, allocate_words(header.word_count, "image file: image words"));
+  file_checksum sum = header_checksum(header.words);
+  stage_and_sum<Staging>(bytes.data() + image_file_header_bytes, storage.get(),
+                         static_cast<std::size_t>(header.word_count), sum);
+  return finish_image(header, std::move(storage), sum, source);
+}
+
+//! Writes the file for `image` to `path` through `path` + ".tmp" and a rename; the words go
+//! out in chunks, staged through a chunk-sized buffer only when `Staging` swaps bytes.
+template <class Staging>
+expected<void> write_file(const std::filesystem::path& path, const image_ref& image) {
+  VYRE_TRY(validate_image(image));
+  const image_file_header_t header = signed_image_file_header(image);
+  VYRE_TRY_ASSIGN(const std::uint64_t total, image_file_bytes(image));
+  image_file_header_t staged_header;
+  VYRE_TRY(staging::stage_words<Staging>({header.data(), header.size()},
+                                         {staged_header.data(), staged_header.size()}));
+  raw_array<std::uint32_t> buffer;
+  if constexpr (staging::swaps_bytes<Staging>) {
+    VYRE_TRY_ASSIGN(buffer, raw_array<std::uint32_t>::allocate(
+                                std::min<std::size_t>(image.words.size(), image_file_chunk_words),
+                                "write_image_file: staging buffer"));
+  }
   const std::string name = path.string();
   std::filesystem::path temporary = path;
   temporary += ".tmp";
@@ -192,14 +261,31 @@ inline expected<void> write_file(const std::filesystem::path& path,
     if (!out)
       return fail(file_error(errc::io, "write_image_file: cannot open for writing", name)
                       .fix("check that the directory exists and is writable"));
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
+    const auto put = [&](const std::uint32_t* words, std::size_t count) {
+      out.write(reinterpret_cast<const char*>(words),
+                static_cast<std::streamsize>(count * sizeof(std::uint32_t)));
+    };
+    put(staged_header.data(), staged_header.size());
+    if constexpr (staging::swaps_bytes<Staging>) {
+      for (std::size_t at = 0; at < image.words.size() && out; at += buffer.size()) {
+        const auto chunk =
+            image.words.subspan(at, std::min(buffer.size(), image.words.size() - at));
+        // The buffer holds a whole chunk, so staging cannot fail; were it to, the write fails.
+        if (!staging::stage_words<Staging>(chunk, {buffer.data(), buffer.size()})) {
+          out.setstate(std::ios::badbit);
+          break;
+        }
+        put(buffer.data(), chunk.size());
+      }
+    } else {
+      put(image.words.data(), image.words.size());
+    }
     out.flush();
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);
       return fail(file_error(errc::io, "write_image_file: write failed", name)
-                      .with("bytes", bytes.size())
+                      .with("bytes", total)
                       .fix("check free disk space"));
     }
   }
@@ -213,7 +299,11 @@ inline expected<void> write_file(const std::filesystem::path& path,
   return {};
 }
 
-inline expected<std::vector<std::byte>> read_file(const std::filesystem::path& path) {
+//! Reads and checks the image file at `path`: the header first (the checks of
+//! `check_image_file_header` against the file's size), then the words straight into the
+//! image's storage, staged in place and summed chunk by chunk as they arrive.
+template <class Staging>
+expected<host_image> read_file(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
@@ -223,15 +313,32 @@ inline expected<std::vector<std::byte>> read_file(const std::filesystem::path& p
   if (size < 0)
     return fail(file_error(errc::io, "read_image_file: cannot determine the file size", name)
                     .fix("pass a regular file"));
-  std::vector<std::byte> bytes;
-  VYRE_TRY(try_resize(bytes, static_cast<std::size_t>(size), "read_image_file: file bytes"));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(bytes.data()), size);
-  if (!in)
+  const auto file_bytes = static_cast<std::uint64_t>(size);
+  const auto read_failed = [&] {
     return fail(file_error(errc::io, "read_image_file: read failed", name)
-                    .with("bytes", static_cast<std::uint64_t>(size))
+                    .with("bytes", file_bytes)
                     .fix("check that the file is not being modified"));
-  return bytes;
+  };
+  in.seekg(0);
+  std::array<std::byte, image_file_header_bytes> head;
+  const std::size_t head_bytes =
+      static_cast<std::size_t>(std::min<std::uint64_t>(file_bytes, head.size()));
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(head_bytes));
+  if (!in) return read_failed();
+  VYRE_TRY_ASSIGN(const auto header,
+                  check_image_file_header<Staging>({head.data(), head_bytes}, file_bytes, name));
+  VYRE_TRY_ASSIGN(auto storage, allocate_words(header.word_count, "image file: image words"));
+  file_checksum sum = header_checksum(header.words);
+  const auto word_count = static_cast<std::size_t>(header.word_count);
+  for (std::size_t at = 0; at < word_count; at += image_file_chunk_words) {
+    const std::size_t count = std::min(image_file_chunk_words, word_count - at);
+    std::uint32_t* words = storage.get() + at;
+    in.read(reinterpret_cast<char*>(words),
+            static_cast<std::streamsize>(count * sizeof(std::uint32_t)));
+    if (!in) return read_failed();
+    stage_and_sum<Staging>(reinterpret_cast<const std::byte*>(words), words, count, sum);
+  }
+  return finish_image(header, std::move(storage), sum, name);
 }
 }  // namespace detail
 
@@ -259,11 +366,7 @@ template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
 result_t<OnError, void> write_image_file(const std::filesystem::path& path,
                                          const image_ref& image) {
-  auto run = [&]() -> expected<void> {
-    VYRE_TRY_ASSIGN(const auto bytes, detail::serialize_image<Staging>(image));
-    return detail::write_file(path, bytes);
-  };
-  return apply_error_policy<OnError>(run());
+  return apply_error_policy<OnError>(detail::write_file<Staging>(path, image));
 }
 
 //! Reads and checks an image file.
@@ -272,11 +375,7 @@ result_t<OnError, void> write_image_file(const std::filesystem::path& path,
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
 result_t<OnError, host_image> read_image_file(const std::filesystem::path& path) {
-  auto run = [&]() -> expected<host_image> {
-    VYRE_TRY_ASSIGN(const auto bytes, detail::read_file(path));
-    return detail::parse_image<Staging>({bytes.data(), bytes.size()}, path.string());
-  };
-  return apply_error_policy<OnError>(run());
+  return apply_error_policy<OnError>(detail::read_file<Staging>(path));
 }
 
 }  // namespace vyre::egraph
