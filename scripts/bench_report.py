@@ -84,11 +84,18 @@ def component(name: str) -> str:
     return full_name(name).split(".", 1)[0]
 
 
+def baseline_of(row):
+    """(value, unit) of the row's baseline median, in the unit of its own median."""
+    _, unit = median_of(row)
+    key = f"baseline_median_{unit}"
+    return (row[key], unit) if unit and key in row else (None, "")
+
+
 def speedup(row):
     """Baseline median over vyre's median: above 1, vyre is faster than the baseline."""
     value, _ = median_of(row)
-    base = row.get("baseline_median_ns")
-    if not value or base is None or median_of(row)[1] != "ns":
+    base, _ = baseline_of(row)
+    if not value or base is None:
         return None
     return base / value
 
@@ -123,7 +130,7 @@ def fmt_number(value) -> str:
 
 
 EXTRA_KEYS = ("gb_per_s", "mb_per_s", "rows_per_s", "enodes_per_s", "ns_per_stage", "rounds", "speedup",
-              "peak_over_file")
+              "peak_over_file", "cpu_vs_cpu_ratio", "worst_ratio", "worst_cpu_vs_cpu_ratio")
 
 
 def table(rows):
@@ -143,7 +150,7 @@ def table(rows):
             fmt_params(r.get("params")),
             f"{fmt_number(value)} {unit}".strip(),
             str(r.get("baseline", "")),
-            fmt_number(r.get("baseline_median_ns")) + (" ns" if "baseline_median_ns" in r else ""),
+            f"{fmt_number(baseline_of(r)[0])} {baseline_of(r)[1]}".strip(),
             fmt_number(speedup(r)),
         ] + [fmt_number(r.get(k)) for k in extras]
         lines.append("| " + " | ".join(cells) + " |")
