@@ -235,12 +235,17 @@ struct device_status {
   std::uint32_t bad_row;    //!< a row whose children range is inconsistent / bad cost
   std::uint32_t bad_root;   //!< a root naming no e-class
   // Every thread of a round reads the three fields above (`input_ok`) while the unions update
-  // the two below: apart, those reads never wait on the unions' atomics in L2.
-  alignas(128) std::uint32_t changed;  //!< set when a round changed something
-  unsigned long long merges;           //!< successful unions so far
+  // the two below: 128 bytes apart, those reads never share a line with the unions' atomics.
+  // Explicit words rather than alignment, so every byte is a field that gets written.
+  std::uint32_t apart[29];
+  std::uint32_t changed;      //!< set when a round changed something
+  std::uint32_t reserved;     //!< 0
+  unsigned long long merges;  //!< successful unions so far
 };
+static_assert(offsetof(device_status, changed) == 128 && sizeof(device_status) == 144,
+              "device_status: no padding, the union fields on a line of their own");
 
-inline constexpr device_status clean_status{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0, 0};
+inline constexpr device_status clean_status{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, {}, 0, 0, 0};
 
 //! Index of `id` in the ascending `ids[0, count)`, or `count` when absent.
 VYRE_HOST_DEVICE inline std::uint32_t find_sorted(const std::uint32_t* ids, std::uint32_t count,
