@@ -250,7 +250,7 @@ expected<void> write_file(const std::filesystem::path& path, const image_ref& im
   raw_array<std::uint32_t> buffer;
   if constexpr (staging::swaps_bytes<Staging>) {
     VYRE_TRY_ASSIGN(buffer, raw_array<std::uint32_t>::allocate(
-                                std::min<std::size_t>(image.words.size(), image_file_chunk_words),
+                                (std::min)(image.words.size(), image_file_chunk_words),
                                 "write_image_file: staging buffer"));
   }
   const std::string name = path.string();
@@ -269,7 +269,7 @@ expected<void> write_file(const std::filesystem::path& path, const image_ref& im
     if constexpr (staging::swaps_bytes<Staging>) {
       for (std::size_t at = 0; at < image.words.size() && out; at += buffer.size()) {
         const auto chunk =
-            image.words.subspan(at, std::min(buffer.size(), image.words.size() - at));
+            image.words.subspan(at, (std::min)(buffer.size(), image.words.size() - at));
         // The buffer holds a whole chunk, so staging cannot fail; were it to, the write fails.
         if (!staging::stage_words<Staging>(chunk, {buffer.data(), buffer.size()})) {
           out.setstate(std::ios::badbit);
@@ -331,7 +331,7 @@ expected<host_image> read_file(const std::filesystem::path& path) {
   file_checksum sum = header_checksum(header.words);
   const auto word_count = static_cast<std::size_t>(header.word_count);
   for (std::size_t at = 0; at < word_count; at += image_file_chunk_words) {
-    const std::size_t count = std::min(image_file_chunk_words, word_count - at);
+    const std::size_t count = (std::min)(image_file_chunk_words, word_count - at);
     std::uint32_t* words = storage.get() + at;
     in.read(reinterpret_cast<char*>(words),
             static_cast<std::streamsize>(count * sizeof(std::uint32_t)));
