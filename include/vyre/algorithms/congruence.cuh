@@ -217,9 +217,10 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
     if (stream != nullptr && stream != cudaStreamLegacy) {
       // Captured on the work stream itself, which only diverts the round's launches into the
       // graph: the host builds and instantiates it while the checks above run. Then it waits
-      // for them (and this call's stream-ordered allocations) before the launch: memcheck
-      // checks a graph's kernels against the allocations done when it is launched and reports
-      // reads of later ones as out of bounds (docs/sanitizers.md). The wait costs a launch gap.
+      // for them (and this call's stream-ordered allocations) before the launch: launched at
+      // once, memcheck reported the graph's reads of those buffers as out of bounds, as if it
+      // checked against the allocations done at launch (docs/sanitizers.md). The wait costs a
+      // launch gap.
       VYRE_TRY_ASSIGN(
           loop, make_loop_graph(stream, static_cast<no_part*>(nullptr), &body,
                                 static_cast<no_part*>(nullptr), "congruence: the WHILE graph"));
@@ -270,7 +271,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
 //! Congruence closure of the packed image `image` (device pointers, e.g. `build(...)->ref()`),
 //! on `stream`, with `gpu`'s memory. The representative of a set is its smallest original
 //! e-class id; the result is ready when the call returns.
-//! @param driver `loop_driver::flag_readback`: one 24-byte status readback per round;
+//! @param driver `loop_driver::flag_readback`: one 144-byte status readback per round;
 //!        `loop_driver::conditional_graph`: the rounds run inside one CUDA graph with a
 //!        conditional WHILE node (CUDA 12.4+; built and instantiated per call), with no host
 //!        round trip until the fixpoint. The graph is captured on `stream` itself (a leased
