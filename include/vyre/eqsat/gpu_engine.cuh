@@ -55,7 +55,7 @@
 //!   arena: max(matches 59,323,701 u32, 4 u32 per row of Add)        347,969,520
 //!   snapshot of the committed state (rows, union-find; pool class)   33,554,432
 //!   CUB scratch of the DoubleBuffer sorts and scans                  a few MB
-//!   pool cache: released (`release_cache`) once the state is moved   ~0
+//!   pool cache: released (`release_cache`) around the state's move    ~0
 //! about 970 MB, 61 B per final e-node by this account; the measured peak (the backend's
 //! telemetry) is in docs/bench/eqsat-*.meta and is higher: not all of it is accounted for yet.
 //! Limits: a table's rows below 2^31 (CUB's item counts), one rule's matches and class ids
@@ -816,7 +816,10 @@ class gpu_engine {
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");
     const auto t1 = clock::now();
 
-    // 2. Apply: room for the new rows and classes first (exact), then one kernel per rule.
+    // 2. Apply: room for the new rows and classes first (exact), then one kernel per rule. The
+    // pool's cache goes back to the device on both sides of the new state block: before, the
+    // search's freed buffers; after, the old block. Either would add to the iteration's peak.
+    VYRE_TRY(release_cache());
     VYRE_TRY(reserve(after, std::uint64_t{ids_} + fresh, true));
     VYRE_TRY(release_cache());
     std::uint32_t class_base = ids_;
