@@ -13,12 +13,13 @@
 //   *_auto_vs_cpu   plan.run_host(dispatch::automatic) vs the CPU reference
 //   *_dispatch_crossover  the smallest row count from which run_host(device) beats the CPU
 //                   on every real file at least that large (what `automatic` should use)
-// on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows) and on every real
-// e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents around
-// the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
+// on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows), on each --file
+// (large e-graphs such as egglog's math after 12 iterations, made by vyre-eqsat --emit) and on
+// every real e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents
+// around the whole call after a warm-up, median of --repeats; plan and dispatch times: wall clock
 // around the (synchronous) call after a warm-up, median; CPU: one thread, std::chrono, median.
 // --parts build stops after the build lines of each input; --parts gpu skips the CPU baselines
-// (for same-run comparisons of two builds of vyre). --parts engine (synthetic sizes only):
+// (for same-run comparisons of two builds of vyre). --parts engine (synthetic sizes, --file):
 //   *_vs_cpu_engine[_1t]  the GPU kernel path (one-shot call on the resident image) vs the
 //                   multi-threaded CPU engine (cpu_engine.hpp) on the host packed image, on
 //                   every core and on one thread (median of 3 after a warm-up)
@@ -526,6 +527,7 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
 int main(int argc, char** argv) {
   std::vector<std::uint32_t> sizes_m{1, 4, 16};
   std::string data_dir = VYRE_EGRAPH_DATA_DIR;
+  std::vector<std::string> files;  // --file: e-graphs beyond the data folder (egglog's math)
   int repeats = 10;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
@@ -538,6 +540,8 @@ int main(int argc, char** argv) {
       }
     } else if (flag == "--data-dir") {
       data_dir = value;
+    } else if (flag == "--file") {
+      files.push_back(value);
     } else if (flag == "--repeats") {
       repeats = std::max(1, std::stoi(value));
     } else if (flag == "--parts" &&
@@ -547,8 +551,8 @@ int main(int argc, char** argv) {
       engine_only = value == "engine";
     } else {
       std::fprintf(stderr,
-                   "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--repeats N] "
-                   "[--parts all|build|gpu|engine]\n");
+                   "usage: bench_algorithms [--rows 1,4,16] [--data-dir DIR] [--file JSON]... "
+                   "[--repeats N] [--parts all|build|gpu|engine]\n");
       return 2;
     }
   }
@@ -579,6 +583,15 @@ int main(int argc, char** argv) {
                 repeats, m >= 4 ? 1 : 3, true, device, plan, nullptr, nullptr);
   }
 #if VYRE_HAVE_SIMDJSON
+  // Large e-graphs named one by one (scripts/egglog_math.py or vyre-eqsat --emit make them):
+  // the synthetic sizes' lines (the engine's with --parts engine), one CPU repeat at 4M+ rows.
+  for (const std::string& file : files) {
+    const auto graph = vyre_test::load_egraph_json(file);
+    const std::uint32_t rows = graph.rows.row_count();
+    bench_graph(std::filesystem::path(file).filename().string(), graph.rows, graph.cost,
+                graph.roots, stream, repeats, rows >= (4u << 20) ? 1 : 3, false, device, plan,
+                nullptr, nullptr);
+  }
   const std::filesystem::path dir{data_dir};
   if (std::filesystem::exists(dir / "expected_tree_cost.tsv")) {
     std::vector<dispatch_sample> congruence_samples, extract_samples;
