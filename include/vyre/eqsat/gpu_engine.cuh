@@ -16,7 +16,7 @@
 //! by a quarter; a rebuild that drops more than a quarter of it moves it to an exact block.
 //!
 //! Iteration:
-//! 1. Search: every active rule's `query_plan`, flattened into `detail::gpu_query`, runs in one
+//! 1. Search: every active rule's `query_plan`, flattened into `device::flat_query`, runs in one
 //!    join-interpreter kernel: a thread per row of atom 0's table, nested loops over the later
 //!    atoms through indexes (rows sorted by the key column, found by binary search; a table is
 //!    sorted by its first column after every rebuild and needs no index for it). Two phases:
@@ -59,8 +59,11 @@
 //! about 970 MB, 61 B per final e-node by this account; the measured peak (the backend's
 //! telemetry) is in docs/bench/eqsat-*.meta and is higher: not all of it is accounted for yet.
 //! Limits: a table's rows below 2^31 (CUB's item counts), one rule's matches and class ids
-//! below 2^32 (checked before the apply, errors name the value); `detail::gpu_max_*` per
-//! rule (checked by `create`).
+//! below 2^32 (checked before the apply, errors name the value); `device::max_*` and
+//! `detail::gpu_max_steps` per rule (checked by `create`).
+//!
+//! The search, union-find and rebuild passes are the public pieces of `eqsat/device/`
+//! (`ematch.cuh`, `union_find.cuh`, `rebuild.cuh`); the apply is `detail/gpu_kernels.cuh`.
 #pragma once
 
 #include <algorithm>
@@ -337,15 +340,6 @@ class gpu_engine {
 
   //! A slice of the state block starts at a multiple of 64 words (256 bytes).
   static std::size_t aligned(std::size_t words) noexcept { return (words + 63) & ~std::size_t{63}; }
-
-  //! Items of one CUB call (its item counts are `int`-sized on some paths).
-  static expected<void> cub_items(std::uint64_t n, const char* what) {
-    if (n <= 0x7fffffffull) return {};
-    return fail(error(errc::abi_limit, what)
-                    .with("items", n)
-                    .with("max", 0x7fffffffull)
-                    .fix("set --node-limit lower: one table's rows must stay below 2^31"));
-  }
 
   static expected<void> launched(const char* what) { return algorithms::detail::launched(what); }
   static unsigned grid(std::uint64_t items) { return algorithms::detail::grid_for(items); }
@@ -707,7 +701,7 @@ class gpu_engine {
                                          }));
       const std::uint32_t n = q.atoms[0].rows;
       if (n == 0) continue;
-      VYRE_TRY(cub_items(n, "eqsat: total matches"));
+      VYRE_TRY(device::detail::cub_items(n, "eqsat: total matches"));
       VYRE_TRY_ASSIGN(offsets[r], allocate<std::uint32_t>(n, "eqsat: matches per row"));
       VYRE_TRY(device::count_matches(q, offsets[r].get(), stream()));
       const std::uint32_t* counts = offsets[r].get();

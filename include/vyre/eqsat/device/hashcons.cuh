@@ -51,6 +51,7 @@
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/runtime/device_array.hpp"
 #include "vyre/runtime/memory.hpp"
@@ -107,18 +108,10 @@ struct hashcons_ref {
     return probe(args, mode::lookup, no_class);
   }
 
-  //! The first slot of the probe path of `args` (an fmix32-style hash of every argument).
+  //! The first slot of the probe path of `args`: the low bits of the CPU engine's row hash.
   __host__ __device__ static std::uint32_t hash(const std::uint32_t* args,
                                                 std::uint32_t arity) noexcept {
-    std::uint32_t h = 0x9e3779b9u ^ arity;
-    for (std::uint32_t c = 0; c < arity; ++c) {
-      h ^= args[c];
-      h *= 0x85ebca6bu;
-      h ^= h >> 13;
-      h *= 0xc2b2ae35u;
-      h ^= h >> 16;
-    }
-    return h;
+    return static_cast<std::uint32_t>(eqsat::detail::row_hash(args, arity));
   }
 
  private:
@@ -126,10 +119,7 @@ struct hashcons_ref {
   using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
   __device__ bool same_row(std::uint32_t slot, const std::uint32_t* args) const {
-    const std::uint32_t* row = keys + std::size_t{slot} * arity;
-    for (std::uint32_t c = 0; c < arity; ++c)
-      if (row[c] != args[c]) return false;
-    return true;
+    return eqsat::detail::same_row(keys + std::size_t{slot} * arity, args, arity);
   }
 
   //! Claimed slot `slot`: writes the row, takes its class, publishes (release).

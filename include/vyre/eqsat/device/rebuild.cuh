@@ -38,6 +38,7 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/eqsat/device/union_find.cuh"
 #include "vyre/runtime/memory.hpp"
@@ -77,13 +78,6 @@ VYRE_KERNEL void put_column_kernel(table_ref t, std::uint32_t col, const std::ui
   }
 }
 
-__device__ inline bool same_arguments(const std::uint32_t* a, const std::uint32_t* b,
-                                      std::uint32_t arity) {
-  for (std::uint32_t c = 0; c < arity; ++c)
-    if (a[c] != b[c]) return false;
-  return true;
-}
-
 template <int = 0>
 VYRE_KERNEL void unite_congruent_kernel(table_ref t, union_find_ref uf, std::uint32_t* merged) {
   VYRE_DETAIL_GRID_LOOP(i, t.rows) {
@@ -91,7 +85,7 @@ VYRE_KERNEL void unite_congruent_kernel(table_ref t, union_find_ref uf, std::uin
     const std::uint32_t* row = t.cells + i * t.width;
     const std::uint32_t* prev = row - t.width;
     const std::uint32_t last = t.width - 1;
-    if (row[last] != prev[last] && same_arguments(row, prev, last) &&
+    if (row[last] != prev[last] && eqsat::detail::same_row(row, prev, last) &&
         uf.unite(row[last], prev[last]))
       *merged = 1;
   }
@@ -102,7 +96,7 @@ template <int = 0>
 VYRE_KERNEL void first_of_run_kernel(table_ref t, std::uint32_t* keep) {
   VYRE_DETAIL_GRID_LOOP(i, t.rows) {
     const std::uint32_t* row = t.cells + i * t.width;
-    keep[i] = i == 0 || !same_arguments(row, row - t.width, t.width - 1) ? 1u : 0u;
+    keep[i] = i == 0 || !eqsat::detail::same_row(row, row - t.width, t.width - 1) ? 1u : 0u;
   }
 }
 
