@@ -20,6 +20,7 @@
 #include <vyre/eqsat.cuh>
 #include <vyre/runtime.cuh>
 
+#include "device_copy.cuh"
 #include "require_ok.cuh"
 
 namespace eq = vyre::eqsat;
@@ -41,25 +42,13 @@ vyre::device_array<T> make_array(std::size_t count, cudaStream_t stream) {
   return std::move(*a);
 }
 
+//! A copy of `host` on the device (allocated on `stream`, copied when it returns).
 template <class T>
 vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  vyre::device_array<T> a = make_array<T>(host.size(), stream);
-  if (!host.empty())
-    REQUIRE(cudaMemcpyAsync(a.get(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice,
-                            stream) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  return a;
+  if (host.empty()) return make_array<T>(1, stream);
+  return vyre_test::upload(test_gpu().memory_ref(), host, stream);
 }
-
-template <class T>
-std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream) {
-  std::vector<T> host(count);
-  if (count != 0)
-    REQUIRE(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost,
-                            stream) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  return host;
-}
+using vyre_test::download;
 
 //! The host oracle's union-find: the representative of a class is its smallest id.
 struct host_union_find {
@@ -441,32 +430,30 @@ TEST_CASE("eqsat device rebuild: congruence closure equals a host closure",
   for (std::size_t i = 0; i < ua.size(); ++i) want.unite(ua[i], ub[i]);
   std::vector<u32>* tables[2] = {&f, &g};
   const u32 widths[2] = {2, 3};
-  std::vector<std::vector<u32>> want_cells(2);
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (u32 t = 0; t < 2; ++t) {
-      std::map<std::vector<u32>, u32> by_args;
-      const std::vector<u32>& cells = *tables[t];
-      for (std::size_t r = 0; r < cells.size(); r += widths[t]) {
-        std::vector<u32> args;
-        for (u32 c = 0; c + 1 < widths[t]; ++c) args.push_back(want.find(cells[r + c]));
-        const u32 self = want.find(cells[r + widths[t] - 1]);
-        auto [it, fresh] = by_args.emplace(args, self);
-        if (!fresh && want.unite(it->second, self)) changed = true;
-      }
-    }
-  }
-  for (u32 t = 0; t < 2; ++t) {
+  // Table t's rows by their canonical arguments (the first row's class kept); `unite`: also
+  // unites the class of every later row with equal arguments with it (true when one merged).
+  const auto canonical = [&](u32 t, bool unite, bool& changed) {
     std::map<std::vector<u32>, u32> by_args;
     const std::vector<u32>& cells = *tables[t];
     for (std::size_t r = 0; r < cells.size(); r += widths[t]) {
       std::vector<u32> args;
       for (u32 c = 0; c + 1 < widths[t]; ++c) args.push_back(want.find(cells[r + c]));
-      by_args.emplace(args, want.find(cells[r + widths[t] - 1]));
+      const u32 self = want.find(cells[r + widths[t] - 1]);
+      auto [it, fresh] = by_args.emplace(args, self);
+      if (unite && !fresh && want.unite(it->second, self)) changed = true;
     }
-    for (const auto& [args, self] : by_args) {
+    return by_args;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (u32 t = 0; t < 2; ++t) (void)canonical(t, true, changed);
+  }
+  std::vector<std::vector<u32>> want_cells(2);
+  for (u32 t = 0; t < 2; ++t) {
+    bool unused = false;
+    for (const auto& [args, self] : canonical(t, false, unused)) {
       want_cells[t].insert(want_cells[t].end(), args.begin(), args.end());
-      want_cells[t].push_back(self);
+      want_cells[t].push_back(want.find(self));
     }
   }
 
