@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "device_copy.cuh"
 #include "egraph_pack_support.hpp"
 #include "reference_support.hpp"
 #include "vyre/algorithms.cuh"
@@ -97,24 +98,9 @@ struct stream_guard {
 
 template <class T>
 vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
-  auto buffer =
-      vyre::device_array<T>::allocate(test_gpu().memory_ref(), host.size(), stream, "test upload");
-  REQUIRE(buffer.has_value());
-  if (!host.empty())
-    REQUIRE(cudaMemcpyAsync(buffer->get(), host.data(), host.size() * sizeof(T),
-                            cudaMemcpyHostToDevice, stream) == cudaSuccess);
-  return std::move(*buffer);
+  return vyre_test::upload(test_gpu().memory_ref(), host, stream);
 }
-
-template <class T>
-std::vector<T> download(const T* device, std::size_t count, cudaStream_t stream) {
-  std::vector<T> host(count);
-  if (count != 0)
-    REQUIRE(cudaMemcpyAsync(host.data(), device, count * sizeof(T), cudaMemcpyDeviceToHost,
-                            stream) == cudaSuccess);
-  REQUIRE(cudaStreamSynchronize(stream) == cudaSuccess);
-  return host;
-}
+using vyre_test::download;
 
 struct device_rows {
   vyre::device_array<std::uint32_t> eclass, op, lens, children;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -48,6 +49,62 @@ TEST_CASE("rule compiler: join order and actions", "[eqsat][plan]") {
   // A repeated variable is bound once, then checked.
   CHECK(plans[2].describe(prog) ==
         "scan Add(r2, r1) -> r0\nlookup Sin(=r1) -> *=r2\nt0 = Sin(s1)\nunion s0 t0\n");
+}
+
+TEST_CASE("rule compiler: a literal under a nested constructor and a repeated variable",
+          "[eqsat][plan]") {
+  const eq::program prog = read(R"((datatype M (Add M M) (Mul M M) (Num i64))
+(rewrite (Add x (Mul x (Num 2))) (Mul x (Num 3)))
+)");
+  const eq::query_plan plan = eq::compile_rule(prog, 0);
+  // The literal atom starts; Mul is found through its child column, Add through x (column 0).
+  CHECK(plan.describe(prog) ==
+        "lookup Num(*2) -> r3\nlookup Mul(r1, *=r3) -> r2\nlookup Add(*=r1, =r2) -> r0\n"
+        "t0 = Num(3)\nt1 = Mul(s1, t0)\nunion s0 t1\n");
+  using key = std::pair<std::uint32_t, std::uint32_t>;
+  CHECK(plan.index_keys() == std::vector<key>{{2, 0}, {1, 1}, {0, 0}});
+  CHECK(plan.saved == std::vector<std::uint32_t>{0, 1});
+}
+
+TEST_CASE("rule compiler: every plan binds a register before it checks or keys on it",
+          "[eqsat][plan]") {
+  const eq::program prog = read(R"((datatype M (Add M M) (Mul M M) (Neg M) (Num i64) (V String))
+(rewrite (Add a b) (Add b a))
+(rewrite (Add (Mul a b) (Mul a c)) (Mul a (Add b c)))
+(rewrite (Neg (Neg (Neg x))) (Neg x))
+(rewrite (Add (V "x") (Num 0)) (V "x"))
+(rewrite (Mul (Add a a) (Neg (Add a b))) (Num 1))
+(rewrite (Num 7) (Add (Num 3) (Num 4)))
+)");
+  for (const eq::query_plan& plan : eq::compile_rules(prog)) {
+    INFO(plan.describe(prog));
+    std::vector<bool> bound(plan.register_count, false);
+    for (std::size_t k = 0; k < plan.atoms.size(); ++k) {
+      const eq::plan_atom& a = plan.atoms[k];
+      REQUIRE(a.columns.size() == prog.constructors[a.ctor].arity() + 1);
+      // After the first atom every atom is looked up by a value already known.
+      if (k != 0) {
+        REQUIRE(a.key_column != eq::no_column);
+        CHECK(a.columns[a.key_column].op != eq::column_op::bind);
+      }
+      for (const eq::plan_column& c : a.columns) {
+        if (c.op == eq::column_op::literal) continue;
+        REQUIRE(c.value < plan.register_count);
+        CHECK((c.op == eq::column_op::check) == bound[c.value]);
+        bound[c.value] = true;
+      }
+    }
+    REQUIRE_FALSE(plan.saved.empty());
+    CHECK(plan.saved[0] == 0);  // the root
+    for (std::uint32_t r : plan.saved) CHECK(bound[r]);
+    // Actions in post order: a step reads saved slots, literals and earlier steps only.
+    for (std::size_t s = 0; s < plan.actions.size(); ++s)
+      for (const eq::operand& o : plan.actions[s].args) {
+        if (o.kind == eq::operand_kind::saved) CHECK(o.value < plan.saved.size());
+        if (o.kind == eq::operand_kind::temp) CHECK(o.value < s);
+      }
+    if (plan.result.kind == eq::operand_kind::temp) CHECK(plan.result.value < plan.actions.size());
+  }
 }
 
 TEST_CASE("cpu engine: congruence, repeated variables, literals, saturation", "[eqsat][cpu]") {

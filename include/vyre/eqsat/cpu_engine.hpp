@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "vyre/detail/enum_name.hpp"
+#include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/detail/tree_cost.hpp"
 #include "vyre/eqsat/plan.hpp"
 #include "vyre/eqsat/program.hpp"
@@ -243,24 +244,6 @@ class cpu_engine {
     std::vector<std::uint32_t> parent;
   };
 
-  static std::uint64_t hash_key(const std::uint32_t* key, std::uint32_t n) noexcept {
-    std::uint64_t h = 0x9e3779b97f4a7c15ull ^ n;
-    for (std::uint32_t i = 0; i < n; ++i) {
-      h ^= key[i];
-      h *= 0xff51afd7ed558ccdull;
-      h ^= h >> 32;
-    }
-    h *= 0xc4ceb9fe1a85ec53ull;
-    h ^= h >> 29;
-    return h;
-  }
-
-  static bool same_key(const std::uint32_t* a, const std::uint32_t* b, std::uint32_t n) noexcept {
-    for (std::uint32_t i = 0; i < n; ++i)
-      if (a[i] != b[i]) return false;
-    return true;
-  }
-
   // Finds the live row with columns `key`, skipping `self`; dead when none.
   static std::uint32_t probe(const table& t, const std::uint32_t* key, std::uint64_t h,
                              std::uint32_t self = dead) noexcept {
@@ -272,7 +255,7 @@ class cpu_engine {
       const auto row = static_cast<std::uint32_t>(slot) - 1;
       if (row == self) continue;
       const std::uint32_t* cells = &t.cells[std::size_t{row} * t.width];
-      if (cells[t.arity] != dead && same_key(cells, key, t.arity)) return row;
+      if (cells[t.arity] != dead && detail::same_row(cells, key, t.arity)) return row;
     }
   }
 
@@ -291,7 +274,7 @@ class cpu_engine {
     for (std::size_t r = 0; r < t.row_count(); ++r) {
       const std::uint32_t* cells = &t.cells[r * t.width];
       if (cells[t.arity] == dead) continue;
-      insert_slot(t, hash_key(cells, t.arity), static_cast<std::uint32_t>(r));
+      insert_slot(t, detail::row_hash(cells, t.arity), static_cast<std::uint32_t>(r));
       ++t.live_slots;
     }
   }
@@ -319,7 +302,7 @@ class cpu_engine {
     table& t = tables_[ctor];
     for (std::uint32_t i = 0; i < t.arity; ++i)
       if (t.datatype_column[i]) key[i] = find(key[i]);
-    const std::uint64_t h = hash_key(key, t.arity);
+    const std::uint64_t h = detail::row_hash(key, t.arity);
     const std::uint32_t row = probe(t, key, h);
     if (row != dead) return t.cells[std::size_t{row} * t.width + t.arity];
     const std::uint32_t cls = make_class();
@@ -389,7 +372,7 @@ class cpu_engine {
         touched[c] = true;
         for (const std::uint32_t r : dirty) {
           std::uint32_t* cells = &t.cells[std::size_t{r} * t.width];
-          const std::uint64_t h = hash_key(cells, t.arity);
+          const std::uint64_t h = detail::row_hash(cells, t.arity);
           const std::uint32_t other = probe(t, cells, h, r);
           if (other != dead) {
             if (unite(cells[t.arity], t.cells[std::size_t{other} * t.width + t.arity]))

@@ -16,7 +16,7 @@
 //! by a quarter; a rebuild that drops more than a quarter of it moves it to an exact block.
 //!
 //! Iteration:
-//! 1. Search: every active rule's `query_plan`, flattened into `detail::gpu_query`, runs in one
+//! 1. Search: every active rule's `query_plan`, flattened into `device::flat_query`, runs in one
 //!    join-interpreter kernel: a thread per row of atom 0's table, nested loops over the later
 //!    atoms through indexes (rows sorted by the key column, found by binary search; a table is
 //!    sorted by its first column after every rebuild and needs no index for it). Two phases:
@@ -59,22 +59,24 @@
 //! about 970 MB, 61 B per final e-node by this account; the measured peak (the backend's
 //! telemetry) is in docs/bench/eqsat-*.meta and is higher: not all of it is accounted for yet.
 //! Limits: a table's rows below 2^31 (CUB's item counts), one rule's matches and class ids
-//! below 2^32 (checked before the apply, errors name the value); `detail::gpu_max_*` per
-//! rule (checked by `create`).
+//! below 2^32 (checked before the apply, errors name the value); `device::max_*` and
+//! `detail::gpu_max_steps` per rule (checked by `create`).
+//!
+//! The search, union-find and rebuild passes are the public pieces of `eqsat/device/`
+//! (`ematch.cuh`, `union_find.cuh`, `rebuild.cuh`); the apply is `detail/gpu_kernels.cuh`.
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/functional>
@@ -87,6 +89,9 @@
 #include "vyre/eqsat/cpu_engine.hpp"
 #include "vyre/eqsat/detail/gpu_kernels.cuh"
 #include "vyre/eqsat/detail/tree_cost.hpp"
+#include "vyre/eqsat/device/ematch.cuh"
+#include "vyre/eqsat/device/rebuild.cuh"
+#include "vyre/eqsat/device/union_find.cuh"
 #include "vyre/eqsat/plan.hpp"
 #include "vyre/eqsat/program.hpp"
 #include "vyre/runtime/device_array.hpp"
@@ -123,7 +128,7 @@ VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
 struct gpu_built_index {
   std::uint32_t ctor = 0, column = 0;
   device_array<std::uint32_t> block;
-  gpu_index view{};
+  device::column_index view{};
 };
 
 }  // namespace detail
@@ -272,18 +277,18 @@ class gpu_engine {
  private:
   static expected<gpu_engine> make(Backend& gpu, const program& prog) {
     for (std::size_t c = 0; c < prog.constructors.size(); ++c)
-      if (prog.constructors[c].arity() + 1 > detail::gpu_max_width)
+      if (prog.constructors[c].arity() + 1 > device::max_width)
         return fail(error(errc::unsupported, "eqsat gpu_engine: constructor arity")
                         .about(prog.constructors[c].name)
                         .with("arity", prog.constructors[c].arity())
-                        .with("max", detail::gpu_max_width - 1)
+                        .with("max", device::max_width - 1)
                         .fix("use --device cpu for constructors of more arguments"));
     std::vector<query_plan> plans = compile_rules(prog);
     for (const query_plan& p : plans) {
       std::size_t widest = 0;
       for (const make_node& m : p.actions) widest = (std::max)(widest, m.args.size() + 1);
-      if (p.atoms.size() > detail::gpu_max_atoms || p.register_count > detail::gpu_max_registers ||
-          p.saved.size() > detail::gpu_max_saved || p.actions.size() > detail::gpu_max_steps)
+      if (p.atoms.size() > device::max_atoms || p.register_count > device::max_registers ||
+          p.saved.size() > device::max_saved || p.actions.size() > detail::gpu_max_steps)
         return fail(error(errc::unsupported, "eqsat gpu_engine: rule too large for the device")
                         .about(prog.rules[p.rule].text)
                         .with("atoms", p.atoms.size())
@@ -335,15 +340,6 @@ class gpu_engine {
 
   //! A slice of the state block starts at a multiple of 64 words (256 bytes).
   static std::size_t aligned(std::size_t words) noexcept { return (words + 63) & ~std::size_t{63}; }
-
-  //! Items of one CUB call (its item counts are `int`-sized on some paths).
-  static expected<void> cub_items(std::uint64_t n, const char* what) {
-    if (n <= 0x7fffffffull) return {};
-    return fail(error(errc::abi_limit, what)
-                    .with("items", n)
-                    .with("max", 0x7fffffffull)
-                    .fix("set --node-limit lower: one table's rows must stay below 2^31"));
-  }
 
   static expected<void> launched(const char* what) { return algorithms::detail::launched(what); }
   static unsigned grid(std::uint64_t items) { return algorithms::detail::grid_for(items); }
@@ -463,10 +459,7 @@ class gpu_engine {
   //! Class ids `[ids_, ids)` made (each its own class); the union-find must hold them.
   expected<void> add_classes(std::uint64_t ids) {
     const auto to = static_cast<std::uint32_t>(ids);
-    if (to > ids_) {
-      detail::eqsat_iota_from_kernel<><<<grid(to - ids_), block, 0, stream()>>>(parent_, ids_, to);
-      VYRE_TRY(launched("eqsat: new classes"));
-    }
+    if (to > ids_) VYRE_TRY(device::init_classes({parent_, to}, ids_, to, stream()));
     ids_ = to;
     return {};
   }
@@ -644,68 +637,37 @@ class gpu_engine {
   }
 
   //! The index of table `ctor` by `column` (built into `built` once per search).
-  expected<detail::gpu_index> index_of(std::vector<index>& built, std::uint32_t ctor,
-                                       std::uint32_t column) {
+  expected<device::column_index> index_of(std::vector<index>& built, std::uint32_t ctor,
+                                          std::uint32_t column) {
     const table& t = tables_[ctor];
     // Rebuilt tables are sorted by their arguments: by the first one already.
-    if (column == 0 && t.width > 1) return detail::gpu_index{t.cells, nullptr, t.width, t.rows};
+    if (column == 0 && t.width > 1) return device::sorted_index(view(ctor));
     for (const index& ix : built)
       if (ix.ctor == ctor && ix.column == column) return ix.view;
     index ix;
     ix.ctor = ctor;
     ix.column = column;
-    ix.view = detail::gpu_index{nullptr, nullptr, 1, t.rows};
+    ix.view = device::column_index{nullptr, nullptr, 1, t.rows};
     if (t.rows != 0) {
-      const char* what = "eqsat: search index";
-      const std::size_t n = t.rows;
-      VYRE_TRY_ASSIGN(ix.block, allocate<std::uint32_t>(4 * n, what));
-      std::uint32_t* b = ix.block.get();
-      cub::DoubleBuffer<std::uint32_t> keys(b, b + n), rows(b + 2 * n, b + 3 * n);
-      detail::eqsat_column_keys_kernel<><<<grid(n), block, 0, stream()>>>(
-          t.cells, t.rows, t.width, column, nullptr, keys.Current(), rows.Current());
-      VYRE_TRY(launched("eqsat: index keys"));
-      VYRE_TRY(sort_pairs(keys, rows, t.rows, key_bits(ctor, column), what));
-      ix.view = detail::gpu_index{keys.Current(), rows.Current(), 1, t.rows};
+      VYRE_TRY_ASSIGN(ix.block,
+                      allocate<std::uint32_t>(4 * std::size_t{t.rows}, "eqsat: search index"));
+      VYRE_TRY_ASSIGN(ix.view,
+                      device::build_index(runtime_.memory, view(ctor), column,
+                                          bits().of(view(ctor), column), ix.block.get(), stream()));
     }
     built.push_back(std::move(ix));
     return built.back().view;
   }
 
-  //! Bits that hold every value of column `column` of table `ctor`.
-  int key_bits(std::uint32_t ctor, std::uint32_t column) const noexcept {
-    const bool literal = ((tables_[ctor].class_mask >> column) & 1u) == 0;
-    const std::uint64_t domain = literal ? prog_->literals.size() : ids_;
-    return (std::max)(1, static_cast<int>(std::bit_width(domain)));
+  //! Table `c` as the device pieces see it.
+  device::table_ref view(std::uint32_t c) const noexcept {
+    const table& t = tables_[c];
+    return device::table_ref{t.cells, t.rows, t.width, t.class_mask};
   }
-
-  //! Sorts `n` pairs in their double buffers (CUB's scratch is then small: no copies of the
-  //! keys and values); the sorted pairs are at `Current()`.
-  expected<void> sort_pairs(cub::DoubleBuffer<std::uint32_t>& keys,
-                            cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n, int bits,
-                            const char* what) {
-    VYRE_TRY(cub_items(n, what));
-    return algorithms::detail::cub_call(
-        runtime_,
-        [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, values, static_cast<int>(n), 0,
-                                                 bits, stream());
-        },
-        stream(), what);
-  }
-
-  detail::gpu_atom flatten_atom(const plan_atom& a) const {
-    const table& t = tables_[a.ctor];
-    detail::gpu_atom g{};
-    g.cells = t.cells;
-    g.rows = t.rows;
-    g.width = t.width;
-    g.key_column = a.key_column;
-    for (std::size_t c = 0; c < a.columns.size(); ++c) {
-      g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
-      g.value[c] = a.columns[c].value;
-    }
-    return g;
-  }
+  //! The union-find over the class ids made so far.
+  device::union_find_ref uf() const noexcept { return {parent_, ids_}; }
+  //! The value ranges of the columns (the radix sorts' bits).
+  device::key_bits bits() const noexcept { return {ids_, prog_->literals.size()}; }
 
   //! One iteration: search, apply, rebuild. Mutates the committed state (the caller restores
   //! its snapshot on an error).
@@ -719,7 +681,9 @@ class gpu_engine {
     // 1. Search: count passes of every rule, one read back of the totals, write passes.
     const std::size_t rules = active.size();
     std::vector<index> indexes;
-    std::vector<detail::gpu_query> queries(rules);
+    std::vector<device::flat_query> queries(rules);
+    std::vector<device::table_ref> views(tables_.size());
+    for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
     std::vector<u32_array> offsets(rules);
     std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<unsigned long long> totals(rules, 0);
@@ -730,24 +694,16 @@ class gpu_engine {
                     "eqsat: match totals");
     for (std::size_t r = 0; r < rules; ++r) {
       const query_plan& plan = plans_[active[r]];
-      detail::gpu_query& q = queries[r];
-      q = detail::gpu_query{};
-      q.atom_count = static_cast<std::uint32_t>(plan.atoms.size());
-      q.saved_count = static_cast<std::uint32_t>(plan.saved.size());
-      for (std::size_t s = 0; s < plan.saved.size(); ++s) q.saved[s] = plan.saved[s];
-      for (std::size_t k = 0; k < plan.atoms.size(); ++k) {
-        q.atoms[k] = flatten_atom(plan.atoms[k]);
-        if (k != 0) {
-          VYRE_TRY_ASSIGN(q.atoms[k].index,
-                          index_of(indexes, plan.atoms[k].ctor, plan.atoms[k].key_column));
-        }
-      }
+      device::flat_query& q = queries[r];
+      VYRE_TRY_ASSIGN(q, device::flatten(plan, std::span<const device::table_ref>(views),
+                                         [&](std::uint32_t ctor, std::uint32_t column) {
+                                           return index_of(indexes, ctor, column);
+                                         }));
       const std::uint32_t n = q.atoms[0].rows;
       if (n == 0) continue;
-      VYRE_TRY(cub_items(n, "eqsat: total matches"));
+      VYRE_TRY(device::detail::cub_items(n, "eqsat: total matches"));
       VYRE_TRY_ASSIGN(offsets[r], allocate<std::uint32_t>(n, "eqsat: matches per row"));
-      detail::eqsat_count_kernel<><<<grid(n), block, 0, stream()>>>(q, offsets[r].get());
-      VYRE_TRY(launched("eqsat: count matches"));
+      VYRE_TRY(device::count_matches(q, offsets[r].get(), stream()));
       const std::uint32_t* counts = offsets[r].get();
       unsigned long long* total = totals_dev.get() + r;
       VYRE_TRY(algorithms::detail::cub_call(
@@ -808,8 +764,7 @@ class gpu_engine {
                                                  stream());
           },
           stream(), "eqsat: match offsets"));
-      detail::eqsat_write_kernel<><<<grid(n), block, 0, stream()>>>(queries[r], counts, matches[r]);
-      VYRE_TRY(launched("eqsat: write matches"));
+      VYRE_TRY(device::write_matches(queries[r], counts, matches[r], stream()));
     }
     indexes.clear();
     offsets.clear();
@@ -877,46 +832,17 @@ class gpu_engine {
 
   // --- rebuild ------------------------------------------------------------------------------
 
-  //! Sorts table `c`'s rows by their arguments: stable LSD radix sorts of a row permutation
-  //! (last argument first) in the arena's first four u32 per row, then the rows permuted in
-  //! place one column at a time through the spare key buffer.
+  //! Sorts table `c`'s rows by their arguments (`device::sort_rows`, in the arena's first four
+  //! u32 per row).
   expected<void> sort_rows(std::uint32_t c) {
-    table& t = tables_[c];
-    const std::uint32_t n = t.rows, arity = t.width - 1;
-    if (arity == 0 || n < 2) return {};
-    const char* what = "eqsat: rebuild sort";
-    std::uint32_t* b = arena_.get();
-    cub::DoubleBuffer<std::uint32_t> keys(b, b + n),
-        perm(b + 2 * std::size_t{n}, b + 3 * std::size_t{n});
-    for (std::uint32_t col = arity; col-- > 0;) {
-      const bool first = col + 1 == arity;  // the first pass starts from the identity
-      detail::eqsat_column_keys_kernel<><<<grid(n), block, 0, stream()>>>(
-          t.cells, n, t.width, col, first ? nullptr : perm.Current(), keys.Current(),
-          first ? perm.Current() : nullptr);
-      VYRE_TRY(launched("eqsat: sort keys"));
-      VYRE_TRY(sort_pairs(keys, perm, n, key_bits(c, col), what));
-    }
-    std::uint32_t* tmp = keys.Current();
-    for (std::uint32_t col = 0; col < t.width; ++col) {
-      detail::eqsat_gather_column_kernel<>
-          <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, perm.Current(), tmp);
-      VYRE_TRY(launched("eqsat: gather a sorted column"));
-      detail::eqsat_put_column_kernel<>
-          <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, tmp, nullptr);
-      VYRE_TRY(launched("eqsat: put a sorted column"));
-    }
-    return {};
+    return device::sort_rows(runtime_.memory, view(c), bits(), arena_.get(), stream());
   }
 
   //! Roots among the ids below `ids_` and among those below `old_ids` (one read back).
   expected<std::pair<std::uint64_t, std::uint64_t>> count_roots(std::uint32_t old_ids) {
     VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get() + 1, 0, 2 * sizeof(unsigned long long), stream()),
                   "eqsat: count roots");
-    if (ids_ != 0) {
-      detail::eqsat_count_roots_kernel<>
-          <<<grid(ids_), block, 0, stream()>>>(parent_, ids_, old_ids, flags_.get() + 1);
-      VYRE_TRY(launched("eqsat: count roots"));
-    }
+    VYRE_TRY(device::count_roots(uf(), old_ids, flags_.get() + 1, stream()));
     unsigned long long roots[2] = {0, 0};
     VYRE_TRY(read_back(roots, flags_.get() + 1, 2, "eqsat: count roots"));
     return std::pair<std::uint64_t, std::uint64_t>{roots[0], roots[1]};
@@ -927,59 +853,30 @@ class gpu_engine {
   expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
     VYRE_TRY(ensure_arena(rebuild_words()));
     for (;;) {
-      if (ids_ != 0) {
-        detail::eqsat_compress_kernel<><<<grid(ids_), block, 0, stream()>>>(parent_, ids_);
-        VYRE_TRY(launched("eqsat: compress"));
-      }
+      VYRE_TRY(device::compress(uf(), stream()));
       VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, sizeof(unsigned long long), stream()),
                     "eqsat: rebuild flag");
       auto* merged = reinterpret_cast<std::uint32_t*>(flags_.get());
       for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-        table& t = tables_[c];
-        if (t.rows == 0) continue;
-        detail::eqsat_canonicalize_kernel<>
-            <<<grid(t.rows), block, 0, stream()>>>(t.cells, t.rows, t.width, t.class_mask, parent_);
-        VYRE_TRY(launched("eqsat: canonicalize"));
+        if (tables_[c].rows == 0) continue;
+        VYRE_TRY(device::canonicalize(view(c), uf(), stream()));
         VYRE_TRY(sort_rows(c));
-        detail::eqsat_union_adjacent_kernel<>
-            <<<grid(t.rows), block, 0, stream()>>>(t.cells, t.rows, t.width, parent_, merged);
-        VYRE_TRY(launched("eqsat: congruent rows"));
+        VYRE_TRY(device::unite_congruent(view(c), uf(), merged, stream()));
       }
       std::uint32_t any = 0;
       VYRE_TRY(read_back(&any, merged, 1, "eqsat: rebuild round"));
       if (any == 0) break;
     }
     // Duplicates: the first row of every run of equal arguments stays (their classes are
-    // equal now: the last round united nothing). Compacted in place a column at a time through
-    // the arena; every table's kept count lands in `kept_`, read back once.
+    // equal now: the last round united nothing), compacted in place through the arena; every
+    // table's kept count lands in `kept_`, read back once.
     const char* what = "eqsat: drop duplicate rows";
     bool deduped = false;
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-      table& t = tables_[c];
-      const std::uint32_t n = t.rows;
-      if (n < 2) continue;
+      if (tables_[c].rows < 2) continue;
       deduped = true;
-      std::uint32_t* p = arena_.get();
-      std::uint32_t* tmp = p + n;
-      detail::eqsat_first_of_run_kernel<><<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, p);
-      VYRE_TRY(launched(what));
-      VYRE_TRY(cub_items(n, what));
-      VYRE_TRY(algorithms::detail::cub_call(
-          runtime_,
-          [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream());
-          },
-          stream(), what));
-      const std::uint32_t* count = p + n - 1;
-      for (std::uint32_t col = 0; col < t.width; ++col) {
-        detail::eqsat_compact_column_kernel<>
-            <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, p, tmp);
-        VYRE_TRY(launched(what));
-        detail::eqsat_put_column_kernel<>
-            <<<grid(n), block, 0, stream()>>>(t.cells, n, t.width, col, tmp, count);
-        VYRE_TRY(launched(what));
-      }
-      VYRE_TRY(algorithms::detail::copy_on_device(kept_.get() + c, count, 1, stream(), what));
+      VYRE_TRY(device::drop_duplicates(runtime_.memory, view(c), arena_.get(), kept_.get() + c,
+                                       stream()));
     }
     if (deduped) {
       std::vector<std::uint32_t> kept(tables_.size());

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! `vyre::eqsat::device::table_ref`: one constructor's rows on the device, as the device pieces
+//! of `vyre::eqsat` (e-matching, rebuild) read them, and `key_bits`, the value range their
+//! radix sorts cover.
+//!
+//! A table of constructor `C` with arity `k` is `rows` rows of `width = k + 1` u32, row-major
+//! and contiguous: `(col_0, ..., col_{k-1}, eclass)` (the layout of `plan.hpp`). A column holds
+//! either an e-class id (bit c of `class_mask` set; the last column always) or a literal id
+//! (`program::literals`). The view owns nothing: the cells live where the engine put them.
+//!
+//!     vyre::eqsat::device::table_ref add{cells, rows, 3, 0b111};  // Add(Math, Math) -> Math
+#pragma once
+
+#include <cstdint>
+
+#include <cuda_runtime_api.h>
+#include <cub/device/device_radix_sort.cuh>
+
+#include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/core/config.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/runtime/memory.hpp"
+
+#include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
+
+namespace vyre::eqsat::device {
+
+//! Columns of a row at the most: arity 7 plus the e-class column (the e-matching kernels keep
+//! a row's operations in fixed arrays of this size).
+inline constexpr std::uint32_t max_width = 8;
+
+//! A non-owning view of one table: `rows` rows of `width` u32 at `cells`.
+struct table_ref {
+  std::uint32_t* cells = nullptr;
+  std::uint32_t rows = 0;
+  std::uint32_t width = 1;       //!< arity + 1, at most `max_width`
+  std::uint32_t class_mask = 1;  //!< bit c: column c holds an e-class id (the last always)
+
+  //! Whether column `c` holds an e-class id (else a literal id).
+  __host__ __device__ constexpr bool holds_class(std::uint32_t c) const noexcept {
+    return ((class_mask >> c) & 1u) != 0;
+  }
+};
+
+//! Bits a radix sort needs for the values of a column: classes below `class_ids`, literals
+//! below `literal_ids` (the sorts of `ematch.cuh`'s indexes and `rebuild.cuh`'s rows).
+struct key_bits {
+  std::uint64_t class_ids = 0;
+  std::uint64_t literal_ids = 0;
+
+  //! Bits of column `c` of `t`: at least 1, at most 32.
+  constexpr int of(const table_ref& t, std::uint32_t c) const noexcept {
+    const std::uint64_t domain = t.holds_class(c) ? class_ids : literal_ids;
+    int bits = 1;
+    while (bits < 32 && (domain >> bits) != 0) ++bits;
+    return bits;
+  }
+};
+
+namespace detail {
+
+inline unsigned grid(std::uint64_t items) noexcept {
+  return algorithms::detail::grid_for(items);
+}
+inline constexpr unsigned block = algorithms::detail::block_size;
+
+//! The runtime services the CUB helpers need: only the device memory.
+inline algorithms::detail::runtime_ref runtime_for(device_resource_ref memory) noexcept {
+  algorithms::detail::runtime_ref runtime;
+  runtime.memory = memory;
+  return runtime;
+}
+
+//! keys[i] = column `col` of row perm[i] (perm == nullptr: row i); row_ids[i] = that row when
+//! `row_ids` is given.
+template <int = 0>
+VYRE_KERNEL void column_keys_kernel(table_ref t, std::uint32_t col, const std::uint32_t* perm,
+                                    std::uint32_t* keys, std::uint32_t* row_ids) {
+  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+    const std::uint32_t r = perm != nullptr ? perm[i] : static_cast<std::uint32_t>(i);
+    keys[i] = t.cells[std::size_t{r} * t.width + col];
+    if (row_ids != nullptr) row_ids[i] = r;
+  }
+}
+
+//! Items of one CUB call (its item counts are `int`-sized on some paths).
+inline expected<void> cub_items(std::uint64_t n, const char* what) {
+  if (n <= 0x7fffffffull) return {};
+  return fail(error(errc::abi_limit, what)
+                  .with("items", n)
+                  .with("max", 0x7fffffffull)
+                  .fix("keep one table's rows below 2^31 (set --node-limit lower)"));
+}
+
+//! Sorts `n` pairs in their double buffers by the keys' low `bits` (CUB's scratch is then
+//! small: no copies of the keys and values); the sorted pairs are at `Current()`.
+inline expected<void> sort_pairs(device_resource_ref memory, cub::DoubleBuffer<std::uint32_t>& keys,
+                                 cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n,
+                                 int bits, cudaStream_t stream, const char* what) {
+  VYRE_TRY(cub_items(n, what));
+  return algorithms::detail::cub_call(
+      detail::runtime_for(memory),
+      [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, values, static_cast<int>(n), 0,
+                                               bits, stream);
+      },
+      stream, what);
+}
+
+}  // namespace detail
+
+}  // namespace vyre::eqsat::device
+
+#include "vyre/detail/epilogue.hpp"

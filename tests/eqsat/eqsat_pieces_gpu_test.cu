@@ -1,0 +1,510 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public device pieces of vyre::eqsat, each alone against a host oracle: the lock-free
+// union-find under many concurrent unites, e-matching of a pattern with a repeated variable, a
+// nested constructor and a literal against brute force, the hash-cons under overlapping inserts
+// (one class per distinct row, lookups, a full table, class ids run out), and the rebuild passes
+// against a host congruence closure.
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <numeric>
+#include <random>
+#include <set>
+#include <span>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <vyre/eqsat.cuh>
+#include <vyre/runtime.cuh>
+
+#include "device_copy.cuh"
+#include "require_ok.cuh"
+
+namespace eq = vyre::eqsat;
+namespace dev = vyre::eqsat::device;
+using u32 = std::uint32_t;
+
+namespace {
+
+vyre::backend<>& test_gpu() {
+  static vyre::backend<> gpu = vyre::backend<>::acquire(0);  // throws on failure
+  return gpu;
+}
+
+template <class T>
+vyre::device_array<T> make_array(std::size_t count, cudaStream_t stream) {
+  auto a = vyre::device_array<T>::allocate(test_gpu().memory_ref(),
+                                           (std::max)(count, std::size_t{1}), stream, "test array");
+  REQUIRE_OK(a);
+  return std::move(*a);
+}
+
+//! A copy of `host` on the device (allocated on `stream`, copied when it returns).
+template <class T>
+vyre::device_array<T> upload(const std::vector<T>& host, cudaStream_t stream) {
+  if (host.empty()) return make_array<T>(1, stream);
+  return vyre_test::upload(test_gpu().memory_ref(), host, stream);
+}
+using vyre_test::download;
+
+//! The host oracle's union-find: the representative of a class is its smallest id.
+struct host_union_find {
+  std::vector<u32> parent;
+  explicit host_union_find(u32 n) : parent(n) { std::iota(parent.begin(), parent.end(), 0u); }
+  u32 find(u32 x) const {
+    while (parent[x] != x) x = parent[x];
+    return x;
+  }
+  bool unite(u32 a, u32 b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return false;
+    parent[(std::max)(a, b)] = (std::min)(a, b);
+    return true;
+  }
+};
+
+// --- user kernels: the pieces called from an engine author's own code ---------------------
+
+__global__ void unite_pairs_kernel(dev::union_find_ref uf, const u32* a, const u32* b, u32 pairs,
+                                   unsigned long long* merges) {
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < pairs; i += gridDim.x * blockDim.x)
+    if (uf.unite(a[i], b[i])) atomicAdd(merges, 1ull);
+}
+
+__global__ void find_kernel(dev::union_find_ref uf, u32* roots) {
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < uf.size; i += gridDim.x * blockDim.x)
+    roots[i] = uf.find(i);
+}
+
+//! Thread i: `lookup_or_insert` (or `lookup` when `look_only`) of row `rows[i % distinct]`.
+__global__ void hashcons_kernel(dev::hashcons_ref h, const u32* rows, u32 distinct, u32 threads,
+                                bool look_only, u32* classes, u32* statuses) {
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < threads; i += gridDim.x * blockDim.x) {
+    const u32* args = rows + std::size_t{i % distinct} * h.arity;
+    const dev::hashcons_result r = look_only ? h.lookup(args) : h.lookup_or_insert(args);
+    classes[i] = r.eclass;
+    statuses[i] = static_cast<u32>(r.status);
+  }
+}
+
+__global__ void hashcons_insert_kernel(dev::hashcons_ref h, const u32* rows, u32 count,
+                                       u32* statuses) {
+  for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x)
+    statuses[i] = static_cast<u32>(h.insert(rows + std::size_t{i} * h.arity, 1000 + i).status);
+}
+
+constexpr unsigned blocks = 120;
+constexpr unsigned threads_per_block = 256;
+
+eq::program read_test_program(const char* text) {
+  auto prog = eq::read_program(text, "t.egg");
+  if (!prog) throw std::runtime_error(eq::diagnostic("t.egg", prog.error()));
+  return std::move(*prog);
+}
+
+//! Rows of `width` sorted lexicographically (the arguments first, then the class).
+std::vector<u32> sorted_rows(std::vector<u32> cells, u32 width) {
+  std::vector<std::vector<u32>> rows;
+  for (std::size_t r = 0; r < cells.size() / width; ++r)
+    rows.emplace_back(cells.begin() + r * width, cells.begin() + (r + 1) * width);
+  std::sort(rows.begin(), rows.end());
+  std::vector<u32> out;
+  for (const auto& row : rows) out.insert(out.end(), row.begin(), row.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("eqsat device union_find: concurrent unites equal a host union-find",
+          "[eqsat][gpu][pieces]") {
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  constexpr u32 ids = 100000;
+  std::mt19937 rng(7);
+  // Random pairs (a forest of random merges) and a shuffled chain over a tenth of the ids (long
+  // paths, every union contending with its neighbours).
+  std::vector<u32> a, b;
+  std::uniform_int_distribution<u32> any(0, ids - 1);
+  for (u32 i = 0; i < 60000; ++i) {
+    a.push_back(any(rng));
+    b.push_back(any(rng));
+  }
+  std::vector<u32> chain(ids / 10);
+  std::iota(chain.begin(), chain.end(), 0u);
+  std::shuffle(chain.begin(), chain.end(), rng);
+  for (u32 i = 0; i + 1 < chain.size(); ++i) {
+    a.push_back(chain[i] * 10 + 3);
+    b.push_back(chain[i + 1] * 10 + 3);
+  }
+  host_union_find want(ids);
+  std::uint64_t want_merges = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) want_merges += want.unite(a[i], b[i]) ? 1 : 0;
+
+  auto parent = make_array<u32>(ids, s);
+  const dev::union_find_ref uf{parent.get(), ids};
+  REQUIRE_OK(dev::init_classes(uf, 0, ids, s));
+  auto da = upload(a, s), db = upload(b, s);
+  auto merges = upload(std::vector<unsigned long long>{0}, s);
+  unite_pairs_kernel<<<blocks, threads_per_block, 0, s>>>(uf, da.get(), db.get(),
+                                                          static_cast<u32>(a.size()), merges.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  auto found = make_array<u32>(ids, s);
+  find_kernel<<<blocks, threads_per_block, 0, s>>>(uf, found.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE_OK(dev::compress(uf, s));
+  auto roots = upload(std::vector<unsigned long long>{0, 0}, s);
+  REQUIRE_OK(dev::count_roots(uf, ids / 2, roots.get(), s));
+
+  const std::vector<u32> got_parent = download(parent.get(), ids, s);
+  const std::vector<u32> got_found = download(found.get(), ids, s);
+  u32 classes = 0, old_classes = 0, wrong = 0;
+  for (u32 x = 0; x < ids; ++x) {
+    const u32 r = want.find(x);  // the smallest id of x's class
+    wrong += got_parent[x] != r || got_found[x] != r ? 1 : 0;
+    classes += r == x ? 1 : 0;
+    old_classes += r == x && x < ids / 2 ? 1 : 0;
+  }
+  CHECK(wrong == 0);
+  // Every successful CAS merged two classes: as many as the host's merges.
+  CHECK(download(merges.get(), 1, s)[0] == want_merges);
+  CHECK(want_merges == ids - classes);
+  const std::vector<unsigned long long> got_roots = download(roots.get(), 2, s);
+  CHECK(got_roots[0] == classes);
+  CHECK(got_roots[1] == old_classes);
+}
+
+TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsat][gpu][pieces]") {
+  // x repeated, Mul nested, the literal 2: `Add(x, Mul(x, Num(2)))`.
+  const eq::program prog = read_test_program(R"((datatype M (Add M M) (Mul M M) (Num i64))
+(rewrite (Add x (Mul x (Num 2))) (Mul x (Num 3)))
+(Num 0) (Num 1) (Num 3))");
+  const std::vector<eq::query_plan> plans = eq::compile_rules(prog);
+  REQUIRE(plans.size() == 1);
+  const eq::query_plan& plan = plans[0];
+  REQUIRE(plan.saved == std::vector<u32>{0, 1});  // root, x
+  u32 two = 0;
+  for (u32 l = 0; l < prog.literals.size(); ++l)
+    if (prog.literals[l].integer == 2) two = l;
+  const auto literals = static_cast<u32>(prog.literals.size());
+  const u32 add = 0, mul = 1, num = 2;
+  REQUIRE(prog.find_constructor("Mul") == mul);
+
+  // A small random e-graph: 24 classes, rows with distinct arguments per table, sorted by them.
+  constexpr u32 classes = 24;
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<u32> cls(0, classes - 1);
+  std::vector<std::vector<u32>> cells(3);
+  std::set<std::vector<u32>> seen;
+  for (u32 i = 0; i < 900; ++i) {
+    const u32 t = i % 2 == 0 ? add : mul;
+    std::vector<u32> key{t, cls(rng), cls(rng)};
+    if (!seen.insert(key).second) continue;
+    cells[t].insert(cells[t].end(), {key[1], key[2], cls(rng)});
+  }
+  for (u32 c = 0; c < classes; c += 2)  // Num rows: literal ids, several per class
+    cells[num].insert(cells[num].end(), {c % 4 == 0 ? two : (c / 2) % literals, c});
+  const u32 widths[3] = {3, 3, 2};
+  for (u32 t = 0; t < 3; ++t) cells[t] = sorted_rows(cells[t], widths[t]);
+
+  // Brute force: every (Add row, Mul row, Num row) triple that satisfies the pattern.
+  std::vector<std::vector<u32>> want;
+  for (std::size_t i = 0; i < cells[add].size(); i += 3)
+    for (std::size_t j = 0; j < cells[mul].size(); j += 3)
+      for (std::size_t k = 0; k < cells[num].size(); k += 2) {
+        const u32 x = cells[add][i], m = cells[add][i + 1], root = cells[add][i + 2];
+        if (cells[mul][j + 2] != m || cells[mul][j] != x) continue;
+        if (cells[num][k + 1] != cells[mul][j + 1] || cells[num][k] != two) continue;
+        want.push_back({root, x});
+      }
+  REQUIRE(want.size() > 10);
+
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  std::vector<vyre::device_array<u32>> device_cells, scratch;
+  std::vector<dev::table_ref> tables;
+  for (u32 t = 0; t < 3; ++t) {
+    device_cells.push_back(upload(cells[t], s));
+    const u32 mask = t == num ? 0b10u : 0b111u;
+    tables.push_back({device_cells.back().get(), static_cast<u32>(cells[t].size() / widths[t]),
+                      widths[t], mask});
+    scratch.push_back(make_array<u32>(4 * std::size_t{tables.back().rows}, s));
+  }
+  const dev::key_bits bits{classes, literals};
+  std::vector<dev::column_index> indexes;  // keeps them for the checks below
+  auto q = dev::flatten(plan, std::span<const dev::table_ref>(tables), [&](u32 ctor, u32 column) {
+    if (column == 0) return vyre::expected<dev::column_index>(dev::sorted_index(tables[ctor]));
+    return dev::build_index(test_gpu().memory_ref(), tables[ctor], column,
+                            bits.of(tables[ctor], column), scratch[ctor].get(), s);
+  });
+  REQUIRE_OK(q);
+  const u32 first_rows = q->atoms[0].rows;
+  auto counts = make_array<u32>(first_rows, s);
+  REQUIRE_OK(dev::count_matches(*q, counts.get(), s));
+  std::vector<u32> offsets = download(counts.get(), first_rows, s);
+  u32 total = 0;
+  for (u32& o : offsets) total += std::exchange(o, total);
+  CHECK(total == want.size());
+  auto device_offsets = upload(offsets, s);
+  auto out = make_array<u32>(std::size_t{total} * 2, s);
+  REQUIRE_OK(dev::write_matches(*q, device_offsets.get(), out.get(), s));
+  const std::vector<u32> flat = download(out.get(), std::size_t{total} * 2, s);
+  std::vector<std::vector<u32>> got;
+  for (u32 m = 0; m < total; ++m) got.push_back({flat[2 * m], flat[2 * m + 1]});
+  std::sort(got.begin(), got.end());
+  std::sort(want.begin(), want.end());
+  CHECK(got == want);
+
+  // A plan beyond the flat query's arrays is refused with the counts named.
+  eq::query_plan big = plan;
+  big.atoms.resize(dev::max_atoms + 1, plan.atoms.back());
+  CHECK_FALSE(dev::fits(big).has_value());
+}
+
+TEST_CASE("eqsat device hashcons: overlapping inserts give one class per distinct row",
+          "[eqsat][gpu][pieces]") {
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  constexpr u32 distinct = 1000, threads = 1 << 16, first_class = 500;
+  std::vector<u32> rows;
+  for (u32 r = 0; r < distinct; ++r) rows.insert(rows.end(), {r % 37, r / 37 * 3 + 1});
+  auto device_rows = upload(rows, s);
+  auto hc = dev::hashcons::create(test_gpu().memory_ref(), 2, 4 * distinct, s, first_class);
+  REQUIRE_OK(hc);
+  CHECK(hc->capacity() == 4096);
+  auto classes = make_array<u32>(threads, s), statuses = make_array<u32>(threads, s);
+  hashcons_kernel<<<blocks, threads_per_block, 0, s>>>(
+      hc->ref(), device_rows.get(), distinct, threads, false, classes.get(), statuses.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<u32> cls = download(classes.get(), threads, s);
+  const std::vector<u32> st = download(statuses.get(), threads, s);
+  std::vector<u32> class_of(distinct, dev::hashcons_ref::no_class);
+  u32 inserted = 0, bad = 0, split = 0;
+  for (u32 i = 0; i < threads; ++i) {
+    const auto status = static_cast<dev::hashcons_status>(st[i]);
+    inserted += status == dev::hashcons_status::inserted ? 1 : 0;
+    bad += status != dev::hashcons_status::inserted && status != dev::hashcons_status::found;
+    u32& c = class_of[i % distinct];
+    if (c == dev::hashcons_ref::no_class) c = cls[i];
+    split += c != cls[i] ? 1 : 0;
+  }
+  CHECK(inserted == distinct);
+  CHECK(bad == 0);
+  CHECK(split == 0);  // every thread of a row got the same class
+  std::vector<u32> sorted = class_of;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<u32> dense(distinct);
+  std::iota(dense.begin(), dense.end(), first_class);
+  CHECK(sorted == dense);  // distinct rows, distinct classes, the fresh ids in order
+  auto counted = hc->counts(s);
+  REQUIRE_OK(counted);
+  CHECK(counted->rows == distinct);
+  CHECK(counted->next_class == first_class + distinct);
+
+  // Lookups find every row with its class; a row never inserted is missing.
+  hashcons_kernel<<<blocks, threads_per_block, 0, s>>>(
+      hc->ref(), device_rows.get(), distinct, distinct, true, classes.get(), statuses.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  const std::vector<u32> looked = download(classes.get(), distinct, s);
+  const std::vector<u32> look_st = download(statuses.get(), distinct, s);
+  CHECK(looked == class_of);
+  CHECK(std::all_of(look_st.begin(), look_st.end(),
+                    [](u32 v) { return v == static_cast<u32>(dev::hashcons_status::found); }));
+  auto absent = upload(std::vector<u32>{99, 99}, s);
+  hashcons_kernel<<<1, 1, 0, s>>>(hc->ref(), absent.get(), 1, 1, true, classes.get(),
+                                  statuses.get());
+  CHECK(download(statuses.get(), 1, s)[0] == static_cast<u32>(dev::hashcons_status::missing));
+
+  // Cleared: empty, ids from the new first class.
+  REQUIRE_OK(hc->clear(s, 7));
+  auto after = hc->counts(s);
+  REQUIRE_OK(after);
+  CHECK(after->rows == 0);
+  CHECK(after->next_class == 7);
+}
+
+TEST_CASE("eqsat device hashcons: a full table and exhausted class ids are reported",
+          "[eqsat][gpu][pieces]") {
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  constexpr u32 distinct = 100;
+  std::vector<u32> rows;
+  for (u32 r = 0; r < distinct; ++r) rows.insert(rows.end(), {r, 3 * r});
+  auto device_rows = upload(rows, s);
+  auto classes = make_array<u32>(4 * distinct, s), statuses = make_array<u32>(4 * distinct, s);
+  const auto count_status = [&](u32 n, dev::hashcons_status want) {
+    const std::vector<u32> st = download(statuses.get(), n, s);
+    return static_cast<u32>(std::count(st.begin(), st.end(), static_cast<u32>(want)));
+  };
+
+  SECTION("64 slots, 100 distinct rows from 400 threads") {
+    auto hc = dev::hashcons::create(test_gpu().memory_ref(), 2, 64, s);
+    REQUIRE_OK(hc);
+    hashcons_kernel<<<2, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct, 4 * distinct, false,
+                                      classes.get(), statuses.get());
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    CHECK(count_status(4 * distinct, dev::hashcons_status::inserted) == 64);
+    const auto ok = count_status(4 * distinct, dev::hashcons_status::inserted) +
+                    count_status(4 * distinct, dev::hashcons_status::found);
+    const auto full = count_status(4 * distinct, dev::hashcons_status::full);
+    CHECK(ok + full == 4 * distinct);
+    CHECK(full >= 4 * (distinct - 64));  // no thread of a row left out may claim success
+    auto size = hc->size(s);
+    REQUIRE_OK(size);
+    CHECK(*size == 64);
+    // Every row reported inserted or found is there; the others are not (never dropped
+    // silently: their inserts said `full`).
+    const std::vector<u32> st = download(statuses.get(), 4 * distinct, s);
+    hashcons_kernel<<<1, distinct, 0, s>>>(hc->ref(), device_rows.get(), distinct, distinct, true,
+                                           classes.get(), statuses.get());
+    const std::vector<u32> look = download(statuses.get(), distinct, s);
+    u32 mismatched = 0;
+    for (u32 r = 0; r < distinct; ++r) {
+      const bool stored = look[r] == static_cast<u32>(dev::hashcons_status::found);
+      for (u32 t = r; t < 4 * distinct; t += distinct)
+        mismatched += stored != (st[t] != static_cast<u32>(dev::hashcons_status::full)) ? 1 : 0;
+    }
+    CHECK(mismatched == 0);
+  }
+
+  SECTION("class ids [10, 20) for 100 rows") {
+    auto hc = dev::hashcons::create(test_gpu().memory_ref(), 2, 256, s, 10, 20);
+    REQUIRE_OK(hc);
+    hashcons_kernel<<<1, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct, distinct, false,
+                                      classes.get(), statuses.get());
+    REQUIRE(cudaGetLastError() == cudaSuccess);
+    CHECK(count_status(distinct, dev::hashcons_status::inserted) == 10);
+    CHECK(count_status(distinct, dev::hashcons_status::out_of_classes) == 90);
+    // A row whose insert ran out stays reported so by lookups.
+    hashcons_kernel<<<1, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct, distinct, true,
+                                      classes.get(), statuses.get());
+    CHECK(count_status(distinct, dev::hashcons_status::found) == 10);
+    CHECK(count_status(distinct, dev::hashcons_status::out_of_classes) == 90);
+  }
+
+  SECTION("rows inserted with their own classes, twice") {
+    auto hc = dev::hashcons::create(test_gpu().memory_ref(), 2, 256, s);
+    REQUIRE_OK(hc);
+    hashcons_insert_kernel<<<1, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct,
+                                             statuses.get());
+    CHECK(count_status(distinct, dev::hashcons_status::inserted) == distinct);
+    hashcons_insert_kernel<<<1, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct,
+                                             statuses.get());
+    CHECK(count_status(distinct, dev::hashcons_status::found) == distinct);
+    hashcons_kernel<<<1, 256, 0, s>>>(hc->ref(), device_rows.get(), distinct, distinct, true,
+                                      classes.get(), statuses.get());
+    std::vector<u32> want(distinct);
+    std::iota(want.begin(), want.end(), 1000u);
+    CHECK(download(classes.get(), distinct, s) == want);
+    auto counted = hc->counts(s);
+    REQUIRE_OK(counted);
+    CHECK(counted->rows == distinct);
+    CHECK(counted->next_class == 0);  // given classes take no fresh id
+  }
+
+  CHECK_FALSE(dev::hashcons::create(test_gpu().memory_ref(), 2, 0, s).has_value());
+  CHECK_FALSE(dev::hashcons::create(test_gpu().memory_ref(), 2, 16, s, 30, 20).has_value());
+}
+
+TEST_CASE("eqsat device rebuild: congruence closure equals a host closure",
+          "[eqsat][gpu][pieces]") {
+  // F(M) and G(M, M) over 300 classes; random rows, then random unions that make some rows
+  // congruent (and those, through their classes, others).
+  constexpr u32 ids = 300;
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<u32> cls(0, ids - 1);
+  std::vector<u32> f, g;
+  for (u32 i = 0; i < 250; ++i) f.insert(f.end(), {cls(rng), cls(rng)});
+  for (u32 i = 0; i < 600; ++i) g.insert(g.end(), {cls(rng), cls(rng), cls(rng)});
+  std::vector<u32> ua, ub;
+  for (u32 i = 0; i < 40; ++i) {
+    ua.push_back(cls(rng));
+    ub.push_back(cls(rng));
+  }
+
+  // Host: unions, then rounds of canonicalize + unite equal arguments, then dedupe.
+  host_union_find want(ids);
+  for (std::size_t i = 0; i < ua.size(); ++i) want.unite(ua[i], ub[i]);
+  std::vector<u32>* tables[2] = {&f, &g};
+  const u32 widths[2] = {2, 3};
+  // Table t's rows by their canonical arguments (the first row's class kept); `unite`: also
+  // unites the class of every later row with equal arguments with it (true when one merged).
+  const auto canonical = [&](u32 t, bool unite, bool& changed) {
+    std::map<std::vector<u32>, u32> by_args;
+    const std::vector<u32>& cells = *tables[t];
+    for (std::size_t r = 0; r < cells.size(); r += widths[t]) {
+      std::vector<u32> args;
+      for (u32 c = 0; c + 1 < widths[t]; ++c) args.push_back(want.find(cells[r + c]));
+      const u32 self = want.find(cells[r + widths[t] - 1]);
+      auto [it, fresh] = by_args.emplace(args, self);
+      if (unite && !fresh && want.unite(it->second, self)) changed = true;
+    }
+    return by_args;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (u32 t = 0; t < 2; ++t) (void)canonical(t, true, changed);
+  }
+  std::vector<std::vector<u32>> want_cells(2);
+  for (u32 t = 0; t < 2; ++t) {
+    bool unused = false;
+    for (const auto& [args, self] : canonical(t, false, unused)) {
+      want_cells[t].insert(want_cells[t].end(), args.begin(), args.end());
+      want_cells[t].push_back(want.find(self));
+    }
+  }
+
+  // Device: the same unions from a kernel, then the passes as rebuild.cuh's snippet runs them.
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  const vyre::device_resource_ref memory = test_gpu().memory_ref();
+  auto parent = make_array<u32>(ids, s);
+  const dev::union_find_ref uf{parent.get(), ids};
+  REQUIRE_OK(dev::init_classes(uf, 0, ids, s));
+  auto da = upload(ua, s), db = upload(ub, s);
+  auto merges = upload(std::vector<unsigned long long>{0}, s);
+  unite_pairs_kernel<<<1, 64, 0, s>>>(uf, da.get(), db.get(), static_cast<u32>(ua.size()),
+                                      merges.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  std::vector<vyre::device_array<u32>> device_cells;
+  std::vector<dev::table_ref> views;
+  for (u32 t = 0; t < 2; ++t) {
+    device_cells.push_back(upload(*tables[t], s));
+    views.push_back({device_cells.back().get(), static_cast<u32>(tables[t]->size() / widths[t]),
+                     widths[t], (1u << widths[t]) - 1});
+  }
+  auto scratch = make_array<u32>(4 * 600, s);
+  auto merged = make_array<u32>(1, s);
+  auto kept = make_array<u32>(2, s);
+  const dev::key_bits bits{ids, 0};
+  int rounds = 0;
+  for (;; ++rounds) {
+    REQUIRE(rounds < 100);
+    REQUIRE_OK(dev::compress(uf, s));
+    REQUIRE(cudaMemsetAsync(merged.get(), 0, sizeof(u32), s) == cudaSuccess);
+    for (const dev::table_ref& t : views) {
+      REQUIRE_OK(dev::canonicalize(t, uf, s));
+      REQUIRE_OK(dev::sort_rows(memory, t, bits, scratch.get(), s));
+      REQUIRE_OK(dev::unite_congruent(t, uf, merged.get(), s));
+    }
+    if (download(merged.get(), 1, s)[0] == 0) break;
+  }
+  for (u32 t = 0; t < 2; ++t)
+    REQUIRE_OK(dev::drop_duplicates(memory, views[t], scratch.get(), kept.get() + t, s));
+  const std::vector<u32> rows_kept = download(kept.get(), 2, s);
+  for (u32 t = 0; t < 2; ++t) {
+    INFO("table " << t);
+    REQUIRE(rows_kept[t] == want_cells[t].size() / widths[t]);
+    // Sorted by arguments, canonical, one row per argument tuple: the host's map order.
+    CHECK(download(views[t].cells, want_cells[t].size(), s) == want_cells[t]);
+  }
+  // The last round's compress left every id pointing at its root, the host's (smallest id).
+  const std::vector<u32> got_parent = download(parent.get(), ids, s);
+  u32 wrong = 0;
+  for (u32 x = 0; x < ids; ++x) wrong += got_parent[x] != want.find(x) ? 1 : 0;
+  CHECK(wrong == 0);
+  CHECK(rounds >= 1);  // the unions made rows congruent: at least one round merged
+}
