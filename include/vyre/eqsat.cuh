@@ -7,9 +7,12 @@
 //!   (query plans flattened, the join-interpreter count and write passes, column indexes),
 //!   `union_find.cuh` (lock-free, smallest id wins), `rebuild.cuh` (canonicalize, sort rows,
 //!   unite congruent rows, drop duplicates), `hashcons.cuh` (device lookup-or-insert of rows)
+//! - eqsat/auto_engine.cuh: `auto_engine<Backend>`, the CPU engine below the measured crossover
+//!   and the GPU engine from there (no CUDA context below it)
 #pragma once
 
 #include "vyre/eqsat.hpp"
+#include "vyre/eqsat/auto_engine.cuh"
 #include "vyre/eqsat/device/ematch.cuh"
 #include "vyre/eqsat/device/hashcons.cuh"
 #include "vyre/eqsat/device/rebuild.cuh"

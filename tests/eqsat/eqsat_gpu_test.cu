@@ -3,9 +3,14 @@
 // iteration (e-nodes per constructor, e-classes, matches, unions), the stop reason and the
 // extract costs equal; the node limit rolls the crossing iteration back and the engine goes
 // on from the committed state. (math.egg 1-11 and the oracle's programs: the
-// vyre_eqsat_gpu_vs_cpu test through the tool.)
+// vyre_eqsat_gpu_vs_cpu test through the tool.) auto_engine likewise at crossovers that keep it
+// on the CPU, move it before the first iteration and move it mid-run (gpu_engine::create from a
+// cpu_engine), on math.egg too (VYRE_EGGLOG_DATA_DIR).
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -46,6 +51,58 @@ void check_same(const eq::execution& cpu, const eq::execution& gpu) {
   for (std::size_t i = 0; i < cpu.extracts.size(); ++i)
     CHECK(gpu.extracts[i].best.cost == cpu.extracts[i].best.cost);
 }
+
+using auto_engine = eq::auto_engine<gpu_backend>;
+
+//! The auto engine's backend factory: device 0 (this backend's policy throws).
+auto_engine::backend_factory device_zero() {
+  return [] { return gpu_backend::acquire(0); };
+}
+
+//! Every iteration ran where the crossover says: on the GPU from the first one that started on
+//! `crossover` or more e-nodes (the programs here add every term before their first run).
+void check_devices(const eq::execution& ex, std::uint64_t crossover, bool gpu_usable = true) {
+  std::uint64_t start = ex.initial.enodes;
+  bool moved = false;
+  for (const eq::iteration_stats& s : ex.iterations) {
+    moved = moved || (gpu_usable && start >= crossover);
+    INFO("iteration " << s.iteration << " started on " << start << " e-nodes, crossover "
+                      << crossover);
+    CHECK(s.device == (moved ? eq::device_kind::gpu : eq::device_kind::cpu));
+    start = s.enodes;
+  }
+}
+
+//! `prog` on the auto engine at `crossover` equals `want` (the CPU engine's run of `options`):
+//! every count, the extract costs, the roots' classes (ids made on the CPU before the handoff
+//! are kept by it, and the smallest id of a class is its representative on both engines).
+void check_auto(const eq::program& prog, const eq::execute_options& options,
+                const eq::execution& want, std::uint64_t crossover) {
+  INFO("crossover " << crossover);
+  auto_engine engine(prog, device_zero(), crossover, 2);
+  const eq::execution got = eq::execute(prog, engine, options);
+  REQUIRE_FALSE(engine.failure());
+  CHECK_FALSE(engine.handoff_failure());
+  check_same(want, got);
+  CHECK(got.roots == want.roots);
+  check_devices(got, crossover);
+}
+
+//! math.egg from VYRE_EGGLOG_DATA_DIR; false (a visible warning) when it is missing.
+bool read_math(eq::program& out) {
+  const std::string path = std::string(VYRE_EGGLOG_DATA_DIR) + "/math.egg";
+  std::ifstream file(path);
+  if (!file) {
+    WARN("no " << path << " (set VYRE_EGGLOG_DATA_DIR): this math.egg test is SKIPPED");
+    return false;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  out = read_test_program(text.str().c_str());
+  return true;
+}
+
+constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
 
 const char* const programs[] = {
     // repeated variables, literals, a nullary constructor
@@ -187,4 +244,123 @@ TEST_CASE("gpu engine: a failed device allocation keeps the last committed itera
               static_cast<unsigned long long>(injected), static_cast<unsigned long long>(mid_run));
   CHECK(injected >= 1);
   CHECK(mid_run >= 1);  // some failure hit a later iteration, after others were committed
+}
+
+TEST_CASE("auto engine: equal to the cpu engine at every crossover", "[eqsat][gpu][auto]") {
+  for (const char* text : programs) {
+    const eq::program prog = read_test_program(text);
+    eq::execute_options options;
+    options.extra_iterations = 6;
+    options.extract_roots = true;
+    eq::cpu_engine cpu(prog, 2);
+    const eq::execution want = eq::execute(prog, cpu, options);
+    REQUIRE_FALSE(want.iterations.empty());
+    check_auto(prog, options, want, never);  // the CPU engine throughout, no backend made
+    check_auto(prog, options, want, 0);      // the GPU engine from the first iteration
+    // Mid-run: the iteration after the middle one starts at the crossover.
+    check_auto(prog, options, want, want.iterations[(want.iterations.size() - 1) / 2].enodes);
+  }
+}
+
+TEST_CASE("auto engine: math.egg 1-9 with the handoff before iteration 6", "[eqsat][gpu][auto]") {
+  eq::program prog;
+  if (!read_math(prog)) return;
+  eq::execute_options options;
+  options.extra_iterations = 9;
+  options.extract_roots = true;
+  eq::cpu_engine cpu(prog, 2);
+  const eq::execution want = eq::execute(prog, cpu, options);
+  REQUIRE(want.iterations.size() == 9);
+  const std::uint64_t crossover = want.iterations[4].enodes;  // 784: iteration 6 starts there
+  auto_engine engine(prog, device_zero(), crossover, 2);
+  const eq::execution got = eq::execute(prog, engine, options);
+  REQUIRE_FALSE(engine.failure());
+  CHECK_FALSE(engine.handoff_failure());
+  CHECK(engine.on_gpu());
+  check_same(want, got);
+  CHECK(got.roots == want.roots);
+  REQUIRE(got.iterations.size() == 9);
+  CHECK(got.iterations[4].device == eq::device_kind::cpu);
+  CHECK(got.iterations[5].device == eq::device_kind::gpu);
+  check_devices(got, crossover);
+  REQUIRE(got.extracts.size() == want.extracts.size());
+  for (std::size_t i = 0; i < want.extracts.size(); ++i) {
+    CHECK(got.extracts[i].eclass == want.extracts[i].eclass);
+    CHECK(engine.find(want.extracts[i].eclass) == cpu.find(want.extracts[i].eclass));
+  }
+  check_auto(prog, options, want, 0);
+  check_auto(prog, options, want, never);
+}
+
+TEST_CASE("auto engine: the node limit on either side of the handoff", "[eqsat][gpu][auto]") {
+  eq::program prog;
+  if (!read_math(prog)) return;
+  eq::execute_options free_run;
+  free_run.extra_iterations = 9;
+  eq::cpu_engine reference(prog, 2);
+  const eq::execution unlimited = eq::execute(prog, reference, free_run);
+  REQUIRE(unlimited.iterations.size() == 9);
+  std::vector<std::uint32_t> every_rule;
+  for (std::uint32_t r = 0; r < prog.rules.size(); ++r) every_rule.push_back(r);
+  struct limit_case {
+    std::size_t handoff;  // the first iteration on the GPU (1-based)
+    std::size_t kept;     // iterations committed under the limit
+  };
+  // After the handoff (iteration 8 rolled back on the GPU engine), and before it (iteration 5
+  // rolled back on the CPU engine; the iterations run after it cross over).
+  for (const limit_case lc : {limit_case{4, 7}, limit_case{7, 4}}) {
+    INFO("handoff before iteration " << lc.handoff << ", " << lc.kept << " iterations kept");
+    eq::execute_options limited = free_run;
+    limited.limits.node_limit = unlimited.iterations[lc.kept - 1].enodes + 1;
+    REQUIRE(limited.limits.node_limit < unlimited.iterations[lc.kept].enodes);
+    const std::uint64_t crossover = unlimited.iterations[lc.handoff - 2].enodes;
+    eq::cpu_engine cpu(prog, 2);
+    const eq::execution want = eq::execute(prog, cpu, limited);
+    auto_engine engine(prog, device_zero(), crossover, 2);
+    const eq::execution got = eq::execute(prog, engine, limited);
+    REQUIRE_FALSE(engine.failure());
+    CHECK(got.stopped == eq::stop_reason::node_limit);
+    REQUIRE(got.iterations.size() == lc.kept);
+    check_same(want, got);
+    check_devices(got, crossover);
+    CHECK(engine.on_gpu() == (lc.handoff <= lc.kept + 1));
+    // The committed state is the last kept iteration's; running on from it (past the handoff)
+    // matches the CPU.
+    check_same_stats(cpu.counts(), engine.counts());
+    const std::uint64_t on = lc.handoff > lc.kept ? lc.handoff - lc.kept + 1 : 2;
+    const eq::run_result more_cpu = cpu.run(on, every_rule);
+    const eq::run_result more = engine.run(on, every_rule);
+    REQUIRE_FALSE(engine.failure());
+    CHECK(engine.on_gpu());
+    REQUIRE(more.iterations.size() == more_cpu.iterations.size());
+    for (std::size_t i = 0; i < more_cpu.iterations.size(); ++i) {
+      check_same_stats(more_cpu.iterations[i], more.iterations[i]);
+      CHECK(more.iterations[i].device == (more.iterations[i].iteration >= lc.handoff
+                                              ? eq::device_kind::gpu
+                                              : eq::device_kind::cpu));
+    }
+  }
+}
+
+TEST_CASE("auto engine: without a backend it stays on the cpu and says why", "[eqsat][gpu][auto]") {
+  const eq::program prog = read_test_program(programs[2]);
+  eq::execute_options options;
+  options.extra_iterations = 6;
+  options.extract_roots = true;
+  eq::cpu_engine cpu(prog, 2);
+  const eq::execution want = eq::execute(prog, cpu, options);
+  const auto no_device = []() -> gpu_backend {
+    throw vyre::error_exception(vyre::error(vyre::errc::unsupported, "test: no device"));
+  };
+  for (const auto& factory :
+       {auto_engine::backend_factory(no_device), auto_engine::backend_factory()}) {
+    auto_engine engine(prog, factory, 0, 2);
+    const eq::execution got = eq::execute(prog, engine, options);
+    CHECK_FALSE(engine.failure());
+    REQUIRE(engine.handoff_failure());
+    CHECK_FALSE(engine.on_gpu());
+    check_same(want, got);
+    CHECK(got.roots == want.roots);
+    check_devices(got, 0, false);
+  }
 }

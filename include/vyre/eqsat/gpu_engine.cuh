@@ -37,6 +37,9 @@
 //!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
 //!    were added.
 //!
+//! `create(gpu, cpu)` starts from a `cpu_engine`'s committed state instead of an empty e-graph
+//! (`auto_engine` runs small iterations on the CPU and moves there at the crossover).
+//!
 //! Every iteration starts with a device copy of the committed state (tables and union-find;
 //! about a tenth of the iteration's peak on growing programs): an iteration that crosses the
 //! node or time limit, or fails (out of device memory, a CUDA error), is rolled back to it.
@@ -151,6 +154,17 @@ class gpu_engine {
     return apply_error_policy<typename Backend::error_policy>(make(gpu, prog));
   }
 
+  //! An engine on `gpu` holding `from`'s committed state: every table's rows, the union-find
+  //! (class ids kept: both engines keep the smallest id of a class as its representative), the
+  //! `let` classes and the iteration count; it runs `from.prog()` (kept by reference) on from
+  //! there with the counts `from` would give. `auto_engine` moves its run here at the crossover.
+  //! @returns / throws (the backend's error policy): as `create`; `errc::abi_limit` when a
+  //!          table's rows exceed 2^31; `errc::invalid_state` when `from` was not rebuilt (its
+  //!          rows are not canonical and distinct).
+  static result<gpu_engine> create(Backend& gpu, const cpu_engine& from) {
+    return apply_error_policy<typename Backend::error_policy>(make_from(gpu, from));
+  }
+
   // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
   // members for a type held in cuda::std::expected and reject the host-only members'.
   gpu_engine(gpu_engine&& o) noexcept
@@ -225,6 +239,7 @@ class gpu_engine {
       stats.enodes += tables_[c].rows;
     }
     stats.eclasses = eclasses_;
+    stats.device = device_kind::gpu;
     return stats;
   }
 
@@ -305,6 +320,12 @@ class gpu_engine {
     VYRE_TRY_ASSIGN(engine.kept_,
                     engine.allocate<std::uint32_t>(
                         (std::max)(prog.constructors.size(), std::size_t{1}), "eqsat: kept rows"));
+    return engine;
+  }
+
+  static expected<gpu_engine> make_from(Backend& gpu, const cpu_engine& from) {
+    VYRE_TRY_ASSIGN(gpu_engine engine, make(gpu, from.prog()));
+    VYRE_TRY(engine.load(from));
     return engine;
   }
 
@@ -534,6 +555,80 @@ class gpu_engine {
     invalidate();
   }
 
+  // --- load ---------------------------------------------------------------------------------
+
+  //! `from`'s committed state into this new engine: the rows (class columns mapped through
+  //! `find`) and every id's representative uploaded into an exact state block, then a rebuild,
+  //! which sorts every table by its arguments as the search expects (the rows are canonical and
+  //! distinct already: it unites and drops nothing, which the counts check).
+  expected<void> load(const cpu_engine& from) {
+    const char* what = "eqsat: load the cpu engine's state";
+    const std::uint64_t ids = from.class_id_count();
+    VYRE_TRY(check_ids(ids));
+    std::vector<std::uint64_t> want(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      want[c] = from.rows(static_cast<std::uint32_t>(c)).size() / tables_[c].width;
+      VYRE_TRY(device::detail::cub_items(want[c], what));
+    }
+    // The host copies first (every check before the first upload), then the uploads (pageable:
+    // the copies live until the stream is synchronized below).
+    std::vector<std::uint32_t> parent(static_cast<std::size_t>(ids));
+    for (std::size_t x = 0; x < parent.size(); ++x)
+      parent[x] = from.find_const(static_cast<std::uint32_t>(x));
+    std::vector<std::vector<std::uint32_t>> cells(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      const table& t = tables_[c];
+      cells[c] = from.rows(static_cast<std::uint32_t>(c));
+      for (std::size_t i = 0; i < cells[c].size(); ++i) {
+        if (((t.class_mask >> (i % t.width)) & 1u) == 0) continue;
+        if (cells[c][i] >= parent.size())
+          return fail(
+              error(errc::invalid_state, "eqsat gpu_engine: a cpu engine row names no class")
+                  .about(prog_->constructors[c].name)
+                  .with("row", i / t.width)
+                  .with("class", cells[c][i])
+                  .with("class_ids", parent.size())
+                  .fix("load a cpu_engine between calls (after add_term or run returned)"));
+        cells[c][i] = parent[cells[c][i]];
+      }
+    }
+    VYRE_TRY(reserve(want, ids, true));
+    if (!parent.empty())
+      VYRE_CUDA_TRY(cudaMemcpyAsync(parent_, parent.data(), parent.size() * sizeof(std::uint32_t),
+                                    cudaMemcpyHostToDevice, stream()),
+                    what);
+    ids_ = static_cast<std::uint32_t>(ids);
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
+      if (!cells[c].empty())
+        VYRE_CUDA_TRY(cudaMemcpyAsync(tables_[c].cells, cells[c].data(),
+                                      cells[c].size() * sizeof(std::uint32_t),
+                                      cudaMemcpyHostToDevice, stream()),
+                      what);
+      tables_[c].rows = static_cast<std::uint32_t>(want[c]);
+    }
+    VYRE_TRY(rebuild(0));
+    arena_ = u32_array{};
+    VYRE_TRY(fit());
+    VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), what);
+    invalidate();
+    const iteration_stats have = counts(), had = from.counts();
+    if (have.per_constructor != had.per_constructor || have.eclasses != had.eclasses)
+      return fail(error(errc::invalid_state,
+                        "eqsat gpu_engine: the cpu engine's rows were not "
+                        "canonical and distinct")
+                      .with("enodes", had.enodes)
+                      .with("enodes_after_rebuild", have.enodes)
+                      .with("eclasses", had.eclasses)
+                      .with("eclasses_after_rebuild", have.eclasses)
+                      .fix("load a cpu_engine between calls (after add_term or run returned)"));
+    for (std::size_t g = 0; g < global_class_.size(); ++g) {
+      const std::uint32_t cls = from.globals()[g];
+      global_class_[g] = cls < parent.size() ? parent[cls] : 0;  // unset: 0, as `make` has it
+    }
+    iteration_ = from.iteration();
+    return {};
+  }
+
   // --- add_term -----------------------------------------------------------------------------
 
   expected<std::uint32_t> try_add_term(const term& t) {
@@ -621,6 +716,7 @@ class gpu_engine {
       }
       ++iteration_;
       stats.iteration = iteration_;
+      stats.device = device_kind::gpu;
       result.iterations.push_back(std::move(stats));
       if (!changed) {
         result.stopped = stop_reason::saturated;
