@@ -646,6 +646,25 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
       CHECK(got->rebuilt.children == cpu->rebuilt.children);
     }
   }
+  // Large enough (about 60 MB staged) that the staging and the result's vectors are filled by
+  // several threads, split by bytes across the columns.
+  const auto large = synthetic(1u << 20, 4, true, 2, 8);
+  auto image = pack_reference(large.rows.ref());
+  REQUIRE(image.has_value());
+  auto cpu = congruence_reference(image->ref());
+  REQUIRE(cpu.has_value());
+  for (const unsigned threads : {1u, 3u, 0u}) {
+    INFO("host threads " << threads);
+    auto got = plan.run_host(image->ref(), {dispatch::device, default_crossover, threads});
+    if (!got) FAIL(got.error().message());
+    CHECK(got->eclass_ids == cpu->eclass_ids);
+    CHECK(got->representative == cpu->representative);
+    CHECK(got->kept_rows == cpu->kept_rows);
+    CHECK(got->rebuilt.row_eclass_ids == cpu->rebuilt.row_eclass_ids);
+    CHECK(got->rebuilt.row_language_op_ids == cpu->rebuilt.row_language_op_ids);
+    CHECK(got->rebuilt.row_children_lens == cpu->rebuilt.row_children_lens);
+    CHECK(got->rebuilt.children == cpu->rebuilt.children);
+  }
 }
 
 TEST_CASE("extract_plan runs inputs of varying sizes in sequence", "[gpu][plan][extract]") {
@@ -718,6 +737,24 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
     auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {dispatch::device});
     REQUIRE_FALSE(wrong.has_value());
     CHECK(wrong.error().code() == errc::invalid_argument);
+  }
+  // Large enough that the staging (image and costs) and the result are split across threads.
+  const auto large = synthetic(1u << 20, 5, true);
+  auto image = pack_reference(large.rows.ref());
+  REQUIRE(image.has_value());
+  const cuda::std::span<const double> cost{large.cost.data(), large.cost.size()};
+  const cuda::std::span<const std::uint32_t> roots{large.roots.data(), large.roots.size()};
+  auto cpu = extract_reference(image->ref(), cost, roots);
+  REQUIRE(cpu.has_value());
+  for (const unsigned threads : {1u, 3u, 0u}) {
+    INFO("host threads " << threads);
+    auto got =
+        plan.run_host(image->ref(), cost, roots, {dispatch::device, default_crossover, threads});
+    if (!got) FAIL(got.error().message());
+    CHECK(got->eclass_ids == cpu->eclass_ids);
+    CHECK(got->cost == cpu->cost);
+    CHECK(got->choice == cpu->choice);
+    CHECK(got->root_cost == cpu->root_cost);
   }
 }
 

@@ -229,7 +229,7 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
       VYRE_TRY_ASSIGN(s.input, runtime_.template allocate<std::uint32_t>(
                                    most, stream_, "congruence_plan: uploaded image"));
     }
-    detail::stage_columns(host_image, s.staging.get());
+    detail::stage_columns(host_image, s.staging.get(), options.host_threads);
     VYRE_CUDA_TRY(cudaMemcpyAsync(s.input.get(), s.staging.get(), words * sizeof(std::uint32_t),
                                   cudaMemcpyHostToDevice, stream_),
                   "congruence_plan: upload the image");
@@ -262,20 +262,22 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
     congruence_result result;
     result.merges = view.merges;
     result.rounds = view.rounds;
-    const std::uint32_t* from = s.staging.get();
-    const auto take = [&](std::vector<std::uint32_t>& to, std::size_t count) -> expected<void> {
-      VYRE_TRY(try_resize(to, count, "congruence_plan: result"));
-      if (count != 0) std::memcpy(to.data(), from, count * sizeof(std::uint32_t));
-      from += count;
-      return {};
-    };
-    VYRE_TRY(take(result.eclass_ids, G));
-    VYRE_TRY(take(result.representative, G));
-    VYRE_TRY(take(result.kept_rows, K));
-    VYRE_TRY(take(result.rebuilt.row_eclass_ids, K));
-    VYRE_TRY(take(result.rebuilt.row_language_op_ids, K));
-    VYRE_TRY(take(result.rebuilt.row_children_lens, K));
-    VYRE_TRY(take(result.rebuilt.children, C));
+    std::vector<std::uint32_t>* columns[] = {&result.eclass_ids,
+                                             &result.representative,
+                                             &result.kept_rows,
+                                             &result.rebuilt.row_eclass_ids,
+                                             &result.rebuilt.row_language_op_ids,
+                                             &result.rebuilt.row_children_lens,
+                                             &result.rebuilt.children};
+    const std::size_t column_words[] = {G, G, K, K, K, K, C};  // the fetch order above
+    const std::uint32_t* from[std::size(column_words)];
+    const std::uint32_t* next = s.staging.get();
+    for (std::size_t i = 0; i < std::size(column_words); ++i) {
+      from[i] = next;
+      next += column_words[i];
+    }
+    VYRE_TRY(detail::take_columns(std::size(column_words), columns, from, column_words,
+                                  options.host_threads, "congruence_plan: result"));
     return result;
   }
 

@@ -26,8 +26,9 @@ struct dispatch_options {
   //! `automatic` runs the CPU engine for inputs with fewer rows than this
   //! (`default_crossover`: `congruence_host_below_rows` / `extract_host_below_rows`).
   std::uint32_t host_below_rows = default_crossover;
-  //! Worker threads of the CPU engine when the host runs it (0: every core; small inputs run on
-  //! the calling thread whatever this says). Never changes the result.
+  //! Worker threads of the CPU engine when the host runs it, and of the host copies around a
+  //! device run (staging the input, filling the result's vectors) (0: every core; small inputs
+  //! run on the calling thread whatever this says). Never changes the result.
   unsigned host_threads = 0;
 };
 

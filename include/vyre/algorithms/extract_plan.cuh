@@ -217,8 +217,8 @@ class extract_plan
       VYRE_TRY_ASSIGN(s.input, runtime_.template allocate<std::uint32_t>(
                                    most, stream_, "extract_plan: uploaded image"));
     }
-    detail::stage_columns(host_image, s.staging.get());
-    if (R != 0) std::memcpy(s.staging.get() + cost_at, node_cost.data(), node_cost.size_bytes());
+    detail::stage_columns(host_image, s.staging.get(), options.host_threads,
+                          {s.staging.get() + cost_at, node_cost.data(), node_cost.size_bytes()});
     VYRE_CUDA_TRY(
         cudaMemcpyAsync(s.input.get(), s.staging.get(), (cost_at + 2 * std::size_t{R}) * 4,
                         cudaMemcpyHostToDevice, stream_),
@@ -240,16 +240,22 @@ class extract_plan
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream_), "extract_plan: download the result");
     runtime_.synced();
     extraction_result result;
-    VYRE_TRY(try_resize(result.eclass_ids, G, "extract_plan: result"));
-    VYRE_TRY(try_resize(result.cost, G, "extract_plan: result"));
-    VYRE_TRY(try_resize(result.choice, G, "extract_plan: result"));
-    if (G != 0) {
-      std::memcpy(result.eclass_ids.data(), host_image.group_eclass_ids(),
-                  G * sizeof(std::uint32_t));
-      std::memcpy(result.cost.data(), s.staging.get(), G * sizeof(double));
-      std::memcpy(result.choice.data(), s.staging.get() + 2 * std::size_t{G},
-                  G * sizeof(std::uint32_t));
-    }
+    const auto* host_cost = reinterpret_cast<const double*>(s.staging.get());
+    const std::uint32_t* host_choice = s.staging.get() + 2 * std::size_t{G};
+    expected<void> taken[3];
+    detail::parallel_tasks(3, G * (2 * sizeof(std::uint32_t) + sizeof(double)),
+                           options.host_threads, [&](std::size_t i) noexcept {
+                             const char* what = "extract_plan: result";
+                             if (i == 0)
+                               taken[i] = try_assign(result.eclass_ids,
+                                                     host_image.group_eclass_ids(), G, what);
+                             else if (i == 1)
+                               taken[i] = try_assign(result.cost, host_cost, G, what);
+                             else
+                               taken[i] = try_assign(result.choice, host_choice, G, what);
+                           });
+    for (const expected<void>& t : taken)
+      if (!t) return fail(t.error());
     result.root_cost = view.root_cost;
     result.rounds = view.rounds;
     return result;

@@ -66,4 +66,12 @@ expected<void> try_resize(Container& container, std::size_t count, const char* w
   return detail::try_grow(container, count, what, [&] { container.resize(count); });
 }
 
+//! `container.assign(first, first + count)`: one pass that allocates and copies (no zero fill
+//! first, as resize then memcpy would); on failure `errc::out_of_memory` naming `what`.
+template <class Container, class T>
+expected<void> try_assign(Container& container, const T* first, std::size_t count,
+                          const char* what) noexcept {
+  return detail::try_grow(container, count, what, [&] { container.assign(first, first + count); });
+}
+
 }  // namespace vyre

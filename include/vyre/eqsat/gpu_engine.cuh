@@ -59,8 +59,9 @@
 //!   snapshot of the committed state (rows, union-find; pool class)   33,554,432
 //!   CUB scratch of the DoubleBuffer sorts and scans                  a few MB
 //!   pool cache: released (`release_cache`) around the state's move    ~0
-//! about 970 MB, 61 B per final e-node by this account; the measured peak (the backend's
-//! telemetry) is in docs/bench/eqsat-*.meta and is higher: not all of it is accounted for yet.
+//! about 970 MB, 61 B per final e-node by this account. Measured on an H100 (the backend's
+//! telemetry peak, docs/bench/eqsat-2026-11-24-h100-s10-mem.jsonl): 1,003,025,152 B, 62.7 B per
+//! e-node; the rest is the CUB scratch and the pool's rounding to its size classes.
 //! Limits: a table's rows below 2^31 (CUB's item counts), one rule's matches and class ids
 //! below 2^32 (checked before the apply, errors name the value); `device::max_*` and
 //! `detail::gpu_max_steps` per rule (checked by `create`).
