@@ -622,6 +622,20 @@ TEST_CASE("congruence_plan errors name the values and leave the plan usable",
   check_plan_congruence(plan, big, s.stream);
 }
 
+//! A `run_host` result against the CPU reference's, column by column.
+template <class Got, class Want>
+void check_same_closure(const Got& got, const Want& cpu) {
+  if (!got) FAIL(got.error().message());
+  CHECK(got->eclass_ids == cpu.eclass_ids);
+  CHECK(got->representative == cpu.representative);
+  CHECK(got->merges == cpu.merges);
+  CHECK(got->kept_rows == cpu.kept_rows);
+  CHECK(got->rebuilt.row_eclass_ids == cpu.rebuilt.row_eclass_ids);
+  CHECK(got->rebuilt.row_language_op_ids == cpu.rebuilt.row_language_op_ids);
+  CHECK(got->rebuilt.row_children_lens == cpu.rebuilt.row_children_lens);
+  CHECK(got->rebuilt.children == cpu.rebuilt.children);
+}
+
 TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
           "[gpu][plan][dispatch][sort_in_while]") {
   stream_guard s;
@@ -634,16 +648,7 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
     REQUIRE(cpu.has_value());
     for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", rows " << rows.row_count());
-      auto got = plan.run_host(image->ref(), {where});
-      if (!got) FAIL(got.error().message());
-      CHECK(got->eclass_ids == cpu->eclass_ids);
-      CHECK(got->representative == cpu->representative);
-      CHECK(got->merges == cpu->merges);
-      CHECK(got->kept_rows == cpu->kept_rows);
-      CHECK(got->rebuilt.row_eclass_ids == cpu->rebuilt.row_eclass_ids);
-      CHECK(got->rebuilt.row_language_op_ids == cpu->rebuilt.row_language_op_ids);
-      CHECK(got->rebuilt.row_children_lens == cpu->rebuilt.row_children_lens);
-      CHECK(got->rebuilt.children == cpu->rebuilt.children);
+      check_same_closure(plan.run_host(image->ref(), {where}), *cpu);
     }
   }
   // Large enough (about 60 MB staged) that the staging and the result's vectors are filled by
@@ -655,15 +660,8 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
   REQUIRE(cpu.has_value());
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
-    auto got = plan.run_host(image->ref(), {dispatch::device, default_crossover, threads});
-    if (!got) FAIL(got.error().message());
-    CHECK(got->eclass_ids == cpu->eclass_ids);
-    CHECK(got->representative == cpu->representative);
-    CHECK(got->kept_rows == cpu->kept_rows);
-    CHECK(got->rebuilt.row_eclass_ids == cpu->rebuilt.row_eclass_ids);
-    CHECK(got->rebuilt.row_language_op_ids == cpu->rebuilt.row_language_op_ids);
-    CHECK(got->rebuilt.row_children_lens == cpu->rebuilt.row_children_lens);
-    CHECK(got->rebuilt.children == cpu->rebuilt.children);
+    check_same_closure(plan.run_host(image->ref(), {dispatch::device, default_crossover, threads}),
+                       *cpu);
   }
 }
 

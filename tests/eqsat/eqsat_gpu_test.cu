@@ -137,17 +137,28 @@ const char* const programs[] = {
 (extract (Assign "x" (Lit 1))))",
 };
 
+//! The small programs' run: six iterations past the program's own, every root extracted.
+eq::execute_options small_program_options() {
+  eq::execute_options options;
+  options.extra_iterations = 6;
+  options.extract_roots = true;
+  return options;
+}
+
+//! The CPU engine's run of `prog` (two threads), the oracle of the GPU and auto engines.
+eq::execution cpu_execution(const eq::program& prog, const eq::execute_options& options) {
+  eq::cpu_engine cpu(prog, 2);
+  return eq::execute(prog, cpu, options);
+}
+
 }  // namespace
 
 TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]") {
   auto gpu = gpu_backend::acquire(0);
   for (const char* text : programs) {
     const eq::program prog = read_test_program(text);
-    eq::execute_options options;
-    options.extra_iterations = 6;
-    options.extract_roots = true;
-    eq::cpu_engine cpu(prog, 2);
-    const eq::execution want = eq::execute(prog, cpu, options);
+    const eq::execute_options options = small_program_options();
+    const eq::execution want = cpu_execution(prog, options);
     auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
     const eq::execution got = eq::execute(prog, engine, options);
     REQUIRE_FALSE(engine.failure());
@@ -249,11 +260,8 @@ TEST_CASE("gpu engine: a failed device allocation keeps the last committed itera
 TEST_CASE("auto engine: equal to the cpu engine at every crossover", "[eqsat][gpu][auto]") {
   for (const char* text : programs) {
     const eq::program prog = read_test_program(text);
-    eq::execute_options options;
-    options.extra_iterations = 6;
-    options.extract_roots = true;
-    eq::cpu_engine cpu(prog, 2);
-    const eq::execution want = eq::execute(prog, cpu, options);
+    const eq::execute_options options = small_program_options();
+    const eq::execution want = cpu_execution(prog, options);
     REQUIRE_FALSE(want.iterations.empty());
     check_auto(prog, options, want, never);  // the CPU engine throughout, no backend made
     check_auto(prog, options, want, 0);      // the GPU engine from the first iteration
