@@ -102,8 +102,8 @@ inline void parallel_copy(std::size_t count, void* const* to, const void* const*
                           const std::size_t* bytes, unsigned threads) noexcept {
   std::size_t total = 0;
   for (std::size_t i = 0; i < count; ++i) total += bytes[i];
-  constexpr std::size_t grain = std::size_t{8}
-                                << 20;  // below this a thread costs more than it saves
+  // Below 8 MB a thread costs more than it saves.
+  constexpr std::size_t grain = std::size_t{8} << 20;
   const unsigned chunks =
       cpu_engine::detail::chunk_count(cpu_engine::detail::resolve_threads(threads), total, grain);
   const auto copy_range = [&](unsigned, std::size_t begin, std::size_t end) noexcept {
