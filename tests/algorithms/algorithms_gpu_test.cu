@@ -712,6 +712,16 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
   }
 }
 
+//! An extraction `run_host` result against the CPU reference's.
+template <class Got, class Want>
+void check_same_extraction(const Got& got, const Want& cpu) {
+  if (!got) FAIL(got.error().message());
+  CHECK(got->eclass_ids == cpu.eclass_ids);
+  CHECK(got->cost == cpu.cost);
+  CHECK(got->choice == cpu.choice);
+  CHECK(got->root_cost == cpu.root_cost);
+}
+
 TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][plan][dispatch]") {
   stream_guard s;
   auto plan = made(extract_plan<test_policies>::create(test_gpu(), s.stream));
@@ -725,12 +735,7 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
     REQUIRE(cpu.has_value());
     for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", seed " << seed);
-      auto got = plan.run_host(image->ref(), cost, roots, {where});
-      if (!got) FAIL(got.error().message());
-      CHECK(got->eclass_ids == cpu->eclass_ids);
-      CHECK(got->cost == cpu->cost);
-      CHECK(got->choice == cpu->choice);
-      CHECK(got->root_cost == cpu->root_cost);
+      check_same_extraction(plan.run_host(image->ref(), cost, roots, {where}), *cpu);
     }
     auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {dispatch::device});
     REQUIRE_FALSE(wrong.has_value());
@@ -746,13 +751,9 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
   REQUIRE(cpu.has_value());
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
-    auto got =
-        plan.run_host(image->ref(), cost, roots, {dispatch::device, default_crossover, threads});
-    if (!got) FAIL(got.error().message());
-    CHECK(got->eclass_ids == cpu->eclass_ids);
-    CHECK(got->cost == cpu->cost);
-    CHECK(got->choice == cpu->choice);
-    CHECK(got->root_cost == cpu->root_cost);
+    check_same_extraction(
+        plan.run_host(image->ref(), cost, roots, {dispatch::device, default_crossover, threads}),
+        *cpu);
   }
 }
 
