@@ -36,13 +36,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <functional>
 #include <limits>
 #include <memory>
 #include <new>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -58,6 +55,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/parallel.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -115,55 +113,10 @@ struct huge_allocator {
 template <class T>
 using big_vector = std::vector<T, huge_allocator<T>>;
 
-//! `threads`, or every core when 0.
-inline unsigned resolve_threads(unsigned threads) noexcept {
-  if (threads != 0) return threads;
-  const unsigned cores = std::thread::hardware_concurrency();
-  return cores == 0 ? 1u : cores;
-}
-
-//! Runs `body(chunk, begin, end)` over `chunks` contiguous pieces of [0, n), one thread each
-//! (the caller runs chunk 0; a thread that cannot be started runs its chunk in the caller).
-//! An exception from a chunk (`std::bad_alloc`) is rethrown in the caller after every join.
-template <class Body>
-void parallel_chunks(unsigned chunks, std::size_t n, Body&& body) {
-  if (chunks <= 1 || n < 2) {
-    body(0u, std::size_t{0}, n);
-    return;
-  }
-  const auto bound = [&](unsigned c) { return n * c / chunks; };
-  std::vector<std::exception_ptr> failures(chunks);
-  const auto run = [&](unsigned c) {
-    try {
-      body(c, bound(c), bound(c + 1));
-    } catch (...) {
-      failures[c] = std::current_exception();
-    }
-  };
-  std::vector<std::thread> workers;
-  workers.reserve(chunks - 1);
-  std::vector<unsigned> inline_chunks;
-  inline_chunks.reserve(chunks - 1);
-  for (unsigned c = 1; c < chunks; ++c) {
-    try {
-      workers.emplace_back(run, c);
-    } catch (const std::system_error&) {
-      inline_chunks.push_back(c);
-    }
-  }
-  run(0);
-  for (const unsigned c : inline_chunks) run(c);
-  for (auto& worker : workers) worker.join();
-  for (const auto& failure : failures)
-    if (failure) std::rethrow_exception(failure);
-}
-
-//! How many chunks to split `n` items into: one per thread, at least `grain` items each.
-inline unsigned chunk_count(unsigned threads, std::size_t n,
-                            std::size_t grain = 1u << 14) noexcept {
-  const std::size_t most = (std::max)(std::size_t{1}, n / grain);
-  return static_cast<unsigned>((std::min)(std::size_t{threads}, most));
-}
+// Fork-join over contiguous ranges (vyre/detail/parallel.hpp).
+using vyre::detail::chunk_count;
+using vyre::detail::parallel_chunks;
+using vyre::detail::resolve_threads;
 
 // The rows, their offsets and the input checks are the old engine's (cpu.hpp `rows_of`).
 using rows_view = vyre::algorithms::detail::host_rows;

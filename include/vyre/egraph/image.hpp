@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -20,6 +21,7 @@
 #include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/parallel.hpp"
 #include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/layout.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -64,7 +66,9 @@ inline expected<word_storage> allocate_words(std::uint64_t count, const char* wh
 //!   signature differs from `row_signature`, group ids are not strictly ascending, group offsets
 //!   do not run from 0 to R through non-empty groups, a grouped row is out of range, out of
 //!   order or of another e-class, or a child names an e-class with no group.
-inline expected<void> validate_image(const image_ref& image) noexcept {
+//! Each check names the first bad item, whatever `threads` is: large images are checked on up
+//! to `threads` host threads (0: every core), small ones on the caller's thread.
+inline expected<void> validate_image(const image_ref& image, unsigned threads = 0) noexcept {
   const image_layout& layout = image.layout;
   const image_layout expected_layout =
       image_layout::for_counts(layout.row_count, layout.child_count, layout.group_count);
@@ -97,30 +101,75 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
   const auto group_ids = image.column(image_column::group_eclass_ids);
   const auto group_offsets = image.column(image_column::group_offsets);
   const auto group_rows = image.column(image_column::group_rows);
+  // Items per thread: below this a thread costs more than it saves.
+  constexpr std::size_t grain = std::size_t{1} << 16;
 
-  for (std::uint32_t r = 0; r < rows; ++r) {
-    const std::uint64_t end = std::uint64_t{offsets[r]} + lengths[r];
-    if (end > children.size())
+  const auto children_end = [&](std::size_t r) { return std::uint64_t{offsets[r]} + lengths[r]; };
+  const auto signature_of = [&](std::size_t r) {
+    return row_signature(op_ids[r], children.data() + offsets[r], lengths[r]);
+  };
+  // A group's first bad grouped row, or `end` when its rows are all in order.
+  const auto first_bad_member = [&](std::uint32_t g) {
+    const std::uint32_t begin = group_offsets[g];
+    const std::uint32_t end = group_offsets[g + 1];
+    for (std::uint32_t i = begin; i < end; ++i) {
+      const std::uint32_t r = group_rows[i];
+      if (r >= rows || eclass_ids[r] != group_ids[g] || (i > begin && r <= group_rows[i - 1]))
+        return i;
+    }
+    return end;
+  };
+  const auto bad_span = [&](std::uint32_t g) {
+    return group_offsets[g + 1] <= group_offsets[g] || group_offsets[g + 1] > rows;
+  };
+  // Every child names a group. A bit per id up to the largest group id when that takes no more
+  // memory than the image (a lookup in cache instead of a binary search over all the groups);
+  // sparse ids, or no memory for the bits, keep the binary search.
+  const std::uint64_t bit_words = groups == 0 ? 0 : (std::uint64_t{group_ids[groups - 1]} >> 6) + 1;
+  std::unique_ptr<std::uint64_t[]> has_group;
+  if (bit_words != 0 && bit_words * 8 <= image.words.size_bytes())
+    has_group.reset(new (std::nothrow) std::uint64_t[bit_words]());
+  if (has_group)
+    for (const std::uint32_t id : group_ids)
+      if ((id >> 6) < bit_words) has_group[id >> 6] |= std::uint64_t{1} << (id & 63);
+  const auto orphan_child = [&](std::size_t i) {
+    const std::uint32_t id = children[i];
+    if (!has_group) return !std::binary_search(group_ids.begin(), group_ids.end(), id);
+    return (id >> 6) >= bit_words || (has_group[id >> 6] >> (id & 63) & 1) == 0;
+  };
+
+  // The four scans in one fork-join; the errors below come in the order of the rules.
+  enum check : std::size_t { row_check, group_order, group_check, child_check };
+  const std::array<std::size_t, 4> first_bad = vyre::detail::parallel_find_first(
+      threads, {rows, groups, groups, children.size()}, grain,
+      [&](std::size_t r) {
+        return children_end(r) > children.size() || signatures[r] != signature_of(r);
+      },
+      [&](std::size_t g) { return g != 0 && group_ids[g] <= group_ids[g - 1]; },
+      [&](std::size_t i) {
+        const auto g = static_cast<std::uint32_t>(i);
+        return bad_span(g) || first_bad_member(g) != group_offsets[g + 1];
+      },
+      orphan_child);
+  if (const std::size_t r = first_bad[row_check]; r != rows) {
+    if (children_end(r) > children.size())
       return fail(error(errc::corrupt_data, "validate_image: row children range leaves the column")
                       .with("row", r)
-                      .with("children_end", end)
+                      .with("children_end", children_end(r))
                       .with("child_entries", children.size())
                       .fix("the image is corrupt: pack the snapshot again"));
-    if (signatures[r] != row_signature(op_ids[r], children.data() + offsets[r], lengths[r]))
-      return fail(
-          error(errc::corrupt_data, "validate_image: stored row signature is wrong")
-              .with("row", r)
-              .with("stored", signatures[r])
-              .with("computed", row_signature(op_ids[r], children.data() + offsets[r], lengths[r]))
-              .fix("the image is corrupt: pack the snapshot again"));
+    return fail(error(errc::corrupt_data, "validate_image: stored row signature is wrong")
+                    .with("row", r)
+                    .with("stored", signatures[r])
+                    .with("computed", signature_of(r))
+                    .fix("the image is corrupt: pack the snapshot again"));
   }
-  for (std::uint32_t g = 1; g < groups; ++g)
-    if (group_ids[g] <= group_ids[g - 1])
-      return fail(error(errc::corrupt_data, "validate_image: group e-class ids not ascending")
-                      .with("group", g)
-                      .with("eclass", group_ids[g])
-                      .with("previous", group_ids[g - 1])
-                      .fix("the image is corrupt: pack the snapshot again"));
+  if (const std::size_t g = first_bad[group_order]; g != groups)
+    return fail(error(errc::corrupt_data, "validate_image: group e-class ids not ascending")
+                    .with("group", g)
+                    .with("eclass", group_ids[g])
+                    .with("previous", group_ids[g - 1])
+                    .fix("the image is corrupt: pack the snapshot again"));
   if (group_offsets[0] != 0 || group_offsets[groups] != rows)
     return fail(error(errc::corrupt_data,
                       "validate_image: group offsets must start at 0 and end at the row count")
@@ -128,51 +177,29 @@ inline expected<void> validate_image(const image_ref& image) noexcept {
                     .with("last", group_offsets[groups])
                     .with("rows", rows)
                     .fix("the image is corrupt: pack the snapshot again"));
-  for (std::uint32_t g = 0; g < groups; ++g) {
-    const std::uint32_t begin = group_offsets[g];
-    const std::uint32_t end = group_offsets[g + 1];
-    if (end <= begin || end > rows)
+  if (first_bad[group_check] != groups) {
+    const auto g = static_cast<std::uint32_t>(first_bad[group_check]);
+    if (bad_span(g))
       return fail(error(errc::corrupt_data,
                         "validate_image: group offsets must increase (every group has a row)")
                       .with("group", g)
-                      .with("begin", begin)
-                      .with("end", end)
+                      .with("begin", group_offsets[g])
+                      .with("end", group_offsets[g + 1])
                       .fix("the image is corrupt: pack the snapshot again"));
-    for (std::uint32_t i = begin; i < end; ++i) {
-      const std::uint32_t r = group_rows[i];
-      if (r >= rows || eclass_ids[r] != group_ids[g] || (i > begin && r <= group_rows[i - 1]))
-        return fail(error(errc::corrupt_data,
-                          "validate_image: grouped row out of range, out of order or of another "
-                          "e-class")
-                        .with("group", g)
-                        .with("position", i)
-                        .with("row", r)
-                        .fix("the image is corrupt: pack the snapshot again"));
-    }
+    const std::uint32_t i = first_bad_member(g);
+    return fail(error(errc::corrupt_data,
+                      "validate_image: grouped row out of range, out of order or of another "
+                      "e-class")
+                    .with("group", g)
+                    .with("position", i)
+                    .with("row", group_rows[i])
+                    .fix("the image is corrupt: pack the snapshot again"));
   }
-  // Every child names a group. A bit per id up to the largest group id when that takes no more
-  // memory than the image (a lookup in cache instead of a binary search over all the groups);
-  // sparse ids, or no memory for the bits, keep the binary search.
-  const auto no_group = [&](std::size_t i) {
+  if (const std::size_t i = first_bad[child_check]; i != children.size())
     return fail(error(errc::corrupt_data, "validate_image: a child names an e-class with no group")
                     .with("child_entry", i)
                     .with("child_eclass", children[i])
                     .fix("the image is corrupt: pack the snapshot again"));
-  };
-  const std::uint64_t bit_words = groups == 0 ? 0 : (std::uint64_t{group_ids[groups - 1]} >> 6) + 1;
-  std::unique_ptr<std::uint64_t[]> has_group;
-  if (bit_words != 0 && bit_words * 8 <= image.words.size_bytes())
-    has_group.reset(new (std::nothrow) std::uint64_t[bit_words]());
-  if (has_group) {
-    for (const std::uint32_t id : group_ids) has_group[id >> 6] |= std::uint64_t{1} << (id & 63);
-    for (std::size_t i = 0; i < children.size(); ++i) {
-      const std::uint32_t id = children[i];
-      if ((id >> 6) >= bit_words || (has_group[id >> 6] >> (id & 63) & 1) == 0) return no_group(i);
-    }
-    return {};
-  }
-  for (std::size_t i = 0; i < children.size(); ++i)
-    if (!std::binary_search(group_ids.begin(), group_ids.end(), children[i])) return no_group(i);
   return {};
 }
 

@@ -11,11 +11,11 @@
 #include <cstring>
 #include <vector>
 
-#include "vyre/algorithms/cpu_engine.hpp"
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/parallel.hpp"
 #include "vyre/egraph/layout.hpp"
 
 namespace vyre::algorithms::detail {
@@ -104,22 +104,17 @@ inline void parallel_copy(std::size_t count, void* const* to, const void* const*
   for (std::size_t i = 0; i < count; ++i) total += bytes[i];
   // Below 8 MB a thread costs more than it saves.
   constexpr std::size_t grain = std::size_t{8} << 20;
-  const unsigned chunks =
-      cpu_engine::detail::chunk_count(cpu_engine::detail::resolve_threads(threads), total, grain);
-  const auto copy_range = [&](unsigned, std::size_t begin, std::size_t end) noexcept {
-    std::size_t at = 0;  // start of span i in the concatenation
-    for (std::size_t i = 0; i < count && at < end; at += bytes[i], ++i) {
-      const std::size_t lo = (std::max)(begin, at), hi = (std::min)(end, at + bytes[i]);
-      if (lo < hi)
-        std::memcpy(static_cast<char*>(to[i]) + (lo - at),
-                    static_cast<const char*>(from[i]) + (lo - at), hi - lo);
-    }
-  };
-  try {
-    cpu_engine::detail::parallel_chunks(chunks, total, copy_range);
-  } catch (...) {  // only the workers' bookkeeping can throw (bad_alloc): copy it all here
-    copy_range(0u, 0, total);
-  }
+  vyre::detail::parallel_ranges(
+      threads, total, grain, [&](std::size_t begin, std::size_t end) noexcept {
+        std::size_t at = 0;  // start of span i in the concatenation
+        for (std::size_t i = 0; i < count && at < end; at += bytes[i], ++i) {
+          const std::size_t lo = (std::max)(begin, at);
+          const std::size_t hi = (std::min)(end, at + bytes[i]);
+          if (lo < hi)
+            std::memcpy(static_cast<char*>(to[i]) + (lo - at),
+                        static_cast<const char*>(from[i]) + (lo - at), hi - lo);
+        }
+      });
 }
 
 //! One more host span staged with an image (`stage_columns`), e.g. extraction's node costs.
@@ -156,19 +151,11 @@ inline void stage_columns(const image_columns& image, std::uint32_t* to, unsigne
 //! faults of one vector are taken by the thread that fills it. `task` must not throw.
 template <class Task>
 void parallel_tasks(std::size_t count, std::size_t bytes, unsigned threads, Task&& task) noexcept {
-  const auto run = [&](unsigned, std::size_t begin, std::size_t end) noexcept {
-    for (std::size_t i = begin; i < end; ++i) task(i);
-  };
   constexpr std::size_t grain = std::size_t{8} << 20;
-  const unsigned chunks =
-      bytes < grain ? 1u
-                    : static_cast<unsigned>((std::min)(
-                          std::size_t{cpu_engine::detail::resolve_threads(threads)}, count));
-  try {
-    cpu_engine::detail::parallel_chunks(chunks, count, run);
-  } catch (...) {  // only the workers' bookkeeping can throw (bad_alloc): run it all here
-    run(0u, 0, count);
-  }
+  vyre::detail::parallel_ranges(bytes < grain ? 1u : threads, count, 1,
+                                [&](std::size_t begin, std::size_t end) noexcept {
+                                  for (std::size_t i = begin; i < end; ++i) task(i);
+                                });
 }
 
 //! Fills `count` (<= 16) host vectors from spans of a pinned staging block: `to[i]` gets
