@@ -14,6 +14,8 @@
 
 #include <vyre/egraph.hpp>
 
+#include "image_file_checksum.hpp"
+
 namespace eg = vyre::egraph;
 using expect = vyre::on_error::return_expected;
 
@@ -30,6 +32,15 @@ std::uint32_t word_of(const std::vector<std::byte>& bytes, std::size_t index) {
 void set_word(std::vector<std::byte>& bytes, std::size_t index, std::uint32_t word) {
   std::memcpy(bytes.data() + index * 4, &word, 4);
 }
+std::uint64_t documented_checksum(const std::vector<std::byte>& bytes) {
+  return vyre_test::documented_image_file_checksum(bytes.data(), bytes.size());
+}
+// Stores documented_checksum in words 10 and 11.
+void sign(std::vector<std::byte>& bytes) {
+  const std::uint64_t sum = documented_checksum(bytes);
+  set_word(bytes, 10, static_cast<std::uint32_t>(sum));
+  set_word(bytes, 11, static_cast<std::uint32_t>(sum >> 32));
+}
 vyre::error refused(const std::vector<std::byte>& bytes) {
   const auto result = eg::parse_image_file<expect>({bytes.data(), bytes.size()}, "sample.vyreimg");
   REQUIRE_FALSE(result.has_value());
@@ -45,7 +56,8 @@ TEST_CASE("image file: bytes round-trip and the header is as documented", "[egra
   REQUIRE(bytes.size() == eg::image_file_header_bytes + image.words().size_bytes());
   CHECK(word_of(bytes, 0) == 0x45525956u);
   CHECK(std::memcmp(bytes.data(), "VYREEGIM", 8) == 0);
-  CHECK(word_of(bytes, 2) == 1u);
+  CHECK(word_of(bytes, 2) == eg::image_file_version);
+  CHECK(eg::image_file_version == 2u);
   CHECK(word_of(bytes, 3) == 12u);
   CHECK(word_of(bytes, 4) == image.layout().row_count);
   CHECK(word_of(bytes, 5) == image.layout().child_count);
@@ -62,8 +74,8 @@ TEST_CASE("image file: the worked example's file, word for word", "[egraph][file
   const auto image =
       eg::pack(eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}}));
   const auto bytes = eg::serialize_image(image.ref());
-  const std::vector<std::uint32_t> header{0x45525956u, 0x4D494745u, 1, 12, 3, 2, 2, 0, 25, 0};
-  const std::uint64_t checksum = 0x8155124C2A2356B3ull;  // FNV-1a, computed independently (Python)
+  const std::vector<std::uint32_t> header{0x45525956u, 0x4D494745u, 2, 12, 3, 2, 2, 0, 25, 0};
+  const std::uint64_t checksum = 0xA937E306B795CF4Eull;  // computed independently (Python)
   REQUIRE(bytes.size() == 148);
   for (std::size_t i = 0; i < header.size(); ++i) CHECK(word_of(bytes, i) == header[i]);
   CHECK(word_of(bytes, 10) == static_cast<std::uint32_t>(checksum));
@@ -71,6 +83,26 @@ TEST_CASE("image file: the worked example's file, word for word", "[egraph][file
   // The image words themselves are pinned in pack_test.cpp.
   for (std::size_t i = 0; i < image.words().size(); ++i)
     CHECK(word_of(bytes, 12 + i) == image.words()[i]);
+  CHECK(documented_checksum(bytes) == checksum);
+}
+
+// Version 1 files (one FNV-1a chain over every word) still read, to the same image.
+TEST_CASE("image file: a version 1 file reads back, and its checksum is still checked",
+          "[egraph][file]") {
+  const auto image = sample_image();
+  auto bytes = eg::serialize_image(image.ref());
+  set_word(bytes, 2, 1);
+  sign(bytes);
+  // The worked example's version 1 checksum, as version 1 documented it.
+  auto example = eg::serialize_image(
+      eg::pack(eg::snapshot::build({{2, "lit", {}}, {1, "lit", {}}, {2, "add", {1, 2}}})).ref());
+  set_word(example, 2, 1);
+  CHECK(documented_checksum(example) == 0x8155124C2A2356B3ull);
+  const auto back = eg::parse_image_file({bytes.data(), bytes.size()});
+  CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin(),
+                   image.words().end()));
+  set_word(bytes, 12, word_of(bytes, 12) ^ 4u);
+  CHECK_THAT(refused(bytes).message(), Catch::Contains("checksum mismatch"));
 }
 
 TEST_CASE("image file: write and read a file", "[egraph][file]") {
@@ -132,11 +164,15 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
     CHECK_THAT(refused(bytes).message(), Catch::Contains("bad magic"));
   }
   SECTION("wrong version") {
-    auto bytes = good;
-    set_word(bytes, 2, 2);
-    const auto err = refused(bytes);
-    CHECK(err.code() == vyre::errc::unsupported);
-    CHECK(err.value_or("version", 0) == 2);
+    for (const std::uint32_t version : {0u, 3u, 0xFFFFFFFFu}) {
+      auto bytes = good;
+      set_word(bytes, 2, version);
+      const auto err = refused(bytes);
+      CHECK(err.code() == vyre::errc::unsupported);
+      CHECK(err.value_or("version", 7) == version);
+      CHECK(err.value_or("oldest_supported", 0) == 1);
+      CHECK(err.value_or("newest_supported", 0) == 2);
+    }
   }
   SECTION("malformed header") {
     auto bytes = good;
@@ -184,11 +220,7 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
     const std::size_t group_offsets_word =
         12 + sample_image().layout().offset(eg::image_column::group_offsets);
     set_word(bytes, group_offsets_word + 1, 0);
-    std::uint64_t sum = 0xCBF29CE484222325ull;
-    for (std::size_t i = 0; i < bytes.size() / 4; ++i)
-      if (i != 10 && i != 11) sum = (sum ^ word_of(bytes, i)) * 0x100000001B3ull;
-    set_word(bytes, 10, static_cast<std::uint32_t>(sum));
-    set_word(bytes, 11, static_cast<std::uint32_t>(sum >> 32));
+    sign(bytes);
     const auto err = refused(bytes);
     CHECK(err.code() == vyre::errc::corrupt_data);
     CHECK_THAT(err.message(), Catch::Contains("group offsets"));
@@ -230,8 +262,10 @@ vyre::error file_refused(const std::filesystem::path& path, const std::vector<st
 }
 }  // namespace
 
-// The file functions stream the words in 1 MiB chunks (2^18 words): this image spans three,
-// the last one partial. The file must be byte for byte what serialize_image gives.
+// A byte-swapped file's words pass through a 1 MiB buffer (2^18 words), and the checksum cuts
+// them into 2^16-word chunks: this image spans three buffers and nine chunks, the last ones
+// partial. The file must be byte for byte what serialize_image gives, and the checksum the
+// documented one.
 TEMPLATE_TEST_CASE("image file: a multi-chunk image is written and read back exactly",
                    "[egraph][file]", vyre::staging::little_endian, vyre::staging::forced_swap) {
   using throws = vyre::on_error::throw_exception;
@@ -246,6 +280,11 @@ TEMPLATE_TEST_CASE("image file: a multi-chunk image is written and read back exa
   eg::write_image_file<throws, TestType>(path, image.ref());
   CHECK_FALSE(std::filesystem::exists(path.string() + ".tmp"));
   CHECK(contents(path) == eg::serialize_image<throws, TestType>(image.ref()));
+  if constexpr (std::is_same_v<TestType, vyre::staging::little_endian>) {
+    const auto bytes = contents(path);
+    CHECK(documented_checksum(bytes) ==
+          (word_of(bytes, 10) | std::uint64_t{word_of(bytes, 11)} << 32));
+  }
   const auto back = eg::read_image_file<throws, TestType>(path);
   CHECK(back.layout() == image.layout());
   CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin(),
@@ -281,11 +320,57 @@ TEST_CASE("image file: a file that is truncated or too long is refused as its by
   }
   SECTION("a header refusal and a checksum mismatch in the last chunk") {
     auto bytes = good;
-    set_word(bytes, 2, 2);
+    set_word(bytes, 2, 3);
     CHECK(file_refused(path, bytes).code() == vyre::errc::unsupported);
     bytes = good;
     set_word(bytes, bytes.size() / 4 - 1, word_of(bytes, bytes.size() / 4 - 1) ^ 1u);
     CHECK_THAT(file_refused(path, bytes).message(), Catch::Contains("checksum mismatch"));
   }
   std::filesystem::remove(path);
+}
+
+// Threads split the checksum and the checks, never the answer: the same bytes, and the same
+// first bad item named, on one thread and on many.
+TEST_CASE("image file: threads change neither the bytes nor the error", "[egraph][file]") {
+  const auto image = chain_image(300000);  // rows, children and chunks enough for 4+ threads
+  const auto one = eg::serialize_image(image.ref(), 1);
+  for (const unsigned threads : {0u, 2u, 3u, 8u}) {
+    CHECK(eg::serialize_image(image.ref(), threads) == one);
+    const auto back = eg::parse_image_file({one.data(), one.size()}, "threads", threads);
+    CHECK(std::equal(back.words().begin(), back.words().end(), image.words().begin(),
+                     image.words().end()));
+  }
+  const eg::image_layout layout = image.layout();
+  std::vector<std::uint32_t> words(image.words().begin(), image.words().end());
+  const auto validate = [&](unsigned threads) {
+    const auto valid =
+        eg::validate_image(eg::image_ref{{words.data(), words.size()}, layout}, threads);
+    REQUIRE_FALSE(valid.has_value());
+    return valid.error();
+  };
+  const auto same_on_all_threads = [&](const char* needle, const char* key, std::uint64_t value) {
+    for (const unsigned threads : {1u, 2u, 3u, 8u}) {
+      const auto err = validate(threads);
+      CHECK_THAT(err.message(), Catch::Contains(needle));
+      CHECK(err.value_or(key, 0) == value);
+    }
+  };
+  // Two bad signatures, in different threads' ranges: the first is named.
+  const std::size_t signatures = layout.offset(eg::image_column::row_signatures);
+  words[signatures + 250000] ^= 1u;
+  words[signatures + 100] ^= 1u;
+  same_on_all_threads("signature", "row", 100);
+  words.assign(image.words().begin(), image.words().end());
+  // Two children naming no group.
+  const std::size_t children = layout.offset(eg::image_column::children);
+  words[children + 299000] = 0xFFFFFFF0u;
+  words[children + 70000] = 0xFFFFFFF1u;
+  // The rows' signatures would fail first: sign the changed rows again.
+  const std::size_t ops = layout.offset(eg::image_column::row_language_op_ids);
+  const std::size_t offsets = layout.offset(eg::image_column::row_children_offsets);
+  const std::size_t lens = layout.offset(eg::image_column::row_children_lens);
+  for (std::uint32_t r = 0; r < layout.row_count; ++r)
+    words[signatures + r] = eg::row_signature(
+        words[ops + r], words.data() + children + words[offsets + r], words[lens + r]);
+  same_on_all_threads("no group", "child_entry", 70000);
 }

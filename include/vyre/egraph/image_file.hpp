@@ -2,12 +2,12 @@
 //! @file
 //! Image files: a packed image on disk, checked when read.
 //!
-//! Format (version 1), every field a little-endian u32 word:
+//! Format (version 2), every field a little-endian u32 word:
 //!
 //! | word  | field                                                        |
 //! |-------|--------------------------------------------------------------|
 //! | 0, 1  | magic "VYRE" "EGIM" (0x45525956, 0x4D494745)                 |
-//! | 2     | format version (1)                                           |
+//! | 2     | format version (2; version 1 files are still read)           |
 //! | 3     | header words (12)                                            |
 //! | 4..6  | row count R, child count C, e-class group count G            |
 //! | 7     | reserved, 0                                                  |
@@ -15,12 +15,17 @@
 //! | 10, 11| checksum, low then high half                                 |
 //! | 12..  | the image words                                              |
 //!
-//! The checksum is FNV-1a over u32 words (h = 0xCBF29CE484222325; h = (h ^ w) *
-//! 0x100000001B3 per word) across header words 0..9 and then every image word, words taken as
-//! numbers (not bytes). A reader refuses, with an error naming the file and the values, a file
-//! that is truncated or has trailing bytes, a bad magic (and says so when it is byte-swapped),
-//! an unknown version, counts that do not add up, a checksum mismatch, and an image that fails
-//! `validate_image`.
+//! The checksum is 64-bit FNV-1a over u32 words taken as numbers (h = 0xCBF29CE484222325;
+//! h = (h ^ w) * 0x100000001B3 per word): over header words 0..9, then over the low and high
+//! halves of each chunk's digest in order. The image words are cut into chunks of 2^16 words
+//! (the last one shorter); a chunk's digest runs four FNV-1a lanes (word i of the chunk into
+//! lane i mod 4) and is FNV-1a over the lanes' low and high halves, lane 0 first. Chunks are
+//! digested on all host threads, and the lanes let one thread overlap its multiplies. (Version
+//! 1's checksum continued one FNV-1a chain over every image word: a serial chain.)
+//!
+//! A reader refuses, with an error naming the file and the values, a file that is truncated or
+//! has trailing bytes, a bad magic (and says so when it is byte-swapped), an unknown version,
+//! counts that do not add up, a checksum mismatch, and an image that fails `validate_image`.
 #pragma once
 
 #include <algorithm>
@@ -42,6 +47,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/parallel.hpp"
 #include "vyre/egraph/detail/host_buffer.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/layout.hpp"
@@ -50,24 +56,111 @@ namespace vyre::egraph {
 
 inline constexpr std::uint32_t image_file_magic0 = 0x45525956u;  // "VYRE"
 inline constexpr std::uint32_t image_file_magic1 = 0x4D494745u;  // "EGIM"
-inline constexpr std::uint32_t image_file_version = 1;
+//! The format version written.
+inline constexpr std::uint32_t image_file_version = 2;
+//! The oldest format version read (version 1: the checksum is one serial chain).
+inline constexpr std::uint32_t image_file_oldest_version = 1;
 inline constexpr std::uint32_t image_file_header_words = 12;
 inline constexpr std::size_t image_file_header_bytes = image_file_header_words * 4;
 
 namespace detail {
+//! 64-bit FNV-1a over u32 words taken as numbers.
 struct file_checksum {
   std::uint64_t state = 0xCBF29CE484222325ull;
   constexpr void add(std::uint32_t word) noexcept { state = (state ^ word) * 0x100000001B3ull; }
+  constexpr void add64(std::uint64_t word) noexcept {
+    add(static_cast<std::uint32_t>(word));
+    add(static_cast<std::uint32_t>(word >> 32));
+  }
 };
 
-//! Words per chunk when a file's words pass through memory in pieces (1 MiB).
+//! Image words per checksum chunk (format version 2): 256 KiB, so that a large image gives
+//! every thread many chunks and a chunk's words are still in cache when they are digested.
+inline constexpr std::size_t image_file_checksum_chunk_words = std::size_t{1} << 16;
+
+//! Words per piece when a byte-swapped file's words pass through a staging buffer (1 MiB).
 inline constexpr std::size_t image_file_chunk_words = std::size_t{1} << 18;
+
+//! Version 2's digest of one chunk (see the file comment).
+inline std::uint64_t chunk_digest(const std::uint32_t* words, std::size_t count) noexcept {
+  constexpr std::uint64_t prime = 0x100000001B3ull;
+  std::uint64_t lane[4] = {0xCBF29CE484222325ull, 0xCBF29CE484222325ull, 0xCBF29CE484222325ull,
+                           0xCBF29CE484222325ull};
+  std::size_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    lane[0] = (lane[0] ^ words[i]) * prime;
+    lane[1] = (lane[1] ^ words[i + 1]) * prime;
+    lane[2] = (lane[2] ^ words[i + 2]) * prime;
+    lane[3] = (lane[3] ^ words[i + 3]) * prime;
+  }
+  for (std::size_t j = 0; i < count; ++i, ++j) lane[j] = (lane[j] ^ words[i]) * prime;
+  file_checksum digest;
+  for (const std::uint64_t state : lane) digest.add64(state);
+  return digest.state;
+}
+
+//! Continues `sum`, which holds header words 0..9, over the `count` image words at `numbers` as
+//! format `version` says: version 2 on up to `threads` host threads (0: every core), version 1
+//! on this one. `prepare(begin, n)` runs first on each piece [begin, begin + n) that is about to
+//! be summed (to stage file words into `numbers` while they are in cache); it must not throw.
+//! The chunk digests need one word pair per chunk: `errc::out_of_memory` when they cannot be had.
+template <class Prepare>
+expected<std::uint64_t> continue_checksum(std::uint32_t version, file_checksum sum,
+                                          const std::uint32_t* numbers, std::size_t count,
+                                          unsigned threads, Prepare&& prepare) noexcept {
+  if (version == 1) {
+    prepare(std::size_t{0}, count);
+    for (std::size_t i = 0; i < count; ++i) sum.add(numbers[i]);
+    return sum.state;
+  }
+  const std::size_t chunk = image_file_checksum_chunk_words;
+  const std::size_t chunks = (count + chunk - 1) / chunk;
+  VYRE_TRY_ASSIGN(auto digests,
+                  raw_array<std::uint64_t>::allocate(chunks, "image file: checksum chunk digests"));
+  // Four chunks (1 MiB) per thread at least: below that a thread costs more than it saves.
+  vyre::detail::parallel_ranges(threads, chunks, 4, [&](std::size_t first, std::size_t last) {
+    for (std::size_t k = first; k < last; ++k) {
+      const std::size_t begin = k * chunk;
+      const std::size_t n = (std::min)(chunk, count - begin);
+      prepare(begin, n);
+      digests[k] = chunk_digest(numbers + begin, n);
+    }
+  });
+  for (std::size_t k = 0; k < chunks; ++k) sum.add64(digests[k]);
+  return sum.state;
+}
+
+//! Stages `count` file words at `from` (the file's byte order) into `to`, which may be `from`
+//! itself, and continues `sum` over them (`continue_checksum`).
+template <class Staging>
+expected<std::uint64_t> stage_and_checksum(std::uint32_t version, file_checksum sum,
+                                           const std::byte* from, std::uint32_t* to,
+                                           std::size_t count, unsigned threads) noexcept {
+  return continue_checksum(version, sum, to, count, threads,
+                           [&](std::size_t begin, std::size_t n) noexcept {
+                             std::uint32_t* words = to + begin;
+                             const std::byte* bytes = from + begin * sizeof(std::uint32_t);
+                             if (reinterpret_cast<const std::byte*>(words) != bytes)
+                               std::memcpy(words, bytes, n * sizeof(std::uint32_t));
+                             if constexpr (staging::swaps_bytes<Staging>)
+                               for (std::size_t i = 0; i < n; ++i)
+                                 words[i] = staging::staged_word<Staging>(words[i]);
+                           });
+}
 
 using image_file_header_t = std::array<std::uint32_t, image_file_header_words>;
 
-//! The header of the file for `image`, checksum included (one pass over the words).
+//! The checksum over header words 0..9, to be continued over the image words.
+inline file_checksum header_checksum(const image_file_header_t& header) noexcept {
+  file_checksum sum;
+  for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
+  return sum;
+}
+
+//! The header of the file for `image`, checksum included (on up to `threads` threads).
 //! @pre `validate_image(image)` passed.
-inline image_file_header_t signed_image_file_header(const image_ref& image) noexcept {
+inline expected<image_file_header_t> signed_image_file_header(const image_ref& image,
+                                                              unsigned threads) noexcept {
   const image_layout& layout = image.layout;
   image_file_header_t header{image_file_magic0,
                              image_file_magic1,
@@ -81,11 +174,12 @@ inline image_file_header_t signed_image_file_header(const image_ref& image) noex
                              static_cast<std::uint32_t>(layout.word_count() >> 32),
                              0,
                              0};
-  file_checksum sum;
-  for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
-  for (const std::uint32_t word : image.words) sum.add(word);
-  header[10] = static_cast<std::uint32_t>(sum.state);
-  header[11] = static_cast<std::uint32_t>(sum.state >> 32);
+  VYRE_TRY_ASSIGN(
+      const std::uint64_t sum,
+      continue_checksum(image_file_version, header_checksum(header), image.words.data(),
+                        image.words.size(), threads, [](std::size_t, std::size_t) noexcept {}));
+  header[10] = static_cast<std::uint32_t>(sum);
+  header[11] = static_cast<std::uint32_t>(sum >> 32);
   return header;
 }
 
@@ -97,9 +191,9 @@ inline expected<std::uint64_t> image_file_bytes(const image_ref& image) noexcept
 }
 
 template <class Staging>
-expected<std::vector<std::byte>> serialize_image(const image_ref& image) {
-  VYRE_TRY(validate_image(image));
-  const image_file_header_t header = signed_image_file_header(image);
+expected<std::vector<std::byte>> serialize_image(const image_ref& image, unsigned threads) {
+  VYRE_TRY(validate_image(image, threads));
+  VYRE_TRY_ASSIGN(const image_file_header_t header, signed_image_file_header(image, threads));
   VYRE_TRY_ASSIGN(const std::uint64_t total, image_file_bytes(image));
   std::vector<std::byte> bytes;
   VYRE_TRY(try_resize(bytes, static_cast<std::size_t>(total), "image file bytes"));
@@ -154,11 +248,13 @@ expected<checked_image_file_header> check_image_file_header(cuda::std::span<cons
                                    "the staging policy it was written with"
                                  : "pass a file written by write_image_file"));
   }
-  if (header[2] != image_file_version)
+  if (header[2] < image_file_oldest_version || header[2] > image_file_version)
     return fail(file_error(errc::unsupported, "image file: unsupported format version", source)
                     .with("version", header[2])
-                    .with("supported", image_file_version)
-                    .fix("write the file again with this version of vyre"));
+                    .with("oldest_supported", image_file_oldest_version)
+                    .with("newest_supported", image_file_version)
+                    .fix("read it with the vyre version that wrote it, or write it again with "
+                         "this one"));
   if (header[3] != image_file_header_words || header[7] != 0)
     return fail(file_error(errc::corrupt_data, "image file: malformed header", source)
                     .with("header_words", header[3])
@@ -190,59 +286,46 @@ expected<checked_image_file_header> check_image_file_header(cuda::std::span<cons
   return checked_image_file_header{header, layout, word_count};
 }
 
-//! The checksum over header words 0..9, to be continued over the image words.
-inline file_checksum header_checksum(const image_file_header_t& header) noexcept {
-  file_checksum sum;
-  for (std::size_t i = 0; i < 10; ++i) sum.add(header[i]);
-  return sum;
-}
-
-//! Stages `count` file words at `from` into `to` (which may be `from` itself) and adds them to
-//! `sum`.
+//! The image from a file's words: stages `from` into fresh storage (or `storage`'s own words in
+//! place, when `from` is null), checks the checksum, then `validate_image`.
 template <class Staging>
-void stage_and_sum(const std::byte* from, std::uint32_t* to, std::size_t count,
-                   file_checksum& sum) noexcept {
-  for (std::size_t i = 0; i < count; ++i) {
-    std::uint32_t raw;
-    std::memcpy(&raw, from + i * 4, 4);
-    const std::uint32_t word = staging::staged_word<Staging>(raw);
-    to[i] = word;
-    sum.add(word);
-  }
-}
-
-//! The image from staged words: checks the checksum `sum` reached, then `validate_image`.
-inline expected<host_image> finish_image(const checked_image_file_header& header,
-                                         word_storage storage, const file_checksum& sum,
-                                         std::string_view source) {
+expected<host_image> finish_image(const checked_image_file_header& header, word_storage storage,
+                                  const std::byte* from, unsigned threads,
+                                  std::string_view source) {
+  const auto count = static_cast<std::size_t>(header.word_count);
+  std::uint32_t* to = storage.get();
+  if (from == nullptr) from = reinterpret_cast<const std::byte*>(to);
+  VYRE_TRY_ASSIGN(const std::uint64_t computed,
+                  stage_and_checksum<Staging>(header.words[2], header_checksum(header.words), from,
+                                              to, count, threads));
   const std::uint64_t stored =
       std::uint64_t{header.words[10]} | (std::uint64_t{header.words[11]} << 32);
-  if (stored != sum.state)
+  if (stored != computed)
     return fail(file_error(errc::corrupt_data, "image file: checksum mismatch", source)
                     .with("stored", stored)
-                    .with("computed", sum.state)
+                    .with("computed", computed)
                     .fix("the file is corrupt: write it again"));
-  const image_ref ref{{storage.get(), static_cast<std::size_t>(header.word_count)}, header.layout};
-  if (auto valid = validate_image(ref); !valid) return fail(valid.error().about(source));
+  const image_ref ref{{to, count}, header.layout};
+  if (auto valid = validate_image(ref, threads); !valid) return fail(valid.error().about(source));
   return host_image::adopt(std::move(storage), header.layout);
 }
 
 template <class Staging>
-expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source) {
+expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::string_view source,
+                                 unsigned threads) {
   VYRE_TRY_ASSIGN(const auto header, check_image_file_header<Staging>(bytes, bytes.size(), source));
   VYRE_TRY_ASSIGN(auto storage, allocate_words(header.word_count, "image file: image words"));
-  file_checksum sum = header_checksum(header.words);
-  stage_and_sum<Staging>(bytes.data() + image_file_header_bytes, storage.get(),
-                         static_cast<std::size_t>(header.word_count), sum);
-  return finish_image(header, std::move(storage), sum, source);
+  return finish_image<Staging>(header, std::move(storage), bytes.data() + image_file_header_bytes,
+                               threads, source);
 }
 
 //! Writes the file for `image` to `path` through `path` + ".tmp" and a rename; the words go
 //! out in chunks, staged through a chunk-sized buffer only when `Staging` swaps bytes.
 template <class Staging>
-expected<void> write_file(const std::filesystem::path& path, const image_ref& image) {
-  VYRE_TRY(validate_image(image));
-  const image_file_header_t header = signed_image_file_header(image);
+expected<void> write_file(const std::filesystem::path& path, const image_ref& image,
+                          unsigned threads) {
+  VYRE_TRY(validate_image(image, threads));
+  VYRE_TRY_ASSIGN(const image_file_header_t header, signed_image_file_header(image, threads));
   VYRE_TRY_ASSIGN(const std::uint64_t total, image_file_bytes(image));
   image_file_header_t staged_header;
   VYRE_TRY(staging::stage_words<Staging>({header.data(), header.size()},
@@ -301,9 +384,9 @@ expected<void> write_file(const std::filesystem::path& path, const image_ref& im
 
 //! Reads and checks the image file at `path`: the header first (the checks of
 //! `check_image_file_header` against the file's size), then the words straight into the
-//! image's storage, staged in place and summed chunk by chunk as they arrive.
+//! image's storage in one read, then staged in place and summed (`finish_image`).
 template <class Staging>
-expected<host_image> read_file(const std::filesystem::path& path) {
+expected<host_image> read_file(const std::filesystem::path& path, unsigned threads) {
   const std::string name = path.string();
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in)
@@ -328,26 +411,23 @@ expected<host_image> read_file(const std::filesystem::path& path) {
   VYRE_TRY_ASSIGN(const auto header,
                   check_image_file_header<Staging>({head.data(), head_bytes}, file_bytes, name));
   VYRE_TRY_ASSIGN(auto storage, allocate_words(header.word_count, "image file: image words"));
-  file_checksum sum = header_checksum(header.words);
-  const auto word_count = static_cast<std::size_t>(header.word_count);
-  for (std::size_t at = 0; at < word_count; at += image_file_chunk_words) {
-    const std::size_t count = (std::min)(image_file_chunk_words, word_count - at);
-    std::uint32_t* words = storage.get() + at;
-    in.read(reinterpret_cast<char*>(words),
-            static_cast<std::streamsize>(count * sizeof(std::uint32_t)));
-    if (!in) return read_failed();
-    stage_and_sum<Staging>(reinterpret_cast<const std::byte*>(words), words, count, sum);
-  }
-  return finish_image(header, std::move(storage), sum, name);
+  // The size fits std::streamsize: the file's size came from tellg.
+  in.read(reinterpret_cast<char*>(storage.get()),
+          static_cast<std::streamsize>(header.word_count * sizeof(std::uint32_t)));
+  if (!in) return read_failed();
+  return finish_image<Staging>(header, std::move(storage), nullptr, threads, name);
 }
 }  // namespace detail
 
 //! The bytes of an image file for `image` (validated first). `Staging` picks the word byte
-//! order policy (`little_endian` is the file format; `forced_swap` exists for tests).
+//! order policy (`little_endian` is the file format; `forced_swap` exists for tests). Every
+//! function here checks and sums large images on up to `threads` host threads (0: every core);
+//! the bytes do not depend on it.
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
-result_t<OnError, std::vector<std::byte>> serialize_image(const image_ref& image) {
-  return apply_error_policy<OnError>(detail::serialize_image<Staging>(image));
+result_t<OnError, std::vector<std::byte>> serialize_image(const image_ref& image,
+                                                          unsigned threads = 0) {
+  return apply_error_policy<OnError>(detail::serialize_image<Staging>(image, threads));
 }
 
 //! An image from the bytes of an image file; `source` names them in errors.
@@ -355,8 +435,9 @@ result_t<OnError, std::vector<std::byte>> serialize_image(const image_ref& image
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
 result_t<OnError, host_image> parse_image_file(cuda::std::span<const std::byte> bytes,
-                                               std::string_view source = "image bytes") {
-  return apply_error_policy<OnError>(detail::parse_image<Staging>(bytes, source));
+                                               std::string_view source = "image bytes",
+                                               unsigned threads = 0) {
+  return apply_error_policy<OnError>(detail::parse_image<Staging>(bytes, source, threads));
 }
 
 //! Writes `image` to `path` (through a temporary file and a rename, so a reader never sees a
@@ -364,9 +445,9 @@ result_t<OnError, host_image> parse_image_file(cuda::std::span<const std::byte> 
 //! @throws vyre::error_exception `errc::io` naming the path, or `validate_image`'s errors.
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
-result_t<OnError, void> write_image_file(const std::filesystem::path& path,
-                                         const image_ref& image) {
-  return apply_error_policy<OnError>(detail::write_file<Staging>(path, image));
+result_t<OnError, void> write_image_file(const std::filesystem::path& path, const image_ref& image,
+                                         unsigned threads = 0) {
+  return apply_error_policy<OnError>(detail::write_file<Staging>(path, image, threads));
 }
 
 //! Reads and checks an image file.
@@ -374,8 +455,9 @@ result_t<OnError, void> write_image_file(const std::filesystem::path& path,
 //!         `parse_image_file`, each naming the path.
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
-result_t<OnError, host_image> read_image_file(const std::filesystem::path& path) {
-  return apply_error_policy<OnError>(detail::read_file<Staging>(path));
+result_t<OnError, host_image> read_image_file(const std::filesystem::path& path,
+                                              unsigned threads = 0) {
+  return apply_error_policy<OnError>(detail::read_file<Staging>(path, threads));
 }
 
 }  // namespace vyre::egraph
