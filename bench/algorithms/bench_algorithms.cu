@@ -11,8 +11,12 @@
 //   *_host_device_vs_cpu  plan.run_host(dispatch::device) on the host image (upload, replay,
 //                   download) vs the CPU reference on the same host image
 //   *_auto_vs_cpu   plan.run_host(dispatch::automatic) vs the CPU reference
-//   *_dispatch_crossover  the smallest row count from which run_host(device) beats the CPU
-//                   on every real file at least that large (what `automatic` should use)
+//   *_host_device_vs_host_engine  per real file: run_host(dispatch::device) vs
+//                   run_host(dispatch::host), the CPU engine that `automatic` runs below its
+//                   crossover (same host image in, same host result out)
+//   *_dispatch_crossover  the smallest row count from which run_host(device) beats
+//                   run_host(host) on every real file at least that large (what `automatic`
+//                   should use)
 // on synthetic e-graphs with planted congruences (--rows 1,4,16 in M rows), on each --file
 // (large e-graphs such as egglog's math after 12 iterations, made by vyre-eqsat --emit) and on
 // every real e-graph of --data-dir (default VYRE_EGRAPH_DATA_DIR). One-shot GPU times: cudaEvents
@@ -261,13 +265,13 @@ struct plans {
   extract_plan<bench_policies> best;
 };
 
-// Per real file: row count, run_host(device) and CPU medians (for the crossover lines).
+// Per real file: row count, run_host(device) and run_host(host) medians (the crossover lines).
 struct dispatch_sample {
   std::uint32_t rows;
   double device_ns, cpu_ns;
 };
 
-// The smallest row count r such that run_host(device) is no slower than the CPU on every
+// The smallest row count r such that run_host(device) is no slower than the host on every
 // sample with at least r rows (one past the largest sample when the device never wins).
 std::uint32_t crossover_rows(std::vector<dispatch_sample> samples) {
   std::sort(samples.begin(), samples.end(),
@@ -503,6 +507,18 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
     auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::automatic});
     (void)must(result, "extract_plan::run_host(automatic)");
   });
+  // What `automatic` runs below its crossover: the CPU engine behind run_host(dispatch::host),
+  // from the same host image to the same host result.
+  const double host_engine_congruence_ns = wall_median_ns(packed_repeats, [&] {
+    auto result = plan.closure.run_host(host, {dispatch::host});
+    (void)must(result, "congruence_plan::run_host(host)");
+  });
+  const double host_engine_extract_ns = wall_median_ns(packed_repeats, [&] {
+    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::host});
+    (void)must(result, "extract_plan::run_host(host)");
+  });
+  const char* engine_congruence = "run_host(dispatch::host): the CPU engine, every core";
+  const char* engine_extract = "run_host(dispatch::host): the CPU engine, every core";
   const std::string wall = params + ",\"timer\":\"wall\"";
   const auto side = [&](std::uint32_t crossover) {
     return wall + ",\"automatic_runs_on\":\"" + (R < crossover ? "host" : "device") + "\"";
@@ -518,8 +534,12 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
        cpu_packed_extract_ns);
   emit("extract_auto_vs_cpu", side(extract_host_below_rows), device, auto_extract_ns, cpu_extract,
        cpu_packed_extract_ns);
-  congruence_samples->push_back({R, host_device_congruence_ns, cpu_packed_congruence_ns});
-  extract_samples->push_back({R, host_device_extract_ns, cpu_packed_extract_ns});
+  emit("congruence_host_device_vs_host_engine", wall, device, host_device_congruence_ns,
+       engine_congruence, host_engine_congruence_ns);
+  emit("extract_host_device_vs_host_engine", wall, device, host_device_extract_ns, engine_extract,
+       host_engine_extract_ns);
+  congruence_samples->push_back({R, host_device_congruence_ns, host_engine_congruence_ns});
+  extract_samples->push_back({R, host_device_extract_ns, host_engine_extract_ns});
 }
 
 }  // namespace

@@ -32,16 +32,18 @@ struct dispatch_options {
   unsigned host_threads = 0;
 };
 
-//! Default crossovers (rows) of `automatic` dispatch: below them the CPU is faster than one
-//! plan replay plus the upload and download (a replay costs tens of microseconds of launch
-//! latency whatever the size). Measured against the CPU references (about 0.2-0.3 us per row for
-//! congruence, 0.1 us for extraction on the real e-graphs); the CPU engine that `run_host` now
-//! runs is faster still, so these are on the safe side: a file just below a crossover runs on
-//! the CPU, never slower than the CPU. `bench_algorithms` measures the real crossovers (its
-//! `congruence_dispatch_crossover` / `extract_dispatch_crossover` lines); re-measure on other
-//! machines and pass your own through `dispatch_options::host_below_rows`.
-inline constexpr std::uint32_t congruence_host_below_rows = 512;
-inline constexpr std::uint32_t extract_host_below_rows = 1024;
+//! Default crossovers (rows) of `automatic` dispatch: below them the CPU engine is faster than
+//! one plan replay plus the upload and download (a replay costs tens of microseconds of launch
+//! latency whatever the size). Measured by `bench_algorithms` over the 86 real e-graphs as
+//! `run_host(dispatch::device)` against `run_host(dispatch::host)` (its
+//! `congruence_dispatch_crossover` / `extract_dispatch_crossover` lines) on an H100 machine
+//! with 16 host cores: the device wins on every file from 3,777 rows for congruence and from
+//! 20,244 for extraction, whose worklist on a deep e-graph (7,999 rows, 3,999 rounds) runs far
+//! longer on the device. Rounded up to a multiple of 1,024, so a file near a crossover runs on
+//! the CPU. Re-measure on other machines and pass your own through
+//! `dispatch_options::host_below_rows`.
+inline constexpr std::uint32_t congruence_host_below_rows = 4096;
+inline constexpr std::uint32_t extract_host_below_rows = 20480;
 
 namespace detail {
 inline bool runs_on_host(const dispatch_options& options, std::uint32_t rows,
