@@ -98,7 +98,7 @@ stage_eqsat() {
 }
 stage_cli() {
   python3 scripts/cli_wall.py "$build/tools/vyre-egraph/vyre-egraph" "$PWD/.deps/egraphs" \
-    --repeats "${CLI_REPEATS:-7}" | tee -a "$out/cli.jsonl" | tail -n 1
+    --repeats "${CLI_REPEATS:-21}" | tee -a "$out/cli.jsonl" | tail -n 1
   return "${PIPESTATUS[0]}"
 }
 stage_dag() {
