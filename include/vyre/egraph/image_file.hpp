@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -384,7 +385,8 @@ expected<void> write_file(const std::filesystem::path& path, const image_ref& im
 
 //! Reads and checks the image file at `path`: the header first (the checks of
 //! `check_image_file_header` against the file's size), then the words straight into the
-//! image's storage in one read, then staged in place and summed (`finish_image`).
+//! image's storage (in pieces on up to `threads` threads), then staged in place and summed
+//! (`finish_image`).
 template <class Staging>
 expected<host_image> read_file(const std::filesystem::path& path, unsigned threads) {
   const std::string name = path.string();
@@ -411,10 +413,25 @@ expected<host_image> read_file(const std::filesystem::path& path, unsigned threa
   VYRE_TRY_ASSIGN(const auto header,
                   check_image_file_header<Staging>({head.data(), head_bytes}, file_bytes, name));
   VYRE_TRY_ASSIGN(auto storage, allocate_words(header.word_count, "image file: image words"));
-  // The size fits std::streamsize: the file's size came from tellg.
-  in.read(reinterpret_cast<char*>(storage.get()),
-          static_cast<std::streamsize>(header.word_count * sizeof(std::uint32_t)));
-  if (!in) return read_failed();
+  in.close();
+  // Pieces of at least 4 MiB, one stream each on up to `threads` threads: the page faults of
+  // the fresh storage and the copies out of the page cache are shared too. (A file replaced
+  // between two opens mixes two files' words, which the checksum refuses.)
+  const auto bytes = static_cast<std::size_t>(header.word_count * sizeof(std::uint32_t));
+  auto* to = reinterpret_cast<char*>(storage.get());
+  std::atomic<bool> read_ok{true};
+  vyre::detail::parallel_ranges(
+      threads, bytes, std::size_t{4} << 20, [&](std::size_t begin, std::size_t end) noexcept {
+        try {
+          std::ifstream piece(path, std::ios::binary);
+          piece.seekg(static_cast<std::streamoff>(image_file_header_bytes + begin));
+          piece.read(to + begin, static_cast<std::streamsize>(end - begin));
+          if (!piece) read_ok.store(false, std::memory_order_relaxed);
+        } catch (...) {  // the stream's buffer (std::bad_alloc)
+          read_ok.store(false, std::memory_order_relaxed);
+        }
+      });
+  if (!read_ok.load(std::memory_order_relaxed)) return read_failed();
   return finish_image<Staging>(header, std::move(storage), nullptr, threads, name);
 }
 }  // namespace detail
