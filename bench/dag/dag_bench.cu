@@ -13,10 +13,16 @@
 //    host's problem and starts), gpu_equals_cpu, ilp_dag_cost, ilp_optimal, ilp_lower_bound,
 //    ilp_s, cbc_s, optimum_from ("cbc" | "file" | "none"), gap (heuristic / optimum - 1)}
 //   {"name":"dag.extract.set", "params":{set}, files, proven, cumulative_ratio, geomean_gap,
-//    worst_gap, worst_file, cpu_s, gpu_s, gpu_max_s, ilp_s}  -- one per set, then set "all"
+//    worst_gap, worst_file, cpu_s, gpu_s, gpu_max_s, ilp_s, cbc_reached, cbc_reach_s,
+//    cbc_reach_over_cpu_min, cbc_reach_over_cpu_geomean}  -- one per set, then set "all"
+//
+// With --cbc-reach (needs CBC): CBC is also run cold (no warm start) and stopped at its first
+// selection costing at most the heuristic's, within the time limit: "CBC reaching the same
+// cost". Each file's line gains cbc_reached, cbc_reach_s (the limit when not reached) and
+// cbc_reach_over_cpu / cbc_reach_over_gpu; the set lines' ratios are over the reached files.
 //
 //   bench_dag [FILE ...] [--data-dir D] [--time-limit S] [--repeats K] [--threads N]
-//             [--searches N] [--kick-budget N] [--optima FILE.jsonl] [--no-gpu]
+//             [--searches N] [--kick-budget N] [--optima FILE.jsonl] [--no-gpu] [--cbc-reach]
 //
 // Without FILE: every file of expected_tree_cost.tsv in the data folder. Files with negative
 // costs (maxsat) are reported as skipped: DAG extraction refuses them.
@@ -93,6 +99,17 @@ struct set_totals {
   double worst_gap = 0;
   std::string worst_file;
   double cpu_s = 0, gpu_s = 0, gpu_max_s = 0, ilp_s = 0;
+  int cbc_reached = 0;
+  double cbc_reach_s = 0, reach_log_ratio_sum = 0, reach_ratio_min = INFINITY;
+
+  //! A cold CBC run stopped at the heuristic's cost, against the CPU engine's time.
+  void add_reach(const vyre_bench::cbc_reach& reach, double cpu) {
+    cbc_reach_s += reach.cbc_s;
+    if (!reach.reached || !(cpu > 0)) return;
+    ++cbc_reached;
+    reach_log_ratio_sum += std::log(reach.cbc_s / cpu);
+    reach_ratio_min = std::min(reach_ratio_min, reach.cbc_s / cpu);
+  }
 
   void add(const std::string& file, double heuristic, const vyre_bench::known_optimum& optimum,
            double cpu, double gpu) {
@@ -121,11 +138,14 @@ void print_set(const std::string& name, const set_totals& t, const std::string& 
       "{\"name\":\"dag.extract.set\",\"params\":{\"set\":\"%s\"},\"device\":\"%s\","
       "\"gpu\":\"%s\",\"files\":%d,\"proven\":%d,\"cumulative_ratio\":%.9f,\"geomean_gap\":%.9f,"
       "\"worst_gap\":%.9f,\"worst_file\":\"%s\",\"cpu_s\":%.6f,\"gpu_s\":%.6f,\"gpu_max_s\":%.6f,"
-      "\"ilp_s\":%.3f}\n",
+      "\"ilp_s\":%.3f,\"cbc_reached\":%d,\"cbc_reach_s\":%.3f,\"cbc_reach_over_cpu_min\":%.6g,"
+      "\"cbc_reach_over_cpu_geomean\":%.6g}\n",
       name.c_str(), cpu.c_str(), gpu.c_str(), t.files, t.proven,
       t.optimum_sum > 0 ? t.heuristic_sum / t.optimum_sum : 1.0,
       t.proven > 0 ? std::exp(t.log_ratio_sum / t.proven) - 1 : 0.0, t.worst_gap,
-      t.worst_gap > 0 ? t.worst_file.c_str() : "", t.cpu_s, t.gpu_s, t.gpu_max_s, t.ilp_s);
+      t.worst_gap > 0 ? t.worst_file.c_str() : "", t.cpu_s, t.gpu_s, t.gpu_max_s, t.ilp_s,
+      t.cbc_reached, t.cbc_reach_s, t.cbc_reached > 0 ? t.reach_ratio_min : 0.0,
+      t.cbc_reached > 0 ? std::exp(t.reach_log_ratio_sum / t.cbc_reached) : 0.0);
   std::fflush(stdout);
 }
 
@@ -137,6 +157,7 @@ int main(int argc, char** argv) {
   double time_limit = 30;
   int repeats = 3;
   bool use_gpu = true;
+  bool cbc_reach = false;
   dag_options options;
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -157,6 +178,8 @@ int main(int argc, char** argv) {
       optima_file = argv[++i];
     } else if (arg == "--no-gpu") {
       use_gpu = false;
+    } else if (arg == "--cbc-reach") {
+      cbc_reach = true;
     } else if (arg.rfind("--", 0) == 0) {
       std::fprintf(stderr, "bench_dag: unknown option %s\n", arg.c_str());
       return 2;
@@ -171,6 +194,10 @@ int main(int argc, char** argv) {
       std::printf("{\"skipped\":\"no e-graph data in %s\"}\n", data_dir.c_str());
       return 0;
     }
+  }
+  if (cbc_reach && !vyre_bench::have_ilp) {
+    std::fprintf(stderr, "bench_dag: --cbc-reach needs CBC (this build has none)\n");
+    return 2;
   }
   const auto optima = optima_file.empty() ? std::map<std::string, vyre_bench::known_optimum>{}
                                           : load_optima(optima_file);
@@ -266,19 +293,38 @@ int main(int argc, char** argv) {
       optimum_from = "cbc";
     }
     const double heuristic = on_cpu.dag_cost;
+    vyre_bench::cbc_reach reach;
+    std::string reach_fields;
+    if (cbc_reach) {
+      std::string problem;
+      if (!vyre_bench::cbc_reach_cost(graph, options, time_limit, heuristic, reach, problem)) {
+        std::fprintf(stderr, "bench_dag: %s: cold CBC: %s\n", file.c_str(), problem.c_str());
+        return 1;
+      }
+      char text[256];
+      std::snprintf(text, sizeof text,
+                    ",\"cbc_reached\":%s,\"cbc_reach_s\":%.3f,\"cbc_reach_best_cost\":%.17g,"
+                    "\"cbc_reach_over_cpu\":%.6g,\"cbc_reach_over_gpu\":%.6g",
+                    reach.reached ? "true" : "false", reach.cbc_s,
+                    std::isfinite(reach.best_cost) ? reach.best_cost : -1.0,
+                    cpu_s > 0 ? reach.cbc_s / cpu_s : 0.0, gpu_s > 0 ? reach.cbc_s / gpu_s : 0.0);
+      reach_fields = text;
+      sets[set].add_reach(reach, cpu_s);
+      all.add_reach(reach, cpu_s);
+    }
     std::printf(
         "{\"name\":\"dag.extract\",\"params\":{\"file\":\"%s\",\"set\":\"%s\",\"nodes\":%u,"
         "\"classes\":%zu,\"searches\":%u,\"kick_budget\":%llu,\"time_limit\":%g},\"device\":\"%s\","
         "\"gpu\":\"%s\",\"heuristic_dag_cost\":%.17g,\"tree_selection_dag_cost\":%.17g,"
         "\"cpu_median_s\":%.6f,\"gpu_median_s\":%.6f,\"gpu_device_s\":%.6f,\"gpu_equals_cpu\":%s,"
         "\"ilp_dag_cost\":%.17g,\"ilp_optimal\":%s,\"ilp_lower_bound\":%.17g,\"ilp_s\":%.3f,"
-        "\"cbc_s\":%.3f,\"optimum_from\":\"%s\",\"gap\":%.9f}\n",
+        "\"cbc_s\":%.3f,\"optimum_from\":\"%s\",\"gap\":%.9f%s}\n",
         file.c_str(), set.c_str(), graph.rows.row_count(), classes, options.searches,
         static_cast<unsigned long long>(options.kick_budget), time_limit, cpu.c_str(),
         gpu_name.c_str(), heuristic, on_cpu.tree_selection_dag_cost, cpu_s, gpu_s, gpu_device_s,
         gpu ? (same ? "true" : "false") : "null", optimum.cost, optimum.optimal ? "true" : "false",
         optimum.lower_bound, optimum.ilp_s, optimum.cbc_s, optimum_from,
-        optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0);
+        optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0, reach_fields.c_str());
     std::fflush(stdout);
     sets[set].add(file, heuristic, optimum, cpu_s, gpu_s);
     all.add(file, heuristic, optimum, cpu_s, gpu_s);

@@ -2,7 +2,9 @@
 // bench_dag's CBC step (see dag_bench_ilp.hpp).
 #include "dag_bench_ilp.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #if VYRE_HAVE_CBC
 #include "vyre/algorithms/dag_ilp.hpp"
@@ -32,11 +34,37 @@ bool solve_ilp(const vyre_test::loaded_egraph& graph, const vyre::algorithms::da
   out.cbc_s = exact->solver_seconds;
   return true;
 }
+
+bool cbc_reach_cost(const vyre_test::loaded_egraph& graph,
+                    const vyre::algorithms::dag_options& options, double time_limit, double cost,
+                    cbc_reach& out, std::string& problem) {
+  vyre::algorithms::dag_ilp_options ilp_options;
+  ilp_options.time_limit_seconds = time_limit;
+  ilp_options.heuristic = options;
+  ilp_options.warm_start = false;
+  ilp_options.stop_at_cost = cost;
+  const auto cold =
+      vyre::algorithms::extract_dag_ilp(graph.rows.ref(), graph.cost, graph.roots, ilp_options);
+  if (!cold) {
+    problem = cold.error().message();
+    return false;
+  }
+  out.best_cost = cold->solver_cost;
+  out.reached = cold->solver_cost <= cost + 1e-9 * std::max(1.0, std::abs(cost));
+  out.cbc_s = cold->solver_seconds;
+  return true;
+}
 #else
 const bool have_ilp = false;
 
 bool solve_ilp(const vyre_test::loaded_egraph&, const vyre::algorithms::dag_options&, double,
                known_optimum&, std::string& problem) {
+  problem = "built without CBC";
+  return false;
+}
+
+bool cbc_reach_cost(const vyre_test::loaded_egraph&, const vyre::algorithms::dag_options&, double,
+                    double, cbc_reach&, std::string& problem) {
   problem = "built without CBC";
   return false;
 }

@@ -25,4 +25,17 @@ extern const bool have_ilp;
 bool solve_ilp(const vyre_test::loaded_egraph& graph, const vyre::algorithms::dag_options& options,
                double time_limit, known_optimum& out, std::string& problem);
 
+//! How long CBC alone (no warm start) takes to hold a selection costing at most `cost`.
+struct cbc_reach {
+  bool reached = false;  //!< within the time limit
+  double cbc_s = 0;      //!< CBC's solve (the time limit when not reached)
+  double best_cost = 0;  //!< CBC's best selection when it stopped (infinite: none)
+};
+
+//! The same model as `solve_ilp`, solved cold and stopped at CBC's first selection costing at
+//! most `cost`; false with `problem` set on failure.
+bool cbc_reach_cost(const vyre_test::loaded_egraph& graph,
+                    const vyre::algorithms::dag_options& options, double time_limit, double cost,
+                    cbc_reach& out, std::string& problem);
+
 }  // namespace vyre_bench

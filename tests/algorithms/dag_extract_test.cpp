@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <initializer_list>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -233,6 +234,50 @@ TEST_CASE("DAG ILP: proven optima on the hand-made e-graphs", "[ilp]") {
     CHECK(found->selection.dag_cost == optimum);
     CHECK(checked_cost(g, found->selection) == optimum);
   }
+}
+
+TEST_CASE("DAG ILP: a cold solve finds the optimum alone, and stops at a requested cost", "[ilp]") {
+  std::mt19937 rng(4242);
+  int checked = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const small_graph g = random_graph(rng, 3 + static_cast<std::uint32_t>(trial % 5));
+    const double optimum = enumerate_optimum(g);
+    if (std::isinf(optimum)) continue;
+    INFO("trial " << trial << ", optimum " << optimum);
+    dag_ilp_options cold;
+    cold.time_limit_seconds = 5;
+    cold.heuristic = single_thread();
+    cold.warm_start = false;
+    const auto alone = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, cold);
+    REQUIRE(alone.has_value());
+    CHECK(alone->optimal);
+    CHECK(alone->solver_cost == optimum);  // CBC's own selection, not the heuristic's
+    CHECK(alone->selection.dag_cost == optimum);
+
+    cold.stop_at_cost = optimum;
+    const auto reached = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, cold);
+    REQUIRE(reached.has_value());
+    CHECK(reached->solver_cost == optimum);
+    CHECK(checked_cost(g, reached->selection) == reached->selection.dag_cost);
+
+    // Below the optimum CBC can only prove that nothing is that cheap.
+    cold.stop_at_cost = optimum - 0.5;
+    const auto below = extract_dag_ilp(g.rows.ref(), g.cost, g.roots, cold);
+    REQUIRE(below.has_value());
+    CHECK(std::isinf(below->solver_cost));
+    CHECK_FALSE(below->optimal);
+    CHECK(below->selection.dag_cost == below->heuristic_cost);
+    CHECK(below->lower_bound >= optimum - 0.5);
+    CHECK(below->lower_bound <= optimum);
+    ++checked;
+  }
+  CHECK(checked > 20);
+  dag_ilp_options nan_stop;
+  nan_stop.stop_at_cost = std::numeric_limits<double>::quiet_NaN();
+  const small_graph ok = sharing_graph();
+  const auto refused = extract_dag_ilp(ok.rows.ref(), ok.cost, ok.roots, nan_stop);
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().message().find("stop_at_cost") != std::string::npos);
 }
 
 TEST_CASE("DAG ILP: negative costs and a time limit <= 0 are clear errors", "[ilp]") {

@@ -13,9 +13,11 @@
 //! model: classes reachable from the roots through e-nodes whose children all have some acyclic
 //! choice (e-nodes naming their own class never can).
 //!
-//! CBC is warm-started from `extract_dag`'s selection and stopped at a time limit; the result
-//! is the cheaper of CBC's best and the heuristic's selection, with whether CBC proved it
-//! optimal and the best lower bound it proved.
+//! CBC is warm-started from `extract_dag`'s selection (or, with `warm_start = false`, left to
+//! find its own) and stopped at a time limit, or as soon as it holds a selection costing at most
+//! `stop_at_cost`; the result is the cheaper of CBC's best and the heuristic's selection, with
+//! whether CBC proved it optimal and the best lower bound it proved. A cold solve stopped at the
+//! heuristic's cost is how long CBC itself needs to reach that cost (bench/dag measures it so).
 #pragma once
 
 #if !__has_include(<Cbc_C_Interface.h>)
@@ -27,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -43,6 +46,14 @@ struct dag_ilp_options {
   //! overrun by a few seconds (62 s for 60 on tensat's bert, 34874 columns).
   double time_limit_seconds = 10;
   dag_options heuristic;  //!< the warm start's search
+  //! Give CBC the heuristic's selection as its first incumbent. Without it CBC searches from
+  //! nothing; the heuristic still runs, and its selection is still returned when CBC finds
+  //! nothing cheaper.
+  bool warm_start = true;
+  //! Stop as soon as CBC holds a selection of its own costing at most this (a cutoff just above
+  //! it and a stop at CBC's first solution). Infinite: no such stop. Meant for cold solves: a
+  //! warm start at or below it is that first solution.
+  double stop_at_cost = std::numeric_limits<double>::infinity();
 };
 
 //! What `extract_dag_ilp` found.
@@ -52,6 +63,9 @@ struct dag_ilp_result {
   double lower_bound = 0;           //!< proven: no selection costs less (= dag_cost if optimal)
   double heuristic_cost = 0;        //!< the warm start's DAG cost
   bool solver_improved = false;     //!< CBC found a selection cheaper than the warm start
+  //! The DAG cost of CBC's own best selection (with a warm start, at most the heuristic's);
+  //! infinite when CBC ended without one.
+  double solver_cost = std::numeric_limits<double>::infinity();
   std::uint32_t model_columns = 0;
   std::uint32_t model_rows = 0;
   double solver_seconds = 0;
@@ -73,6 +87,10 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
     return fail(error(errc::invalid_argument, "DAG ILP extraction: the time limit must be > 0")
                     .about(who)
                     .fix("pass dag_ilp_options::time_limit_seconds > 0"));
+  if (std::isnan(options.stop_at_cost))
+    return fail(error(errc::invalid_argument, "DAG ILP extraction: stop_at_cost is NaN")
+                    .about(who)
+                    .fix("pass a cost, or infinity for no early stop"));
   dag_ilp_result result;
   VYRE_TRY_ASSIGN(result.selection, extract_dag(p, options.heuristic, who, reference));
   result.heuristic_cost = result.selection.dag_cost;
@@ -190,11 +208,17 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
     // the search on some models (tensat's bert); without it CBC is slower but sound.
     Cbc_setParameter(model.get(), "preprocess", "off");
     Cbc_setMaximumSeconds(model.get(), options.time_limit_seconds);
+    if (std::isfinite(options.stop_at_cost)) {
+      // CBC keeps only solutions below the cutoff, so its first one is the one wanted.
+      Cbc_setCutoff(model.get(),
+                    options.stop_at_cost + 1e-9 * (std::max)(1.0, std::abs(options.stop_at_cost)));
+      Cbc_setMaximumSolutions(model.get(), 1);
+    }
     result.model_columns = columns;
     result.model_rows = static_cast<std::uint32_t>(constraint);
 
     // Warm start: the heuristic's selection, with each class's height as its order.
-    {
+    if (options.warm_start) {
       const std::vector<std::uint32_t>& chosen = result.selection.choice;
       std::vector<std::uint32_t> height(p.class_count, 0);
       std::vector<std::uint32_t> order;  // classes in post-order
@@ -249,7 +273,6 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
     const double* best = Cbc_bestSolution(model.get());
 
     // CBC's selection, checked: every reachable class chooses one row, no cycle.
-    bool adopted = false;
     if (best != nullptr) {
       std::vector<std::uint32_t> choice(p.class_count, no_row);
       for (const std::uint32_t r : rows)
@@ -259,19 +282,26 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
         std::vector<std::uint32_t> reachable;
         std::uint32_t selected = 0;
         const double cost = restrict_to_reachable(p, choice, reachable, selected);
+        result.solver_cost = cost;
         if (cost < result.selection.dag_cost - 1e-9 * (std::max)(1.0, cost)) {
           result.selection.choice = std::move(reachable);
           result.selection.dag_cost = cost;
           result.selection.selected_rows = selected;
           result.solver_improved = true;
         }
-        adopted = true;
       }
     }
-    (void)adopted;
     const double dag_cost = result.selection.dag_cost;
-    result.optimal = proven;
-    result.lower_bound = proven ? dag_cost : (std::min)((std::max)(bound, 0.0), dag_cost);
+    if (std::isfinite(options.stop_at_cost) && Cbc_isProvenInfeasible(model.get()) != 0) {
+      // Nothing costs less than the cutoff: the heuristic's selection is optimal if it is
+      // below it, and the cutoff is a bound either way.
+      const double cutoff = Cbc_getCutoff(model.get());
+      result.optimal = dag_cost <= cutoff;
+      result.lower_bound = (std::min)((std::max)(cutoff, 0.0), dag_cost);
+    } else {
+      result.optimal = proven;
+      result.lower_bound = proven ? dag_cost : (std::min)((std::max)(bound, 0.0), dag_cost);
+    }
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("DAG ILP extraction: the model", p.row_count, who,
                                   "free host memory, or use --method dag"));
