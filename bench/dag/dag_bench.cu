@@ -22,7 +22,8 @@
 // cbc_reach_over_cpu / cbc_reach_over_gpu; the set lines' ratios are over the reached files.
 //
 //   bench_dag [FILE ...] [--data-dir D] [--time-limit S] [--repeats K] [--threads N]
-//             [--searches N] [--kick-budget N] [--optima FILE.jsonl] [--no-gpu] [--cbc-reach]
+//             [--searches N] [--kick-budget N] [--kick-patience N] [--optima FILE.jsonl]
+//             [--no-gpu] [--cbc-reach]
 //
 // Without FILE: every file of expected_tree_cost.tsv in the data folder. Files with negative
 // costs (maxsat) are reported as skipped: DAG extraction refuses them.
@@ -174,6 +175,8 @@ int main(int argc, char** argv) {
       options.searches = static_cast<std::uint32_t>(std::atoi(argv[++i]));
     } else if (arg == "--kick-budget" && i + 1 < argc) {
       options.kick_budget = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--kick-patience" && i + 1 < argc) {
+      options.kick_patience = static_cast<std::uint32_t>(std::atoi(argv[++i]));
     } else if (arg == "--optima" && i + 1 < argc) {
       optima_file = argv[++i];
     } else if (arg == "--no-gpu") {
@@ -314,17 +317,18 @@ int main(int argc, char** argv) {
     }
     std::printf(
         "{\"name\":\"dag.extract\",\"params\":{\"file\":\"%s\",\"set\":\"%s\",\"nodes\":%u,"
-        "\"classes\":%zu,\"searches\":%u,\"kick_budget\":%llu,\"time_limit\":%g},\"device\":\"%s\","
+        "\"classes\":%zu,\"searches\":%u,\"kick_budget\":%llu,\"kick_patience\":%u,\"time_limit\":%"
+        "g},\"device\":\"%s\","
         "\"gpu\":\"%s\",\"heuristic_dag_cost\":%.17g,\"tree_selection_dag_cost\":%.17g,"
         "\"cpu_median_s\":%.6f,\"gpu_median_s\":%.6f,\"gpu_device_s\":%.6f,\"gpu_equals_cpu\":%s,"
         "\"ilp_dag_cost\":%.17g,\"ilp_optimal\":%s,\"ilp_lower_bound\":%.17g,\"ilp_s\":%.3f,"
         "\"cbc_s\":%.3f,\"optimum_from\":\"%s\",\"gap\":%.9f%s}\n",
         file.c_str(), set.c_str(), graph.rows.row_count(), classes, options.searches,
-        static_cast<unsigned long long>(options.kick_budget), time_limit, cpu.c_str(),
-        gpu_name.c_str(), heuristic, on_cpu.tree_selection_dag_cost, cpu_s, gpu_s, gpu_device_s,
-        gpu ? (same ? "true" : "false") : "null", optimum.cost, optimum.optimal ? "true" : "false",
-        optimum.lower_bound, optimum.ilp_s, optimum.cbc_s, optimum_from,
-        optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0, reach_fields.c_str());
+        static_cast<unsigned long long>(options.kick_budget), options.kick_patience, time_limit,
+        cpu.c_str(), gpu_name.c_str(), heuristic, on_cpu.tree_selection_dag_cost, cpu_s, gpu_s,
+        gpu_device_s, gpu ? (same ? "true" : "false") : "null", optimum.cost,
+        optimum.optimal ? "true" : "false", optimum.lower_bound, optimum.ilp_s, optimum.cbc_s,
+        optimum_from, optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0, reach_fields.c_str());
     std::fflush(stdout);
     sets[set].add(file, heuristic, optimum, cpu_s, gpu_s);
     all.add(file, heuristic, optimum, cpu_s, gpu_s);
