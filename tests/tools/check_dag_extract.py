@@ -8,10 +8,12 @@ MODE:
   dag   --method dag on real e-graphs: the --selection file (extraction-gym's shape, the file's
         own ids) covers every e-class reachable from the roots, picks a node of each, has no
         cycle, and its DAG cost recomputed here equals the printed dag_cost, which is at most
-        the tree selection's; negative costs (maxsat) exit 2 naming the node and its cost
+        the tree selection's and at most that of --kick-budget 0 (kicks only keep cheaper
+        maps); the knobs are echoed; negative costs (maxsat) exit 2 naming the node and its cost
   ilp   --method ilp on small real e-graphs: the same checks, plus optimal/lower_bound keys,
         dag_cost <= the heuristic's and lower_bound <= dag_cost (SKIPPED, 77, without CBC)
-  dag_gpu  --method dag --device gpu against --device cpu, both --searches 7: the same dag_cost and the same
+  dag_gpu  --method dag --device gpu against --device cpu, both --searches 7, with the default
+        kicks and with --kick-budget 1000000 --kick-patience 20: the same dag_cost and the same
         selection file byte for byte, "dag_device": "gpu"; negative costs exit 2 there too
         (SKIPPED, 77, without a CUDA device)
 
@@ -112,6 +114,18 @@ def check_file(tool, data_dir, work, name, method):
         check(value["dag_cost"] <= tree["dag_cost"] + 1e-9 * max(1.0, tree["dag_cost"]),
               f"{name} {method}: DAG cost {value['dag_cost']} > the tree selection's "
               f"{tree['dag_cost']}")
+    if method == "dag":
+        check(value.get("kick_budget") == 60000000 and value.get("kick_patience") == 1000,
+              f"{name}: kick_budget {value.get('kick_budget')}, patience "
+              f"{value.get('kick_patience')}")
+        code, out, err = run(tool, "extract", path, "--method", "dag", "--device", "cpu",
+                             "--json", "--kick-budget", "0")
+        check(code == 0, f"{name} --kick-budget 0: exit {code}, stderr {err.strip()}")
+        if code == 0:
+            plain = json.loads(out)
+            check(plain.get("kick_budget") == 0, f"{name}: kick_budget {plain.get('kick_budget')}")
+            check(value["dag_cost"] <= plain["dag_cost"] + 1e-9 * max(1.0, plain["dag_cost"]),
+                  f"{name}: with kicks {value['dag_cost']} > without {plain['dag_cost']}")
     if method == "ilp":
         check(value.get("optimal") in (True, False), f"{name}: optimal {value.get('optimal')}")
         check(value["dag_cost"] <= value["heuristic_dag_cost"] + 1e-9 * max(1.0, value["dag_cost"]),
@@ -123,13 +137,13 @@ def check_file(tool, data_dir, work, name, method):
                   f"{name}: optimal but lower bound {value['lower_bound']} != {value['dag_cost']}")
 
 
-def check_gpu_file(tool, data_dir, work, name):
+def check_gpu_file(tool, data_dir, work, name, *kicks):
     path = os.path.join(data_dir, name)
     found = {}
     for device in ("gpu", "cpu"):
         out_path = os.path.join(work, name.replace("/", "_") + f".dag.{device}.selection.json")
         code, out, err = run(tool, "extract", path, "--method", "dag", "--device", device,
-                             "--searches", "7", "--json", "--selection", out_path)
+                             "--searches", "7", *kicks, "--json", "--selection", out_path)
         check(code == 0, f"{name} dag on the {device}: exit {code}, stderr {err.strip()}")
         if code != 0:
             return
@@ -168,6 +182,8 @@ def main():
             skip(f"no usable CUDA device: {err.strip()}")
         for name in FILES:
             check_gpu_file(tool, data_dir, work, name)
+            check_gpu_file(tool, data_dir, work, name, "--kick-budget", "1000000",
+                           "--kick-patience", "20")
         check_negative(tool, data_dir, "dag", "--device", "gpu")
         return finish()
     for name in FILES:

@@ -94,14 +94,16 @@ vyre::expected<congruence_summary> congruence_cpu(const graph_input& input, bool
                                                   unsigned threads);
 vyre::expected<extraction_summary> extract_cpu(const graph_input& input, unsigned threads);
 //! DAG-cost extraction on the CPU (`method` dag or ilp; `time_limit` seconds bounds CBC;
-//! `searches` independent searches on `threads` workers, 0: every core).
+//! `search`: the heuristic's searches, kicks and worker threads, 0: every core).
 //! Errors: a negative node cost (naming the node and its cost), a needed e-class with no
 //! acyclic choice, ilp in a build without CBC.
 vyre::expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
-                                            double time_limit, unsigned searches, unsigned threads);
+                                            double time_limit,
+                                            const vyre::algorithms::dag_options& search);
 //! The same heuristic on device 0 (`vyre::algorithms::extract_dag` on a backend): the CPU's
 //! selection, found by one thread block per search.
-vyre::expected<dag_summary> extract_dag_gpu(const graph_input& input, unsigned searches);
+vyre::expected<dag_summary> extract_dag_gpu(const graph_input& input,
+                                            const vyre::algorithms::dag_options& search);
 //! What DAG extraction needs of the input: costs and roots, every cost >= 0 (a negative one is
 //! named by its node id).
 vyre::expected<void> check_dag_costs(const graph_input& input);

@@ -239,7 +239,8 @@ dag_summary dag_summary_of(vyre::algorithms::dag_extraction_result&& found) {
 }
 
 expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method method,
-                                      double time_limit, unsigned searches, unsigned threads) {
+                                      double time_limit,
+                                      const vyre::algorithms::dag_options& search) {
   VYRE_TRY(check_dag_costs(input));
   const auto start = std::chrono::steady_clock::now();
   const auto columns = packed_view(input.image);
@@ -250,8 +251,7 @@ expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method m
 #if VYRE_HAVE_CBC
     vyre::algorithms::dag_ilp_options options;
     options.time_limit_seconds = time_limit;
-    options.heuristic.searches = searches;
-    options.heuristic.threads = threads;
+    options.heuristic = search;
     VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag_ilp(columns, costs, roots, options));
     summary.optimal = found.optimal;
     summary.lower_bound = found.lower_bound;
@@ -263,17 +263,14 @@ expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method m
     summary.choice = std::move(found.selection.choice);
 #else
     (void)time_limit;
-    (void)threads;
+    (void)search;
     return fail(error(errc::invalid_argument,
                       "extract --method ilp: this vyre-egraph was built without COIN-OR CBC")
                     .fix("install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use "
                          "--method dag"));
 #endif
   } else {
-    vyre::algorithms::dag_options options;
-    options.searches = searches;
-    options.threads = threads;
-    VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag(columns, costs, roots, options));
+    VYRE_TRY_ASSIGN(auto found, vyre::algorithms::extract_dag(columns, costs, roots, search));
     summary = dag_summary_of(std::move(found));
   }
   summary.seconds = seconds_since(start);

@@ -101,16 +101,15 @@ expected<congruence_summary> congruence_gpu(const graph_input& input, bool keep_
   return summary;
 }
 
-expected<dag_summary> extract_dag_gpu(const graph_input& input, unsigned searches) {
+expected<dag_summary> extract_dag_gpu(const graph_input& input,
+                                      const vyre::algorithms::dag_options& search) {
   VYRE_TRY(check_dag_costs(input));
   const auto start = std::chrono::steady_clock::now();
   VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
-  vyre::algorithms::dag_options options;
-  options.searches = searches;
   VYRE_TRY_ASSIGN(auto found,
                   vyre::algorithms::extract_dag(gpu, input.image.ref().columns(),
                                                 {input.node_cost.data(), input.node_cost.size()},
-                                                {input.roots.data(), input.roots.size()}, options));
+                                                {input.roots.data(), input.roots.size()}, search));
   dag_summary summary = dag_summary_of(std::move(found));
   summary.seconds = seconds_since(start);
   return summary;

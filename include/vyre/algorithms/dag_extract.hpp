@@ -46,6 +46,7 @@
 #include <cuda/std/span>
 
 #include "vyre/algorithms/cpu.hpp"
+#include "vyre/algorithms/cpu_engine.hpp"
 #include "vyre/algorithms/detail/dag_search.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
@@ -163,7 +164,8 @@ inline error dag_out_of_memory(const char* context, std::uint32_t rows, const ch
 
 //! Validates costs and roots and builds the problem. Refuses negative costs (DAG cost is then
 //! not what a selection should minimise: paying a node once is no longer a lower bound).
-inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense_classes& dense,
+inline expected<dag_problem> make_dag_problem(const host_rows& rows,
+                                              const cpu_engine::detail::dense_map& dense,
                                               cuda::std::span<const double> node_cost,
                                               cuda::std::span<const std::uint32_t> roots,
                                               const char* who) {
@@ -197,7 +199,7 @@ inline expected<dag_problem> make_dag_problem(const host_rows& rows, const dense
   p.row_count = rows.row_count;
   try {
     p.ids = dense.ids;
-    p.row_class = dense.of_row;
+    p.row_class.assign(dense.of_row.begin(), dense.of_row.end());
     p.cost.assign(node_cost.begin(), node_cost.end());
     p.usable.assign(p.row_count, 1);
     p.child_start.assign(std::size_t{p.row_count} + 1, 0u);
@@ -299,43 +301,57 @@ inline std::vector<std::uint32_t> tree_start(const dag_problem& p) {
 
 //! The greedy DAG start: a row is worth the cost of the union of its children's node sets plus
 //! its own cost. Abandoned (empty) when the stored sets would pass `max_entries` in all.
+//! A class settled by a row with one child class stores only itself and links to the child's
+//! set (the union is that set): chains of such rows would otherwise make this start quadratic
+//! in their length, in time and memory.
 inline std::vector<std::uint32_t> greedy_dag_start(const dag_problem& p, std::size_t max_entries) {
-  std::vector<std::vector<std::uint32_t>> set(p.class_count);  // classes in each settled set
+  // Class c's set: own[c], then the set of link[c] (no_row: none); the parts are disjoint.
+  std::vector<std::vector<std::uint32_t>> own(p.class_count);
+  std::vector<std::uint32_t> link(p.class_count, no_row);
+  std::vector<double> worth(p.class_count, 0.0);  // cost of each settled set
   std::vector<std::uint32_t> stamp(p.class_count, 0);
   std::uint32_t epoch = 0;
   std::size_t stored = 0;
   std::vector<std::uint32_t> members;
   const std::vector<std::uint32_t>* chosen = nullptr;
+  const auto only_child = [&](std::uint32_t r) {
+    return p.children_end(r) - p.children_begin(r) == 1 ? p.child[p.children_begin(r)] : no_row;
+  };
   // Collects the union of r's children's sets into `members` and returns its cost + cost[r].
   auto gather = [&](std::uint32_t r, const std::vector<std::uint32_t>& choice) {
     ++epoch;
     members.clear();
     double total = p.cost[r];
     for (std::uint32_t k = p.children_begin(r); k < p.children_end(r); ++k)
-      for (const std::uint32_t d : set[p.child[k]])
-        if (stamp[d] != epoch) {
-          stamp[d] = epoch;
-          members.push_back(d);
-          total += p.cost[choice[d]];
-        }
+      for (std::uint32_t part = p.child[k]; part != no_row; part = link[part])
+        for (const std::uint32_t d : own[part])
+          if (stamp[d] != epoch) {
+            stamp[d] = epoch;
+            members.push_back(d);
+            total += p.cost[choice[d]];
+          }
     return total;
   };
-  std::vector<std::uint32_t> result;
-  result = settle_classes(
-      p,
-      [&](std::uint32_t r, const std::vector<std::uint32_t>& choice) {
-        chosen = &choice;
-        return gather(r, choice);
-      },
-      [&](std::uint32_t c, std::uint32_t r) {
-        gather(r, *chosen);
-        members.push_back(c);
-        stored += members.size();
-        if (stored > max_entries) return false;
-        set[c] = members;
-        return true;
-      });
-  return result;
+  auto value = [&](std::uint32_t r, const std::vector<std::uint32_t>& choice) {
+    chosen = &choice;
+    const std::uint32_t d = only_child(r);
+    return d != no_row ? p.cost[r] + worth[d] : gather(r, choice);
+  };
+  return settle_classes(p, value, [&](std::uint32_t c, std::uint32_t r) {
+    const std::uint32_t d = only_child(r);
+    if (d != no_row) {
+      members.clear();
+      link[c] = d;
+      worth[c] = p.cost[r] + worth[d];
+    } else {
+      worth[c] = gather(r, *chosen);
+    }
+    members.push_back(c);
+    stored += members.size();
+    if (stored > max_entries) return false;
+    own[c] = members;
+    return true;
+  });
 }
 
 //! The choice of every class reachable from the roots through `choice` (`no_row` elsewhere)
@@ -546,14 +562,17 @@ struct dag_input {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(dag_input);
 
+//! Through the CPU engine (one thread: these problems are small next to their searches), whose
+//! tree-cost selection equals `extract_reference`'s in one Knuth-Dijkstra pass where the
+//! reference's worklist can take a round per level (4000 on a chain).
 inline expected<dag_input> dag_input_of(const host_rows& view,
                                         cuda::std::span<const double> node_cost,
                                         cuda::std::span<const std::uint32_t> roots,
                                         const char* who) {
-  VYRE_TRY_ASSIGN(const dense_classes dense, densify(view));
+  VYRE_TRY_ASSIGN(const cpu_engine::detail::dense_map dense, cpu_engine::detail::densify(view, 1));
   dag_input input;
   VYRE_TRY_ASSIGN(input.problem, make_dag_problem(view, dense, node_cost, roots, who));
-  VYRE_TRY_ASSIGN(input.tree, extract(view, dense, node_cost, roots));
+  VYRE_TRY_ASSIGN(input.tree, cpu_engine::detail::extract(view, dense, node_cost, roots, 1));
   return input;
 }
 
