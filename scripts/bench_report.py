@@ -258,22 +258,26 @@ def eqsat_plot(rows, plot_dir: pathlib.Path, plt):
                          "Equality saturation: e-nodes against time per engine")
 
 
-def log_time_plot(plt, path, draw, xlabel, ylabel, title, caption):
-    """One figure with a log time axis: `draw(ax)` adds the series; returns (caption, path)."""
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+def log_time_plot(plt, path, draw, xlabel, ylabel, title, caption, legend_outside=False):
+    """One figure with a log time axis: `draw(ax)` adds the series; returns (caption, path).
+    `legend_outside`: the legend right of the axes (many series would hide points)."""
+    fig, ax = plt.subplots(figsize=(11, 4.6) if legend_outside else (7, 4.2))
     draw(ax)
     ax.set_xscale("log")
-    save_figure(plt, fig, ax, path, xlabel, ylabel, title)
+    save_figure(plt, fig, ax, path, xlabel, ylabel, title, legend_outside)
     return (caption, path)
 
 
-def save_figure(plt, fig, ax, path, xlabel, ylabel, title):
+def save_figure(plt, fig, ax, path, xlabel, ylabel, title, legend_outside=False):
     """Labels, grid and legend the way every plot here has them, then writes `path`."""
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7)
+    if legend_outside:
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    else:
+        ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -288,9 +292,20 @@ DAG_PUBLISHED = (
     "time out at 6 s; SmoothE (A100): 0.2-4.7% gaps at ~20 s per file, not deterministic.")
 
 
+def dag_config(r):
+    """A DAG run's configuration: its searches, and its kicks when not the defaults."""
+    params = r["params"]
+    label = f"{params.get('searches', '?')} searches"
+    budget, patience = params.get("kick_budget", 60000000), params.get("kick_patience", 1000)
+    if (budget, patience) != (60000000, 1000):
+        label += f", kicks {budget / 1e6:g}M / {patience}"
+    return label
+
+
 def dag_section(rows):
     # A --cbc-reach run (CBC alone, stopped at the heuristic's cost) gets its own table.
-    reach_sources = {r.get("_source") for r in rows if "cbc_reach_s" in r}
+    reach_sources = {r.get("_source") for r in rows
+                     if r["name"] == "dag.extract" and "cbc_reach_s" in r}
     reach_rows = [r for r in rows if r.get("_source") in reach_sources]
     rows = [r for r in rows if r.get("_source") not in reach_sources]
     files = [r for r in rows if r["name"] == "dag.extract" and "gap" in r]
@@ -300,14 +315,15 @@ def dag_section(rows):
            "warm-up; GPU end to end = host rows to host result. The GPU and the CPU engines "
            "run the same searches and give the same selection on every file. Published: "
            + DAG_PUBLISHED, "",
-           "| searches | set | files | proven | cumulative ratio | geomean gap | worst gap | "
+           "| configuration (kicks: budget / patience, when not the defaults) | set | files | proven | "
+           "cumulative ratio | geomean gap | worst gap | "
            "CPU engine, all files | GPU engine, all files | GPU slowest file | CBC (ILP), all "
            "files |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
     searches_of = {}
     for r in files:
-        searches_of.setdefault(r.get("_source"), r["params"].get("searches", ""))
-    for r in sorted(sets, key=lambda r: (searches_of.get(r.get("_source"), 0),
+        searches_of.setdefault(r.get("_source"), dag_config(r))
+    for r in sorted(sets, key=lambda r: (searches_of.get(r.get("_source"), ""),
                                          r["params"]["set"] == "all", r["params"]["set"])):
         out.append(
             f"| {searches_of.get(r.get('_source'), '')} | {r['params']['set']} | {r['files']} | "
@@ -315,11 +331,11 @@ def dag_section(rows):
             f"{100 * r['worst_gap']:.2f}% | {r['cpu_s']:.3f} s | {r['gpu_s']:.3f} s | "
             f"{r['gpu_max_s']:.3f} s | {r['ilp_s']:.1f} s |")
     big = sorted((r for r in files if r["params"].get("nodes", 0) >= 1000),
-                 key=lambda r: (r["params"]["file"], r["params"].get("searches", 0)))
+                 key=lambda r: (r["params"]["file"], dag_config(r)))
     if big:
         out += ["", "Files of at least 1,000 e-nodes (speedup = CPU engine / GPU engine, end to "
                 "end; \u2020 not proven optimal by CBC in 60 s: gap against CBC's best):", "",
-                "| file | e-nodes | searches | DAG cost | tree selection's | CBC best | gap | "
+                "| file | e-nodes | configuration | DAG cost | tree selection's | CBC best | gap | "
                 "CPU engine | GPU engine | speedup | same selection |",
                 "|---|---|---|---|---|---|---|---|---|---|---|"]
         for r in big:
@@ -327,7 +343,7 @@ def dag_section(rows):
             speed = r["cpu_median_s"] / r["gpu_median_s"] if r.get("gpu_median_s") else None
             out.append(
                 f"| {r['params']['file']} | {r['params']['nodes']:,} | "
-                f"{r['params'].get('searches', '')} | {r['heuristic_dag_cost']:.6g} | "
+                f"{dag_config(r)} | {r['heuristic_dag_cost']:.6g} | "
                 f"{r['tree_selection_dag_cost']:.6g} | {r['ilp_dag_cost']:.6g}{proven} | "
                 f"{100 * r['gap']:+.2f}% | {r['cpu_median_s']:.3f} s | {r['gpu_median_s']:.3f} s | "
                 f"{fmt_number(speed)} | {'yes' if r.get('gpu_equals_cpu') else 'NO'} |")
@@ -347,64 +363,71 @@ def dag_reach_table(rows):
            "everything worse), so these times are a lower bound on CBC finding that cost by "
            "itself. Ratio = CBC's time / the CPU engine's (all cores of this machine), over the "
            "files CBC reached.", "",
-           "| set | files | CBC reached | CBC time, all files | CPU engine, all files | ratio, "
-           "geomean | ratio, min |", "|---|---|---|---|---|---|---|"]
-    for r in sorted(sets, key=lambda r: (r["params"]["set"] == "all", r["params"]["set"])):
+           "| configuration | set | files | CBC reached | CBC time, all files | CPU engine, all "
+           "files | ratio, geomean | ratio, min |", "|---|---|---|---|---|---|---|---|"]
+    config_of = {}
+    for r in files:
+        config_of.setdefault(r.get("_source"), dag_config(r))
+    for r in sorted(sets, key=lambda r: (config_of.get(r.get("_source"), ""),
+                                         r["params"]["set"] == "all", r["params"]["set"])):
         out.append(
-            f"| {r['params']['set']} | {r['files']} | {r['cbc_reached']} | "
+            f"| {config_of.get(r.get('_source'), '')} | {r['params']['set']} | {r['files']} | "
+            f"{r['cbc_reached']} | "
             f"{r['cbc_reach_s']:.2f} s | {r['cpu_s']:.3f} s | "
             f"{fmt_number(r['cbc_reach_over_cpu_geomean'])} | "
             f"{fmt_number(r['cbc_reach_over_cpu_min'])} |")
     slow = sorted((r for r in files if r["cbc_reach_s"] >= 0.1 or not r["cbc_reached"]),
-                  key=lambda r: r["params"]["file"])
+                  key=lambda r: (r["params"]["file"], dag_config(r)))
     if slow:
         out += ["", "Files where CBC needed at least 0.1 s (\u2021 not reached within the "
                 "limit: the ratio is a lower bound):", "",
-                "| file | e-nodes | DAG cost | CBC time | CPU engine | ratio |",
-                "|---|---|---|---|---|---|"]
+                "| file | e-nodes | configuration | DAG cost | CBC time | CPU engine | ratio |",
+                "|---|---|---|---|---|---|---|"]
         for r in slow:
             mark = "" if r["cbc_reached"] else " \u2021"
             out.append(
-                f"| {r['params']['file']} | {r['params']['nodes']:,} | "
+                f"| {r['params']['file']} | {r['params']['nodes']:,} | {dag_config(r)} | "
                 f"{r['heuristic_dag_cost']:.6g} | {r['cbc_reach_s']:.3f} s{mark} | "
                 f"{r['cpu_median_s']:.4f} s | {fmt_number(r['cbc_reach_over_cpu'])}{mark} |")
     return out
 
 
 def dag_plot(rows, plot_dir: pathlib.Path, plt):
-    reach_sources = {r.get("_source") for r in rows if "cbc_reach_s" in r}
+    reach_sources = {r.get("_source") for r in rows
+                     if r["name"] == "dag.extract" and "cbc_reach_s" in r}
     files = [r for r in rows if r["name"] == "dag.extract" and "gap" in r
              and r.get("_source") not in reach_sources]
     if not files:
         return None
     series = collections.defaultdict(list)
     for r in rows:  # CBC alone, stopped at the heuristic's cost (another machine: labelled)
-        if "cbc_reach_s" in r and r.get("cbc_reached") and r.get("ilp_optimal"):
+        if r["name"] == "dag.extract" and "cbc_reach_s" in r and r.get("cbc_reached") and r.get("ilp_optimal"):
             series[f"CBC alone, to vyre's cost ({r.get('device', '')})"].append(
                 (max(r["cbc_reach_s"], 1e-3),
                  100 * (r["cbc_reach_best_cost"] / r["ilp_dag_cost"] - 1)
                  if r["ilp_dag_cost"] > 0 else 0.0))
     for r in files:
-        s = r["params"].get("searches", "?")
+        s = dag_config(r)
         # Files CBC did not prove optimal in its time limit: the gap to CBC's best (below 0:
         # the heuristic found a cheaper selection than CBC).
         tail = "" if r.get("ilp_optimal") else " (vs CBC's best, unproven)"
-        series[f"vyre CPU engine, {s} searches{tail}"].append((r["cpu_median_s"], 100 * r["gap"]))
+        series[f"vyre CPU engine, {s}{tail}"].append((r["cpu_median_s"], 100 * r["gap"]))
         if r.get("gpu_median_s"):
-            series[f"vyre GPU engine, {s} searches{tail}"].append(
+            series[f"vyre GPU engine, {s}{tail}"].append(
                 (r["gpu_median_s"], 100 * r["gap"]))
-        if s == 4:  # CBC ran once per file
+        if s == "4 searches":  # CBC ran once per file
             series[f"CBC (ILP, warm-started){tail or ', proven'}"].append(
                 (max(r["ilp_s"], 1e-3), 0.0))
     def draw(ax):
-        for label, points in sorted(series.items()):
-            ax.scatter([p[0] for p in points], [p[1] for p in points], s=12, label=label,
-                       alpha=0.7)
+        markers = "osD^vP*X"  # with the colour cycle, no two series look alike
+        for i, (label, points) in enumerate(sorted(series.items())):
+            ax.scatter([p[0] for p in points], [p[1] for p in points], s=14, label=label,
+                       alpha=0.7, marker=markers[(i // 10) % len(markers)])
 
     return log_time_plot(plt, plot_dir / "dag.png", draw, "seconds per file (end to end)",
                          "gap to the optimum (%)",
                          "DAG extraction: gap against time per file and method",
-                         "DAG extraction: gap against time per method")
+                         "DAG extraction: gap against time per method", legend_outside=True)
 
 
 def make_plots(rows, plot_dir: pathlib.Path):
