@@ -302,6 +302,16 @@ def dag_config(r):
     return label
 
 
+def dag_sets_by_config(files, sets):
+    """The set rows with their run's configuration, ordered by it, then by set ("all" last)."""
+    config_of = {}
+    for r in files:
+        config_of.setdefault(r.get("_source"), dag_config(r))
+    labelled = [(config_of.get(r.get("_source"), ""), r) for r in sets]
+    return sorted(labelled, key=lambda item: (item[0], item[1]["params"]["set"] == "all",
+                                              item[1]["params"]["set"]))
+
+
 def dag_section(rows):
     # A --cbc-reach run (CBC alone, stopped at the heuristic's cost) gets its own table.
     reach_sources = {r.get("_source") for r in rows
@@ -320,13 +330,9 @@ def dag_section(rows):
            "CPU engine, all files | GPU engine, all files | GPU slowest file | CBC (ILP), all "
            "files |",
            "|---|---|---|---|---|---|---|---|---|---|---|"]
-    searches_of = {}
-    for r in files:
-        searches_of.setdefault(r.get("_source"), dag_config(r))
-    for r in sorted(sets, key=lambda r: (searches_of.get(r.get("_source"), ""),
-                                         r["params"]["set"] == "all", r["params"]["set"])):
+    for config, r in dag_sets_by_config(files, sets):
         out.append(
-            f"| {searches_of.get(r.get('_source'), '')} | {r['params']['set']} | {r['files']} | "
+            f"| {config} | {r['params']['set']} | {r['files']} | "
             f"{r['proven']} | {r['cumulative_ratio']:.4f} | {100 * r['geomean_gap']:.2f}% | "
             f"{100 * r['worst_gap']:.2f}% | {r['cpu_s']:.3f} s | {r['gpu_s']:.3f} s | "
             f"{r['gpu_max_s']:.3f} s | {r['ilp_s']:.1f} s |")
@@ -365,14 +371,9 @@ def dag_reach_table(rows):
            "files CBC reached.", "",
            "| configuration | set | files | CBC reached | CBC time, all files | CPU engine, all "
            "files | ratio, geomean | ratio, min |", "|---|---|---|---|---|---|---|---|"]
-    config_of = {}
-    for r in files:
-        config_of.setdefault(r.get("_source"), dag_config(r))
-    for r in sorted(sets, key=lambda r: (config_of.get(r.get("_source"), ""),
-                                         r["params"]["set"] == "all", r["params"]["set"])):
+    for config, r in dag_sets_by_config(files, sets):
         out.append(
-            f"| {config_of.get(r.get('_source'), '')} | {r['params']['set']} | {r['files']} | "
-            f"{r['cbc_reached']} | "
+            f"| {config} | {r['params']['set']} | {r['files']} | {r['cbc_reached']} | "
             f"{r['cbc_reach_s']:.2f} s | {r['cpu_s']:.3f} s | "
             f"{fmt_number(r['cbc_reach_over_cpu_geomean'])} | "
             f"{fmt_number(r['cbc_reach_over_cpu_min'])} |")
