@@ -265,9 +265,13 @@ def mode_bad_input(tool, data_dir, work):
             check(out == "", f"{label}: printed on stdout: {out!r}")
     # Usage errors are exit status 2 as well.
     for args in (["--device", "tpu"], ["frobnicate-extra", "x", "y"], ["pack"],
-                 ["--threads", "many"]):
+                 ["--threads", "many"], ["extract", "--method", "dag", "--kick-budget", "-1"],
+                 ["extract", "--method", "dag", "--kick-budget", "99999999999999999999"],
+                 ["extract", "--method", "dag", "--kick-patience", "0"]):
         code, _, err = run(tool, *args)
         check(code == 2 and err.count("\n") == 1, f"usage {args}: exit {code}, stderr {err!r}")
+        if "--kick-budget" in args or "--kick-patience" in args:
+            check(args[-1] in err and "not in range" in err, f"usage {args}: stderr {err!r}")
     # An unwritable output names the output path.
     target = os.path.join(work, "no_such_dir", "out.vyreimg")
     code, _, err = run(tool, "pack", "-o", target)
