@@ -61,8 +61,8 @@ struct dag_ilp_result {
   dag_extraction_result selection;  //!< the cheaper of CBC's best and the heuristic's
   bool optimal = false;             //!< CBC proved `selection.dag_cost` optimal
   double lower_bound = 0;           //!< proven: no selection costs less (= dag_cost if optimal)
-  double heuristic_cost = 0;        //!< the warm start's DAG cost
-  bool solver_improved = false;     //!< CBC found a selection cheaper than the warm start
+  double heuristic_cost = 0;        //!< the heuristic's DAG cost (the warm start, if given)
+  bool solver_improved = false;     //!< CBC found a selection cheaper than the heuristic's
   //! The DAG cost of CBC's own best selection (with a warm start, at most the heuristic's);
   //! infinite when CBC ended without one.
   double solver_cost = std::numeric_limits<double>::infinity();
