@@ -491,32 +491,32 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   });
   const char* cpu_congruence = "congruence_reference on the host packed image (1 CPU thread)";
   const char* cpu_extract = "extract_reference on the host packed image (1 CPU thread)";
-  const double host_device_congruence_ns = wall_median_ns(repeats, [&] {
-    auto result = plan.closure.run_host(host, {dispatch::device});
-    (void)must(result, "congruence_plan::run_host(device)");
-  });
-  const double auto_congruence_ns = wall_median_ns(repeats, [&] {
-    auto result = plan.closure.run_host(host, {dispatch::automatic});
-    (void)must(result, "congruence_plan::run_host(automatic)");
-  });
-  const double host_device_extract_ns = wall_median_ns(repeats, [&] {
-    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::device});
-    (void)must(result, "extract_plan::run_host(device)");
-  });
-  const double auto_extract_ns = wall_median_ns(repeats, [&] {
-    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::automatic});
-    (void)must(result, "extract_plan::run_host(automatic)");
-  });
-  // What `automatic` runs below its crossover: the CPU engine behind run_host(dispatch::host),
-  // from the same host image to the same host result.
-  const double host_engine_congruence_ns = wall_median_ns(packed_repeats, [&] {
-    auto result = plan.closure.run_host(host, {dispatch::host});
-    (void)must(result, "congruence_plan::run_host(host)");
-  });
-  const double host_engine_extract_ns = wall_median_ns(packed_repeats, [&] {
-    auto result = plan.best.run_host(host, cost_span, root_span, {dispatch::host});
-    (void)must(result, "extract_plan::run_host(host)");
-  });
+  // run_host from the same host image to the same host result, on the side `where` picks.
+  const auto run_host_congruence_ns = [&](int times, dispatch where, const char* what) {
+    return wall_median_ns(times, [&] {
+      auto result = plan.closure.run_host(host, {where});
+      (void)must(result, what);
+    });
+  };
+  const auto run_host_extract_ns = [&](int times, dispatch where, const char* what) {
+    return wall_median_ns(times, [&] {
+      auto result = plan.best.run_host(host, cost_span, root_span, {where});
+      (void)must(result, what);
+    });
+  };
+  const double host_device_congruence_ns =
+      run_host_congruence_ns(repeats, dispatch::device, "congruence_plan::run_host(device)");
+  const double auto_congruence_ns =
+      run_host_congruence_ns(repeats, dispatch::automatic, "congruence_plan::run_host(automatic)");
+  const double host_device_extract_ns =
+      run_host_extract_ns(repeats, dispatch::device, "extract_plan::run_host(device)");
+  const double auto_extract_ns =
+      run_host_extract_ns(repeats, dispatch::automatic, "extract_plan::run_host(automatic)");
+  // What `automatic` runs below its crossover: the CPU engine behind run_host(dispatch::host).
+  const double host_engine_congruence_ns =
+      run_host_congruence_ns(packed_repeats, dispatch::host, "congruence_plan::run_host(host)");
+  const double host_engine_extract_ns =
+      run_host_extract_ns(packed_repeats, dispatch::host, "extract_plan::run_host(host)");
   const char* engine_congruence = "run_host(dispatch::host): the CPU engine, every core";
   const char* engine_extract = "run_host(dispatch::host): the CPU engine, every core";
   const std::string wall = params + ",\"timer\":\"wall\"";
