@@ -10,9 +10,12 @@
 //    gpu, heuristic_dag_cost, tree_selection_dag_cost, cpu_median_s (rows to result, all
 //    cores), gpu_median_s (host rows to host result: problem and starts on the host, upload,
 //    searches, download), gpu_device_s (upload + searches + download: gpu_median_s minus the
-//    host's problem and starts), gpu_equals_cpu, ilp_dag_cost, ilp_optimal, ilp_lower_bound,
-//    ilp_s, cbc_s, optimum_from ("cbc" | "file" | "none"), gap (heuristic / optimum - 1)}
-//   {"name":"dag.extract.set", "params":{set}, files, proven, cumulative_ratio, geomean_gap,
+//    host's problem and starts), gpu_equals_cpu, heuristic_lower_bound, heuristic_optimal (the
+//    heuristic's own bound and whether its selection meets it), ilp_dag_cost, ilp_optimal,
+//    ilp_lower_bound, ilp_s, cbc_s (CBC always runs here, also where the heuristic proved its
+//    selection optimal), optimum_from ("cbc" | "file" | "none"), gap (heuristic / optimum - 1)}
+//   {"name":"dag.extract.set", "params":{set}, files, proven, heuristic_proven,
+//    cumulative_ratio, geomean_gap,
 //    worst_gap, worst_file, cpu_s, gpu_s, gpu_max_s, ilp_s, cbc_reached, cbc_reach_s,
 //    cbc_reach_over_cpu_min, cbc_reach_over_cpu_geomean}  -- one per set, then set "all"
 //
@@ -96,6 +99,7 @@ std::map<std::string, vyre_bench::known_optimum> load_optima(const std::string& 
 struct set_totals {
   int files = 0;
   int proven = 0;
+  int heuristic_proven = 0;  // files whose heuristic selection meets its own lower bound
   double heuristic_sum = 0, optimum_sum = 0, log_ratio_sum = 0;
   double worst_gap = 0;
   std::string worst_file;
@@ -112,9 +116,10 @@ struct set_totals {
     reach_ratio_min = std::min(reach_ratio_min, reach.cbc_s / cpu);
   }
 
-  void add(const std::string& file, double heuristic, const vyre_bench::known_optimum& optimum,
-           double cpu, double gpu) {
+  void add(const std::string& file, double heuristic, bool heuristic_optimal,
+           const vyre_bench::known_optimum& optimum, double cpu, double gpu) {
     ++files;
+    heuristic_proven += heuristic_optimal ? 1 : 0;
     cpu_s += cpu;
     gpu_s += gpu;
     gpu_max_s = std::max(gpu_max_s, gpu);
@@ -137,11 +142,12 @@ void print_set(const std::string& name, const set_totals& t, const std::string& 
                const std::string& gpu) {
   std::printf(
       "{\"name\":\"dag.extract.set\",\"params\":{\"set\":\"%s\"},\"device\":\"%s\","
-      "\"gpu\":\"%s\",\"files\":%d,\"proven\":%d,\"cumulative_ratio\":%.9f,\"geomean_gap\":%.9f,"
+      "\"gpu\":\"%s\",\"files\":%d,\"proven\":%d,\"heuristic_proven\":%d,"
+      "\"cumulative_ratio\":%.9f,\"geomean_gap\":%.9f,"
       "\"worst_gap\":%.9f,\"worst_file\":\"%s\",\"cpu_s\":%.6f,\"gpu_s\":%.6f,\"gpu_max_s\":%.6f,"
-      "\"ilp_s\":%.3f,\"cbc_reached\":%d,\"cbc_reach_s\":%.3f,\"cbc_reach_over_cpu_min\":%.6g,"
+      "\"ilp_s\":%.3f,\"cbc_reached\":%d,\"cbc_reach_s\":%.6f,\"cbc_reach_over_cpu_min\":%.6g,"
       "\"cbc_reach_over_cpu_geomean\":%.6g}\n",
-      name.c_str(), cpu.c_str(), gpu.c_str(), t.files, t.proven,
+      name.c_str(), cpu.c_str(), gpu.c_str(), t.files, t.proven, t.heuristic_proven,
       t.optimum_sum > 0 ? t.heuristic_sum / t.optimum_sum : 1.0,
       t.proven > 0 ? std::exp(t.log_ratio_sum / t.proven) - 1 : 0.0, t.worst_gap,
       t.worst_gap > 0 ? t.worst_file.c_str() : "", t.cpu_s, t.gpu_s, t.gpu_max_s, t.ilp_s,
@@ -224,7 +230,13 @@ int main(int argc, char** argv) {
     const std::string path = file.front() == '/' ? file : data_dir + "/" + file;
     const std::string set =
         file.find('/') == std::string::npos ? "other" : file.substr(0, file.find('/'));
-    const auto graph = vyre_test::load_egraph_json(path);
+    vyre_test::loaded_egraph graph;
+    try {
+      graph = vyre_test::load_egraph_json(path);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench_dag: %s: %s\n", path.c_str(), e.what());
+      return 2;
+    }
     const std::size_t classes = [&] {
       std::vector<std::uint32_t> ids(graph.rows.row_eclass_ids);
       std::sort(ids.begin(), ids.end());
@@ -278,7 +290,8 @@ int main(int argc, char** argv) {
       gpu_s = vyre_bench::median(gpu_times);
       gpu_device_s = std::max(0.0, gpu_s - vyre_bench::median(host_times));
       same = on_gpu.choice == on_cpu.choice && on_gpu.dag_cost == on_cpu.dag_cost &&
-             on_gpu.moves == on_cpu.moves;
+             on_gpu.moves == on_cpu.moves && on_gpu.optimal == on_cpu.optimal &&
+             on_gpu.lower_bound == on_cpu.lower_bound;
     }
 
     // The optimum: CBC here, or the earlier run's.
@@ -306,7 +319,7 @@ int main(int argc, char** argv) {
       }
       char text[256];
       std::snprintf(text, sizeof text,
-                    ",\"cbc_reached\":%s,\"cbc_reach_s\":%.3f,\"cbc_reach_best_cost\":%.17g,"
+                    ",\"cbc_reached\":%s,\"cbc_reach_s\":%.6f,\"cbc_reach_best_cost\":%.17g,"
                     "\"cbc_reach_over_cpu\":%.6g,\"cbc_reach_over_gpu\":%.6g",
                     reach.reached ? "true" : "false", reach.cbc_s,
                     std::isfinite(reach.best_cost) ? reach.best_cost : -1.0,
@@ -321,17 +334,19 @@ int main(int argc, char** argv) {
         "g},\"device\":\"%s\","
         "\"gpu\":\"%s\",\"heuristic_dag_cost\":%.17g,\"tree_selection_dag_cost\":%.17g,"
         "\"cpu_median_s\":%.6f,\"gpu_median_s\":%.6f,\"gpu_device_s\":%.6f,\"gpu_equals_cpu\":%s,"
-        "\"ilp_dag_cost\":%.17g,\"ilp_optimal\":%s,\"ilp_lower_bound\":%.17g,\"ilp_s\":%.3f,"
-        "\"cbc_s\":%.3f,\"optimum_from\":\"%s\",\"gap\":%.9f%s}\n",
+        "\"heuristic_lower_bound\":%.17g,\"heuristic_optimal\":%s,"
+        "\"ilp_dag_cost\":%.17g,\"ilp_optimal\":%s,\"ilp_lower_bound\":%.17g,\"ilp_s\":%.6f,"
+        "\"cbc_s\":%.6f,\"optimum_from\":\"%s\",\"gap\":%.9f%s}\n",
         file.c_str(), set.c_str(), graph.rows.row_count(), classes, options.searches,
         static_cast<unsigned long long>(options.kick_budget), options.kick_patience, time_limit,
         cpu.c_str(), gpu_name.c_str(), heuristic, on_cpu.tree_selection_dag_cost, cpu_s, gpu_s,
-        gpu_device_s, gpu ? (same ? "true" : "false") : "null", optimum.cost,
-        optimum.optimal ? "true" : "false", optimum.lower_bound, optimum.ilp_s, optimum.cbc_s,
-        optimum_from, optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0, reach_fields.c_str());
+        gpu_device_s, gpu ? (same ? "true" : "false") : "null", on_cpu.lower_bound,
+        on_cpu.optimal ? "true" : "false", optimum.cost, optimum.optimal ? "true" : "false",
+        optimum.lower_bound, optimum.ilp_s, optimum.cbc_s, optimum_from,
+        optimum.cost > 0 ? heuristic / optimum.cost - 1 : 0.0, reach_fields.c_str());
     std::fflush(stdout);
-    sets[set].add(file, heuristic, optimum, cpu_s, gpu_s);
-    all.add(file, heuristic, optimum, cpu_s, gpu_s);
+    sets[set].add(file, heuristic, on_cpu.optimal, optimum, cpu_s, gpu_s);
+    all.add(file, heuristic, on_cpu.optimal, optimum, cpu_s, gpu_s);
   }
   for (const auto& [name, totals] : sets) print_set(name, totals, cpu, gpu_name);
   print_set("all", all, cpu, gpu_name);

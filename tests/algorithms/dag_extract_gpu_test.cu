@@ -49,6 +49,8 @@ dag_extraction_result same_on_both(const raw_rows& rows, const std::vector<doubl
   CHECK(gpu->moves == cpu->moves);
   CHECK(gpu->selected_rows == cpu->selected_rows);
   CHECK(gpu->tree_selection_dag_cost == cpu->tree_selection_dag_cost);
+  CHECK(gpu->lower_bound == cpu->lower_bound);
+  CHECK(gpu->optimal == cpu->optimal);
   const auto outcome = vyre_test::check_dag_selection(rows, cost, roots, gpu->eclass_ids,
                                                       gpu->choice, gpu->dag_cost);
   INFO(outcome.problem);

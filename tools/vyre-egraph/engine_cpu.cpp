@@ -233,6 +233,8 @@ dag_summary dag_summary_of(vyre::algorithms::dag_extraction_result&& found) {
   summary.heuristic_dag_cost = found.dag_cost;
   summary.tree_selection_dag_cost = found.tree_selection_dag_cost;
   summary.selected_nodes = found.selected_rows;
+  summary.optimal = found.optimal;
+  summary.lower_bound = found.lower_bound;
   summary.eclass_ids = std::move(found.eclass_ids);
   summary.choice = std::move(found.choice);
   return summary;

@@ -237,8 +237,9 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   dag_search_kernel<>
       <<<searches, dag_search_threads(p.candidate_row.size()), search.shared_bytes(), stream>>>(
           view, search, memory.get(), dwords + l.starts,
-          dag_search_knobs{options.seed, options.kick_budget, options.kick_patience}, best_cost,
-          moves);
+          dag_search_knobs{options.seed, options.kick_budget, options.kick_patience,
+                           starts.lower_bound},
+          best_cost, moves);
   VYRE_TRY(launched("extract_dag (GPU): searches"));
 
   // Costs and moves down, then the winner's map (back into the staging block: it is free now).
@@ -256,7 +257,7 @@ inline expected<dag_extraction_result> extract_dag_on_device(const runtime_ref& 
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("extract_dag (GPU): result", p.row_count, who));
   }
-  const std::uint32_t winner = dag_winner(found_cost);
+  const std::uint32_t winner = dag_winner(found_cost, starts.lower_bound);
   std::memcpy(&found_moves, host + 8 * (std::size_t{searches} + winner), sizeof found_moves);
   const dag_search_arrays won = search.arrays(memory.get() + winner * search.words);
   VYRE_TRY(copy_to_host(runtime, reinterpret_cast<std::uint32_t*>(host), won.best, p.class_count,

@@ -27,10 +27,15 @@
 //! cheapest result wins, ties to the lowest search index, so the result depends on the seed and
 //! the search count, never on the thread count or timing, and equals the GPU engine's.
 //!
+//! A cheap lower bound (`detail::dag_lower_bound`) comes with every result: a search whose best
+//! map meets it stops (the map is optimal), the searches after the first such one do not count
+//! (on the CPU they are not run), and the result says `optimal`.
+//!
 //! Plain C++20 host code (g++ alone). Nothing throws; errors come back in `vyre::expected`.
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -86,6 +91,12 @@ struct dag_extraction_result {
   double tree_selection_dag_cost = 0;
   std::uint32_t selected_rows = 0;  //!< rows in the selection
   std::uint64_t moves = 0;          //!< improving switches of the winning search
+  //! No selection costs less (`detail::dag_lower_bound`, two linear passes; at most `dag_cost`):
+  //! `dag_cost` is at most `dag_cost / lower_bound - 1` above the optimum.
+  double lower_bound = 0;
+  //! `dag_cost` meets `lower_bound` (within a relative 1e-9 of rounding): the selection is
+  //! optimal, and the searches stopped there.
+  bool optimal = false;
 
   VYRE_HOST_SPECIAL_MEMBERS(
       dag_extraction_result);  // host-only (vyre/detail/host_special_members.hpp)
@@ -421,11 +432,77 @@ inline std::vector<std::uint32_t> reference_start(const dag_problem& p,
   return reference.choice;
 }
 
-//! The searches' starting maps (each a full, acyclic choice map over the problem's classes).
+//! A lower bound on the DAG cost of every acyclic selection from the roots, in two linear
+//! passes; the larger of:
+//! - the costliest path: a class costs at least its cheapest row plus its dearest child class,
+//!   b(c) = min over rows r of c of (cost(r) + max over child classes d of b(d)), settled in
+//!   Knuth-Dijkstra order (a selection holds a root's path down to every chosen leaf); then the
+//!   largest b(root);
+//! - the classes every selection needs: the roots, and the classes that every possible row of
+//!   a needed class names; each pays at least its cheapest possible row.
+//! Where the search's best map costs this, it is optimal and the search stops (`dag_search.hpp`);
+//! on the 80 extraction-gym files with costs >= 0 that is 37.
+inline double dag_lower_bound(const dag_problem& p) {
+  std::vector<double> path(p.class_count, 0.0);
+  auto value = [&](std::uint32_t r, const std::vector<std::uint32_t>&) {
+    double dearest = 0;
+    for (std::uint32_t k = p.children_begin(r); k < p.children_end(r); ++k)
+      dearest = (std::max)(dearest, path[p.child[k]]);
+    return p.cost[r] + dearest;
+  };
+  const std::vector<std::uint32_t> settled =
+      settle_classes(p, value, [&](std::uint32_t c, std::uint32_t r) {
+        path[c] = value(r, {});
+        return true;
+      });
+  double by_path = 0;
+  for (const std::uint32_t root : p.roots) by_path = (std::max)(by_path, path[root]);
+
+  // A row is possible when it is usable and all its children have an acyclic choice.
+  const auto possible = [&](std::uint32_t r) {
+    if (!p.usable[r]) return false;
+    for (std::uint32_t k = p.children_begin(r); k < p.children_end(r); ++k)
+      if (settled[p.child[k]] == no_row) return false;
+    return true;
+  };
+  std::vector<unsigned char> needed(p.class_count, 0);
+  std::vector<std::uint32_t> named(p.class_count, 0);  // possible rows of the class naming d
+  std::vector<std::uint32_t> stack(p.roots.begin(), p.roots.end()), touched;
+  for (const std::uint32_t root : p.roots) needed[root] = 1;
+  double by_needed = 0;
+  while (!stack.empty()) {
+    const std::uint32_t c = stack.back();
+    stack.pop_back();
+    std::uint32_t rows = 0;
+    double cheapest = std::numeric_limits<double>::infinity();
+    touched.clear();
+    for (std::uint32_t k = p.class_start[c]; k < p.class_start[c + 1]; ++k) {
+      const std::uint32_t r = p.class_rows[k];
+      if (!possible(r)) continue;
+      ++rows;
+      cheapest = (std::min)(cheapest, p.cost[r]);
+      for (std::uint32_t j = p.children_begin(r); j < p.children_end(r); ++j)
+        if (named[p.child[j]]++ == 0) touched.push_back(p.child[j]);
+    }
+    if (rows != 0) by_needed += cheapest;
+    for (const std::uint32_t d : touched) {
+      if (named[d] == rows && !needed[d]) {
+        needed[d] = 1;
+        stack.push_back(d);
+      }
+      named[d] = 0;
+    }
+  }
+  return (std::max)(by_path, by_needed);
+}
+
+//! The searches' starting maps (each a full, acyclic choice map over the problem's classes),
+//! and the lower bound at which they stop.
 struct dag_starts {
   std::vector<std::uint32_t> tree;          //!< tree-cost values, Knuth-Dijkstra order
   std::vector<std::uint32_t> greedy;        //!< greedy DAG values (the tree start if abandoned)
   std::vector<std::uint32_t> by_reference;  //!< the tree method's selection (or the tree start)
+  double lower_bound = 0;                   //!< `dag_lower_bound`
 
   //! Search i's start: greedy, the tree method's selection, the tree start in turn.
   const std::vector<std::uint32_t>& of(std::uint32_t search) const noexcept {
@@ -452,7 +529,14 @@ inline expected<dag_starts> make_dag_starts(const dag_problem& p, const char* wh
                         .about(who)
                         .fix("add an e-node to that class whose children do not lead back to it, "
                              "or do not make it a root"));
-    starts.greedy = greedy_dag_start(p, std::size_t{1} << 26);
+    starts.lower_bound = dag_lower_bound(p);
+    // Where the tree start meets the bound it is optimal: search 0 starts from it and stops
+    // there, and the greedy start, the dearest of the three, is not built.
+    std::vector<std::uint32_t> reachable;
+    std::uint32_t rows = 0;
+    const bool tree_optimal =
+        reached(restrict_to_reachable(p, starts.tree, reachable, rows), starts.lower_bound);
+    if (!tree_optimal) starts.greedy = greedy_dag_start(p, std::size_t{1} << 26);
     if (reference != nullptr) starts.by_reference = reference_start(p, *reference, starts.tree);
     if (starts.greedy.empty()) starts.greedy = starts.tree;
     if (starts.by_reference.empty()) starts.by_reference = starts.tree;
@@ -462,10 +546,20 @@ inline expected<dag_starts> make_dag_starts(const dag_problem& p, const char* wh
   return starts;
 }
 
-//! The winner of the searches: the cheapest, ties to the lowest index.
-inline std::uint32_t dag_winner(const std::vector<double>& cost) noexcept {
+//! The searches that count: 0 up to the first whose best map meets `lower_bound` (it is
+//! optimal; the CPU engine never runs the later ones), all of them when none does.
+inline std::size_t dag_searches_counted(const std::vector<double>& cost,
+                                        double lower_bound) noexcept {
+  for (std::size_t i = 0; i < cost.size(); ++i)
+    if (reached(cost[i], lower_bound)) return i + 1;
+  return cost.size();
+}
+
+//! The winner of the searches that count: the cheapest, ties to the lowest index.
+inline std::uint32_t dag_winner(const std::vector<double>& cost, double lower_bound) noexcept {
+  const std::size_t counted = dag_searches_counted(cost, lower_bound);
   std::uint32_t winner = 0;
-  for (std::uint32_t i = 1; i < cost.size(); ++i)
+  for (std::uint32_t i = 1; i < counted; ++i)
     if (cost[i] < cost[winner]) winner = i;
   return winner;
 }
@@ -486,8 +580,15 @@ inline expected<dag_extraction_result> finish_dag(const dag_problem& p, const da
         error(errc::out_of_memory, "DAG extraction: result").about(who).fix("free host memory"));
   }
   result.moves = moves;
+  result.optimal = reached(result.dag_cost, starts.lower_bound);
+  result.lower_bound = (std::min)(starts.lower_bound, result.dag_cost);
   return result;
 }
+
+//! Below this many rows times `kick_patience` the CPU searches all run on the calling thread
+//! (measured on a 2-core EPYC with patience 20: threads lost on every file below 90 rows and
+//! won on the unproven ones from 98).
+inline constexpr std::uint64_t dag_threaded_work = 2000;
 
 //! The heuristic on a built problem, on the host's cores (`reference`: see `make_dag_starts`).
 inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const dag_options& options,
@@ -499,52 +600,91 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
   std::vector<double> found_cost(searches, std::numeric_limits<double>::infinity());
   std::vector<std::uint64_t> found_moves(searches, 0);
   std::vector<char> failed(searches, 0);
+  std::vector<dag_search_scalars> scalars(searches);
   const dag_problem_ref view = p.ref();
   const dag_search_layout layout = p.search_layout();
-  auto run = [&](std::uint32_t i) {
+  // The lowest search index whose map is optimal: the later searches cannot win (see
+  // `dag_winner`), so they are not started.
+  std::atomic<std::uint32_t> proven{searches};
+  const auto knobs_of = [&](std::uint32_t i) {
+    return dag_search_knobs{options.seed + i, options.kick_budget, options.kick_patience,
+                            starts.lower_bound};
+  };
+  // Search i in its own memory; `first_part_done`: its `begin` already ran in `memory`.
+  auto run = [&](std::uint32_t i, std::vector<std::uint32_t>& memory, bool first_part_done) {
     try {
-      std::vector<std::uint32_t> memory(layout.words);
+      if (memory.empty()) memory.resize(layout.words);
       const dag_search_arrays arrays = layout.arrays(memory.data());
-      dag_search_scalars scalars{};
       serial_exec exec;
-      dag_local_search<serial_exec>(view, arrays, scalars, exec)
-          .run(starts.of(i).data(),
-               dag_search_knobs{options.seed + i, options.kick_budget, options.kick_patience});
-      found_cost[i] = scalars.best_cost;
+      dag_local_search<serial_exec> search(view, arrays, scalars[i], exec);
+      if (!first_part_done) search.begin(starts.of(i).data(), knobs_of(i));
+      search.improve(knobs_of(i));
+      found_cost[i] = scalars[i].best_cost;
       found[i].assign(arrays.best, arrays.best + p.class_count);
-      found_moves[i] = scalars.moves;
+      found_moves[i] = scalars[i].moves;
+      if (reached(scalars[i].best_cost, starts.lower_bound)) {
+        std::uint32_t seen = proven.load();
+        while (i < seen && !proven.compare_exchange_weak(seen, i)) {
+        }
+      }
     } catch (const std::bad_alloc&) {
       failed[i] = 1;
     }
   };
+  // Search 0's first local optimum on the caller: where it is optimal (most small problems
+  // with a tight bound), no other search counts and no thread is started.
+  std::vector<std::uint32_t> first_memory;
+  bool first_done = false;
+  try {
+    first_memory.resize(layout.words);
+    serial_exec exec;
+    first_done =
+        dag_local_search<serial_exec>(view, layout.arrays(first_memory.data()), scalars[0], exec)
+            .begin(starts.of(0).data(), knobs_of(0));
+  } catch (const std::bad_alloc&) {
+    return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
+                    .with("search", 0)
+                    .about(who)
+                    .fix("free host memory"));
+  }
   std::uint32_t threads =
       options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
+  // Starting a thread costs tens of microseconds: more than all the searches of a small problem
+  // with few kicks.
+  if (std::uint64_t{p.row_count} * (std::max)(options.kick_patience, 1u) < dag_threaded_work ||
+      (first_done && reached(scalars[0].best_cost, starts.lower_bound)))
+    threads = 1;
   threads = (std::min)((std::max)(threads, 1u), searches);
-  if (threads == 1) {
-    for (std::uint32_t i = 0; i < searches; ++i) run(i);
-  } else {
-    std::vector<std::thread> workers;
-    try {
-      for (std::uint32_t t = 0; t < threads; ++t)
-        workers.emplace_back([&, t] {
-          for (std::uint32_t i = t; i < searches; i += threads) run(i);
-        });
-    } catch (const std::exception&) {
-      for (auto& w : workers) w.join();
-      return fail(error(errc::invalid_state, "DAG extraction: could not start worker threads")
-                      .with("threads", threads)
-                      .about(who)
-                      .fix("pass dag_options::threads = 1"));
+  const auto share = [&](std::uint32_t t) {
+    std::vector<std::uint32_t> memory;
+    for (std::uint32_t i = t; i < searches && i < proven.load(); i += threads) {
+      if (i == 0) {
+        run(0, first_memory, true);
+        first_memory = {};
+      } else {
+        run(i, memory, false);
+      }
     }
+  };
+  std::vector<std::thread> workers;
+  try {
+    for (std::uint32_t t = 1; t < threads; ++t) workers.emplace_back(share, t);
+  } catch (const std::exception&) {
     for (auto& w : workers) w.join();
+    return fail(error(errc::invalid_state, "DAG extraction: could not start worker threads")
+                    .with("threads", threads)
+                    .about(who)
+                    .fix("pass dag_options::threads = 1"));
   }
-  for (std::uint32_t i = 0; i < searches; ++i)
+  share(0);  // the caller's share, search 0 first
+  for (auto& w : workers) w.join();
+  for (std::uint32_t i = 0; i < searches && i <= proven.load(); ++i)
     if (failed[i] != 0)
       return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
                       .with("search", i)
                       .about(who)
                       .fix("free host memory"));
-  const std::uint32_t winner = dag_winner(found_cost);
+  const std::uint32_t winner = dag_winner(found_cost, starts.lower_bound);
   return finish_dag(p, starts, found[winner], found_moves[winner], who);
 }
 

@@ -16,8 +16,10 @@
 //! CBC is warm-started from `extract_dag`'s selection (or, with `warm_start = false`, left to
 //! find its own) and stopped at a time limit, or as soon as it holds a selection costing at most
 //! `stop_at_cost`; the result is the cheaper of CBC's best and the heuristic's selection, with
-//! whether CBC proved it optimal and the best lower bound it proved. A cold solve stopped at the
-//! heuristic's cost is how long CBC itself needs to reach that cost (bench/dag measures it so).
+//! whether it is proven optimal and the best lower bound known (CBC's or the heuristic's own,
+//! whichever is higher). Where the heuristic's selection meets the heuristic's lower bound it is
+//! optimal already, and CBC is not run (`skip_proven`). A cold solve stopped at the heuristic's
+//! cost is how long CBC itself needs to reach that cost (bench/dag measures it so).
 #pragma once
 
 #if !__has_include(<Cbc_C_Interface.h>)
@@ -54,15 +56,23 @@ struct dag_ilp_options {
   //! it and a stop at CBC's first solution). Infinite: no such stop. Meant for cold solves: a
   //! warm start at or below it is that first solution.
   double stop_at_cost = std::numeric_limits<double>::infinity();
+  //! Skip CBC when the heuristic's selection meets its own lower bound
+  //! (`dag_extraction_result::optimal`): that proves it optimal already. Only with `warm_start`
+  //! (a cold solve is asked for CBC's own search).
+  bool skip_proven = true;
 };
 
 //! What `extract_dag_ilp` found.
 struct dag_ilp_result {
   dag_extraction_result selection;  //!< the cheaper of CBC's best and the heuristic's
-  bool optimal = false;             //!< CBC proved `selection.dag_cost` optimal
-  double lower_bound = 0;           //!< proven: no selection costs less (= dag_cost if optimal)
-  double heuristic_cost = 0;        //!< the heuristic's DAG cost (the warm start, if given)
-  bool solver_improved = false;     //!< CBC found a selection cheaper than the heuristic's
+  //! `selection.dag_cost` is proven optimal: by CBC, or by the heuristic's lower bound.
+  bool optimal = false;
+  double lower_bound = 0;        //!< proven: no selection costs less (= dag_cost if optimal)
+  double heuristic_cost = 0;     //!< the heuristic's DAG cost (the warm start, if given)
+  bool solver_improved = false;  //!< CBC found a selection cheaper than the heuristic's
+  //! CBC ran. It does not when the heuristic's selection meets the heuristic's lower bound
+  //! (`dag_ilp_options::skip_proven`), and for an e-graph without roots.
+  bool solver_ran = false;
   //! The DAG cost of CBC's own best selection (with a warm start, at most the heuristic's);
   //! infinite when CBC ended without one.
   double solver_cost = std::numeric_limits<double>::infinity();
@@ -94,8 +104,10 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
   dag_ilp_result result;
   VYRE_TRY_ASSIGN(result.selection, extract_dag(p, options.heuristic, who, reference));
   result.heuristic_cost = result.selection.dag_cost;
-  if (p.roots.empty()) {
+  result.lower_bound = result.selection.lower_bound;
+  if (p.roots.empty() || (options.warm_start && options.skip_proven && result.selection.optimal)) {
     result.optimal = true;
+    result.lower_bound = result.selection.dag_cost;
     return result;
   }
 
@@ -265,6 +277,7 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
     }
 
     const auto started = std::chrono::steady_clock::now();
+    result.solver_ran = true;
     Cbc_solve(model.get());
     result.solver_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -302,6 +315,11 @@ inline expected<dag_ilp_result> extract_dag_ilp(const dag_problem& p,
       result.optimal = proven;
       result.lower_bound = proven ? dag_cost : (std::min)((std::max)(bound, 0.0), dag_cost);
     }
+    // The heuristic's own bound may be the tighter one (CBC stopped by its time limit early).
+    if (!result.optimal)
+      result.lower_bound =
+          (std::min)((std::max)(result.lower_bound, result.selection.lower_bound), dag_cost);
+    result.optimal = result.optimal || reached(dag_cost, result.selection.lower_bound);
   } catch (const std::bad_alloc&) {
     return fail(dag_out_of_memory("DAG ILP extraction: the model", p.row_count, who,
                                   "free host memory, or use --method dag"));

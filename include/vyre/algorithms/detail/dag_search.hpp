@@ -15,7 +15,8 @@
 //! - *commit* (one thread): the kept classes in a seeded random order, each re-tried exactly on
 //!   the live state and switched to its best improving alternative.
 //! Rounds repeat until one commits nothing. Then iterated local search: a few random switches,
-//! descend, keep the cheaper map, undo the switches otherwise, within a work budget.
+//! descend, keep the cheaper map, undo the switches otherwise, within a work budget, and never
+//! once the best map costs the problem's lower bound (nothing can be cheaper).
 //!
 //! Cycles: a strict topological labelling (label[c] > label[d] for every child class d of c's
 //! chosen row) rules most switches in or out at once; a depth-first search decides the rest.
@@ -67,6 +68,9 @@ struct dag_search_knobs {
   std::uint64_t seed = 1;
   std::uint64_t kick_budget = 0;
   std::uint32_t kick_patience = 0;
+  //! A proven lower bound on every selection's cost: the search stops as soon as its best map
+  //! costs this (within `dag_tolerance`). Negative: no such stop (costs are >= 0).
+  double lower_bound = -1;
 };
 
 //! The undo log's length in switches (both engines: it decides when an undo becomes a reset,
@@ -165,6 +169,12 @@ VYRE_HOST_DEVICE inline double dag_tolerance(double total) noexcept {
   return dag_product(1e-9, magnitude > 1.0 ? magnitude : 1.0);
 }
 
+//! Whether `cost` meets the lower bound `bound` (up to the rounding `dag_tolerance` allows):
+//! then no selection is cheaper, and the map costing it is optimal.
+VYRE_HOST_DEVICE inline bool reached(double cost, double bound) noexcept {
+  return cost <= bound + dag_tolerance(bound);
+}
+
 //! The executor of a CPU thread: every loop runs here, in order.
 struct serial_exec {
   template <class F>
@@ -227,6 +237,13 @@ class dag_local_search {
   //! The whole search from `start` (a full acyclic map); the cheapest map ends in `a.best`, its
   //! cost in `s.best_cost`.
   VYRE_HOST_DEVICE void run(const std::uint32_t* start, const dag_search_knobs& knobs) {
+    begin(start, knobs);
+    improve(knobs);
+  }
+
+  //! `run`'s first part: the first local optimum from `start`, in `a.best`. Returns whether the
+  //! search is done already (no kicks, or the map meets the lower bound).
+  VYRE_HOST_DEVICE bool begin(const std::uint32_t* start, const dag_search_knobs& knobs) {
     x_.for_each(p_.class_count, [&](std::uint32_t c) {
       a_.choice[c] = start[c];
       a_.ref[c] = 0;
@@ -238,7 +255,7 @@ class dag_local_search {
       for (std::uint32_t i = 0; i < p_.root_count; ++i) adjust<+1>(p_.roots[i]);
       relabel();
     });
-    descend();
+    if (!reached(s_.total, knobs.lower_bound)) descend();  // else the start is optimal already
     x_.for_each(p_.class_count, [&](std::uint32_t c) { a_.best[c] = a_.choice[c]; });
     x_.single([&] {
       s_.best_cost = s_.total;
@@ -248,8 +265,14 @@ class dag_local_search {
       // Each kick is followed by at least one screen: when one costs a good part of the budget
       // (long chains of exclusive sub-terms), kicks cannot pay for themselves.
       s_.done = knobs.kick_budget == 0 || p_.multi_count == 0 ||
-                s_.last_round_work > knobs.kick_budget / 8;
+                s_.last_round_work > knobs.kick_budget / 8 ||
+                reached(s_.best_cost, knobs.lower_bound);
     });
+    return s_.done != 0;
+  }
+
+  //! `run`'s second part, after `begin`: the kicks.
+  VYRE_HOST_DEVICE void improve(const dag_search_knobs& knobs) {
     while (!s_.done) {
       x_.single([&] {
         if (s_.work >= s_.kick_stop || s_.stalled >= knobs.kick_patience) {
@@ -271,6 +294,7 @@ class dag_local_search {
           s_.copy_best = 1;
           s_.undo_count = 0;
           s_.undo_lost = 0;
+          s_.done = reached(s_.best_cost, knobs.lower_bound);
         } else if (s_.total > s_.best_cost + tol) {
           undo_to_best();
         }
