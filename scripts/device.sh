@@ -67,7 +67,8 @@ stage_examples() {
   local rc=0 dir=$build/examples
   local runs=("00_quickstart/quickstart" "01_policies/policies" "02_cuda_graph/cuda_graph"
               "03_fusion/fusion_example" "04_congruence_extraction/congruence_extraction"
-              "05_equality_saturation/equality_saturation" "20_egraph_pack/egraph_pack")
+              "05_equality_saturation/equality_saturation" "06_dag_extraction/dag_extraction"
+              "20_egraph_pack/egraph_pack")
   for run in "${runs[@]}"; do
     local args=()
     [[ $run == 04_* ]] && args=("$PWD/.deps/egraphs/fuzz/37.json")
