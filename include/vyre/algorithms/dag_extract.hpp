@@ -69,6 +69,7 @@ struct dag_options {
   //! GPU runs one per SM side by side: there, as many searches as SMs take about as long as 4.
   std::uint32_t searches = 4;
   //! CPU worker threads; 0: `std::thread::hardware_concurrency()`. Never changes the result.
+  //! Small problems run on the calling thread (`detail::dag_threaded_work`).
   std::uint32_t threads = 0;
   std::uint64_t seed = 1;
   //! Work units each search may spend on kicks after its first local optimum: one per
@@ -585,9 +586,9 @@ inline expected<dag_extraction_result> finish_dag(const dag_problem& p, const da
   return result;
 }
 
-//! Below this many rows times `kick_patience` the CPU searches all run on the calling thread
-//! (measured on a 2-core EPYC with patience 20: threads lost on every file below 90 rows and
-//! won on the unproven ones from 98).
+//! Below this many rows times `kick_patience` (1 without kicks) the CPU searches all run on the
+//! calling thread (measured on a 2-core EPYC with patience 20: threads lost on every file below
+//! 90 rows and won on the unproven ones from 98).
 inline constexpr std::uint64_t dag_threaded_work = 2000;
 
 //! The heuristic on a built problem, on the host's cores (`reference`: see `make_dag_starts`).
@@ -651,7 +652,8 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
       options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
   // Starting a thread costs tens of microseconds: more than all the searches of a small problem
   // with few kicks.
-  if (std::uint64_t{p.row_count} * (std::max)(options.kick_patience, 1u) < dag_threaded_work ||
+  const std::uint32_t kicks = options.kick_budget == 0 ? 1u : (std::max)(options.kick_patience, 1u);
+  if (std::uint64_t{p.row_count} * kicks < dag_threaded_work ||
       (first_done && reached(scalars[0].best_cost, starts.lower_bound)))
     threads = 1;
   threads = (std::min)((std::max)(threads, 1u), searches);
