@@ -260,11 +260,13 @@ TEST_CASE("DAG extraction's lower bound: tight on a chain and on needed classes,
   CHECK_FALSE(shared->optimal);
 
   // Proven or not, every thread count and the searches stopped early give one selection.
+  dag_options alone = options;
+  alone.kick_patience = 1'000'000;  // enough work (rows x patience) to start the threads
+  alone.kick_budget = 2'000'000;
+  dag_options threaded = alone;
+  threaded.threads = 3;
   for (const small_graph* g : {&chain, static_cast<const small_graph*>(&needed), &sharing}) {
-    dag_options threaded = options;
-    threaded.threads = 3;
-    threaded.kick_patience = 1'000'000;  // enough work to start the threads
-    const auto one = extract_dag(g->rows.ref(), g->cost, g->roots, options);
+    const auto one = extract_dag(g->rows.ref(), g->cost, g->roots, alone);
     const auto many = extract_dag(g->rows.ref(), g->cost, g->roots, threaded);
     REQUIRE(one.has_value());
     REQUIRE(many.has_value());
