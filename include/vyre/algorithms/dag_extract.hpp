@@ -547,20 +547,12 @@ inline expected<dag_starts> make_dag_starts(const dag_problem& p, const char* wh
   return starts;
 }
 
-//! The searches that count: 0 up to the first whose best map meets `lower_bound` (it is
-//! optimal; the CPU engine never runs the later ones), all of them when none does.
-inline std::size_t dag_searches_counted(const std::vector<double>& cost,
-                                        double lower_bound) noexcept {
-  for (std::size_t i = 0; i < cost.size(); ++i)
-    if (reached(cost[i], lower_bound)) return i + 1;
-  return cost.size();
-}
-
-//! The winner of the searches that count: the cheapest, ties to the lowest index.
+//! The winner of the searches that count: the cheapest, ties to the lowest index. The searches
+//! that count run from 0 up to the first whose best map meets `lower_bound` (it is optimal; the
+//! CPU engine never runs the later ones), all of them when none does.
 inline std::uint32_t dag_winner(const std::vector<double>& cost, double lower_bound) noexcept {
-  const std::size_t counted = dag_searches_counted(cost, lower_bound);
   std::uint32_t winner = 0;
-  for (std::uint32_t i = 1; i < counted; ++i)
+  for (std::uint32_t i = 1; i < cost.size() && !reached(cost[i - 1], lower_bound); ++i)
     if (cost[i] < cost[winner]) winner = i;
   return winner;
 }
@@ -604,6 +596,12 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
   std::vector<dag_search_scalars> scalars(searches);
   const dag_problem_ref view = p.ref();
   const dag_search_layout layout = p.search_layout();
+  const auto out_of_memory = [&](std::uint32_t search) {
+    return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
+                    .with("search", search)
+                    .about(who)
+                    .fix("free host memory"));
+  };
   // The lowest search index whose map is optimal: the later searches cannot win (see
   // `dag_winner`), so they are not started.
   std::atomic<std::uint32_t> proven{searches};
@@ -643,10 +641,7 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
         dag_local_search<serial_exec>(view, layout.arrays(first_memory.data()), scalars[0], exec)
             .begin(starts.of(0).data(), knobs_of(0));
   } catch (const std::bad_alloc&) {
-    return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
-                    .with("search", 0)
-                    .about(who)
-                    .fix("free host memory"));
+    return out_of_memory(0);
   }
   std::uint32_t threads =
       options.threads != 0 ? options.threads : std::thread::hardware_concurrency();
@@ -681,11 +676,7 @@ inline expected<dag_extraction_result> extract_dag(const dag_problem& p, const d
   share(0);  // the caller's share, search 0 first
   for (auto& w : workers) w.join();
   for (std::uint32_t i = 0; i < searches && i <= proven.load(); ++i)
-    if (failed[i] != 0)
-      return fail(error(errc::out_of_memory, "DAG extraction: a search ran out of memory")
-                      .with("search", i)
-                      .about(who)
-                      .fix("free host memory"));
+    if (failed[i] != 0) return out_of_memory(i);
   const std::uint32_t winner = dag_winner(found_cost, starts.lower_bound);
   return finish_dag(p, starts, found[winner], found_moves[winner], who);
 }
