@@ -715,6 +715,22 @@ TEST_CASE("a WHILE graph runs a device fixpoint without returning to the host", 
     CHECK(outcome.converged == 0u);
     const auto partial = current.read();
     for (std::uint32_t i = 0; i <= 10; ++i) CHECK(partial[i] == input[0]);
+
+    // A suffix runs once per launch, after the loop converged: here it copies the result out.
+    capped.reset();
+    device_buffer<std::uint32_t> after(n);
+    captured_graph with_suffix = vyre::graph::build_fixpoint_graph(
+        s.stream, control.ptr, 1000u, body, [&](cudaStream_t stream) {
+          return cudaMemcpyAsync(after.ptr, current.ptr, n * sizeof(std::uint32_t),
+                                 cudaMemcpyDeviceToDevice, stream);
+        });
+    REQUIRE(with_suffix.node_count() == 3u);  // reset, loop, suffix
+    current.write(input);
+    after.poison();
+    with_suffix.launch(s.stream);
+    s.sync();
+    CHECK(after.read() == reference);
+    CHECK(read_control().converged == 1u);
   }
   SECTION("bad arguments and a failing body") {
     device_buffer<vyre::graph::fixpoint_control> control(1);

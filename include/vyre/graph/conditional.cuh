@@ -14,7 +14,9 @@
 //!   records the rounds run and whether the loop converged in `*control`.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime_api.h>
 #include <cuda/std/cstdint>
@@ -79,14 +81,17 @@ result_t<OnError, basic_captured_graph<OnError>> build_while_graph(
 #if defined(__CUDACC__)
 //! Builds and instantiates a device fixpoint loop. Each launch: zero `control`'s counters, then
 //! repeat { `body(stream)`; decide } where decide ends the loop once a round did not call
-//! `mark_changed(control)` or after `max_rounds` rounds. Read `control->rounds` and
+//! `mark_changed(control)` or after `max_rounds` rounds, then `suffix(stream)` (work for the
+//! converged state, in the same launch; `no_stage{}` for none). Read `control->rounds` and
 //! `control->converged` after the launch completes (`converged == 0` with `rounds ==
-//! max_rounds` means the cap stopped it).
+//! max_rounds` means the cap stopped it, and the suffix ran anyway: give a suffix that needs
+//! convergence a cap the loop cannot reach).
 //! @pre `control` points at device memory for one `fixpoint_control`; `max_rounds >= 1`.
-template <class OnError = on_error::throw_exception, class Body>
-result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
-    cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Body&& body,
-    const graph_options& options = {}) {
+template <class OnError = on_error::throw_exception, class Body, class Suffix>
+requires(!std::same_as<std::remove_cvref_t<Suffix>, graph_options>)
+    result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
+        cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Body&& body,
+        Suffix&& suffix, const graph_options& options = {}) {
   auto run = [&]() -> expected<basic_captured_graph<OnError>> {
     if (control == nullptr)
       return fail(error(errc::invalid_argument, "build_fixpoint_graph: control is null")
@@ -107,12 +112,20 @@ result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
       return cuda_check(cudaGetLastError(), "build_fixpoint_graph: launch of the decision kernel");
     };
     auto built = build_loop_graph<on_error::return_expected>(
-        stream, reset, decide_after_body, no_stage{},
+        stream, reset, decide_after_body, suffix,
         {.graph = options, .what = "build_fixpoint_graph"});
     if (!built) return fail(built.error());
     return std::move(*built).template with_policy<OnError>();
   };
   return apply_error_policy<OnError>(run());
+}
+
+//! `build_fixpoint_graph` without a suffix.
+template <class OnError = on_error::throw_exception, class Body>
+result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
+    cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Body&& body,
+    const graph_options& options = {}) {
+  return build_fixpoint_graph<OnError>(stream, control, max_rounds, body, no_stage{}, options);
 }
 #endif
 

@@ -359,6 +359,35 @@ class device_resource_ref {
   const char* policy_name_ = nullptr;
 };
 
+//! A resource that hands one caller-owned device block to every request that fits; frees do
+//! nothing. For work on one stream whose scratch users run one after another (CUB calls), and
+//! above all for such work captured into a graph: the graph replays long after a pool would
+//! have given the memory to someone else, so its scratch must be a block it keeps. Size the
+//! block by the largest request (CUB's size query with a null pointer). Trivially copyable.
+class scratch_block_resource {
+ public:
+  static constexpr const char* policy_name = "scratch_block";
+
+  scratch_block_resource(void* block, std::size_t bytes) noexcept : block_(block), bytes_(bytes) {}
+
+  //! The block, or `errc::out_of_memory` naming both sizes when `bytes` exceeds it.
+  expected<void*> try_allocate(std::size_t bytes, cudaStream_t /*stream*/) const noexcept {
+    if (bytes <= bytes_ && block_ != nullptr) return block_;
+    return fail(error(errc::out_of_memory, "scratch_block_resource: request larger than the block")
+                    .with("bytes", bytes)
+                    .with("block_bytes", bytes_)
+                    .fix("size the block by the largest request of the work it serves"));
+  }
+  expected<void> try_deallocate(void* /*ptr*/, std::size_t /*bytes*/,
+                                cudaStream_t /*stream*/) const noexcept {
+    return {};
+  }
+
+ private:
+  void* block_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
 //! An owned device allocation (move-only RAII): returned to its resource on destruction, on
 //! the stream it was allocated on.
 class device_buffer {

@@ -11,6 +11,9 @@
 //! Memory: the passes work in place on the table's cells; `sort_rows` takes `4 * rows` u32 of
 //! scratch, `drop_duplicates` `2 * rows`; CUB scratch (small: the sorts use double buffers)
 //! comes from `memory`. Nothing is read back: the caller chooses when to sync.
+//! Captured graphs: with tables viewed at a capacity and their rows in use on the device
+//! (`table_ref::live`) and `memory` a `scratch_block_resource` of `rebuild_cub_bytes`, every
+//! pass here can be captured once and replayed for any row counts up to that capacity.
 //! Limits: rows below 2^31 (CUB's item counts); `max_width` columns.
 //!
 //!     namespace dev = vyre::eqsat::device;
@@ -28,6 +31,7 @@
 //!       VYRE_TRY(dev::drop_duplicates(memory, tables[c], scratch, kept + c, stream));
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 
@@ -51,7 +55,8 @@ namespace detail {
 
 template <int = 0>
 VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf) {
-  VYRE_DETAIL_GRID_LOOP(r, t.rows) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(r, used) {
     std::uint32_t* row = t.cells + r * t.width;
     for (std::uint32_t c = 0; c < t.width; ++c)
       if (t.holds_class(c)) row[c] = uf.find(row[c]);
@@ -62,17 +67,18 @@ VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf) {
 template <int = 0>
 VYRE_KERNEL void gather_column_kernel(table_ref t, std::uint32_t col, const std::uint32_t* perm,
                                       std::uint32_t* tmp) {
-  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
     tmp[i] = t.cells[std::size_t{perm[i]} * t.width + col];
   }
 }
 
 //! Column `col` of rows [0, *count) = tmp[0, *count) (`count` on the device; nullptr: every
-//! row).
+//! row in use).
 template <int = 0>
 VYRE_KERNEL void put_column_kernel(table_ref t, std::uint32_t col, const std::uint32_t* tmp,
                                    const std::uint32_t* count) {
-  const std::uint32_t n = count != nullptr ? *count : t.rows;
+  const std::uint32_t n = count != nullptr ? *count : t.in_use();
   VYRE_DETAIL_GRID_LOOP(i, n) {
     t.cells[i * t.width + col] = tmp[i];
   }
@@ -80,7 +86,8 @@ VYRE_KERNEL void put_column_kernel(table_ref t, std::uint32_t col, const std::ui
 
 template <int = 0>
 VYRE_KERNEL void unite_congruent_kernel(table_ref t, union_find_ref uf, std::uint32_t* merged) {
-  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
     if (i == 0) continue;
     const std::uint32_t* row = t.cells + i * t.width;
     const std::uint32_t* prev = row - t.width;
@@ -91,12 +98,15 @@ VYRE_KERNEL void unite_congruent_kernel(table_ref t, union_find_ref uf, std::uin
   }
 }
 
-//! keep[i] = 1 for the first row of every run of equal arguments (a sorted table).
+//! keep[i] = 1 for the first row of every run of equal arguments (a sorted table); 0 for a
+//! row not in use.
 template <int = 0>
 VYRE_KERNEL void first_of_run_kernel(table_ref t, std::uint32_t* keep) {
+  const std::uint32_t used = t.in_use();
   VYRE_DETAIL_GRID_LOOP(i, t.rows) {
     const std::uint32_t* row = t.cells + i * t.width;
-    keep[i] = i == 0 || !eqsat::detail::same_row(row, row - t.width, t.width - 1) ? 1u : 0u;
+    keep[i] =
+        i < used && (i == 0 || !eqsat::detail::same_row(row, row - t.width, t.width - 1)) ? 1u : 0u;
   }
 }
 
@@ -105,15 +115,16 @@ VYRE_KERNEL void first_of_run_kernel(table_ref t, std::uint32_t* keep) {
 template <int = 0>
 VYRE_KERNEL void compact_column_kernel(table_ref t, std::uint32_t col,
                                        const std::uint32_t* position, std::uint32_t* tmp) {
-  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
     const bool first = i == 0 ? position[0] == 1 : position[i] != position[i - 1];
     if (first) tmp[position[i] - 1] = t.cells[i * t.width + col];
   }
 }
 
 template <int = 0>
-VYRE_KERNEL void put_count_kernel(std::uint32_t* kept, std::uint32_t rows) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) *kept = rows;
+VYRE_KERNEL void put_count_kernel(std::uint32_t* kept, table_ref t) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) *kept = t.in_use();
 }
 
 //! Column `col` of `t` = `tmp` (the first `*count` rows; nullptr: all).
@@ -160,6 +171,29 @@ inline expected<void> sort_rows(device_resource_ref memory, const table_ref& t,
   return {};
 }
 
+//! CUB scratch bytes that `sort_rows` and `drop_duplicates` on `t` take at the most: the size
+//! of a block that serves every CUB call of a rebuild enqueued on one stream
+//! (`vyre::scratch_block_resource`), as a captured graph that replays them needs.
+inline expected<std::size_t> rebuild_cub_bytes(const table_ref& t, const key_bits& bits) {
+  const char* what = "eqsat::device::rebuild_cub_bytes";
+  const std::uint32_t n = t.rows;
+  if (n < 2) return std::size_t{0};
+  VYRE_TRY(detail::cub_items(n, what));
+  std::size_t most = 0, bytes = 0;
+  cub::DoubleBuffer<std::uint32_t> none(nullptr, nullptr);
+  for (std::uint32_t col = 0; col + 1 < t.width; ++col) {
+    VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, none, none, static_cast<int>(n),
+                                                  0, bits.of(t, col)),
+                  what);
+    most = (std::max)(most, bytes);
+  }
+  const std::uint32_t* none_in = nullptr;
+  std::uint32_t* none_out = nullptr;
+  VYRE_CUDA_TRY(
+      cub::DeviceScan::InclusiveSum(nullptr, bytes, none_in, none_out, static_cast<int>(n)), what);
+  return (std::max)(most, bytes);
+}
+
 //! In `t` sorted by its arguments: unites the classes of adjacent rows with equal arguments
 //! (congruent rows) and sets `*merged = 1` (a device u32) when a union merged two classes.
 inline expected<void> unite_congruent(const table_ref& t, union_find_ref uf, std::uint32_t* merged,
@@ -180,7 +214,7 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   const char* what = "eqsat::device::drop_duplicates";
   const std::uint32_t n = t.rows;
   if (n < 2) {
-    detail::put_count_kernel<><<<1, 1, 0, stream>>>(kept, n);
+    detail::put_count_kernel<><<<1, 1, 0, stream>>>(kept, t);
     return algorithms::detail::launched(what);
   }
   std::uint32_t* p = scratch;

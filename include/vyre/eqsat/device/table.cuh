@@ -10,6 +10,10 @@
 //! (`program::literals`). The view owns nothing: the cells live where the engine put them.
 //!
 //!     vyre::eqsat::device::table_ref add{cells, rows, 3, 0b111};  // Add(Math, Math) -> Math
+//!
+//! A view may also say how many rows are in use on the device (`live`): then `rows` is the
+//! capacity the launches cover and the passes skip rows from `*live` on. That is how one
+//! captured graph serves every row count up to a capacity (the rebuild of `gpu_engine`).
 #pragma once
 
 #include <cstdint>
@@ -33,14 +37,23 @@ inline constexpr std::uint32_t max_width = 8;
 //! A non-owning view of one table: `rows` rows of `width` u32 at `cells`.
 struct table_ref {
   std::uint32_t* cells = nullptr;
-  std::uint32_t rows = 0;
+  std::uint32_t rows = 0;        //!< rows, or with `live` the capacity the launches cover
   std::uint32_t width = 1;       //!< arity + 1, at most `max_width`
   std::uint32_t class_mask = 1;  //!< bit c: column c holds an e-class id (the last always)
+  //! Null: every row is in use. Else a device u32, at most `rows`: the rows in use, read by
+  //! the kernels when they run (rows from it on are padding the passes skip or sort last).
+  const std::uint32_t* live = nullptr;
 
   //! Whether column `c` holds an e-class id (else a literal id).
   __host__ __device__ constexpr bool holds_class(std::uint32_t c) const noexcept {
     return ((class_mask >> c) & 1u) != 0;
   }
+#if defined(__CUDACC__)
+  //! Rows in use (`*live`, or `rows`): read once per thread, before a grid loop.
+  __device__ std::uint32_t in_use() const noexcept {
+    return live != nullptr ? *live : rows;
+  }
+#endif
 };
 
 //! Bits a radix sort needs for the values of a column: classes below `class_ids`, literals
@@ -73,13 +86,15 @@ inline algorithms::detail::runtime_ref runtime_for(device_resource_ref memory) n
 }
 
 //! keys[i] = column `col` of row perm[i] (perm == nullptr: row i); row_ids[i] = that row when
-//! `row_ids` is given.
+//! `row_ids` is given. A row not in use (`live`) gets the key ~0u, so a stable sort by any low
+//! bits puts it after every row in use (on a tie it came after them already).
 template <int = 0>
 VYRE_KERNEL void column_keys_kernel(table_ref t, std::uint32_t col, const std::uint32_t* perm,
                                     std::uint32_t* keys, std::uint32_t* row_ids) {
+  const std::uint32_t used = t.in_use();
   VYRE_DETAIL_GRID_LOOP(i, t.rows) {
     const std::uint32_t r = perm != nullptr ? perm[i] : static_cast<std::uint32_t>(i);
-    keys[i] = t.cells[std::size_t{r} * t.width + col];
+    keys[i] = r < used ? t.cells[std::size_t{r} * t.width + col] : ~0u;
     if (row_ids != nullptr) row_ids[i] = r;
   }
 }
