@@ -10,9 +10,9 @@
 // end-to-end time. "phases_s" sums the engine's own search/apply/rebuild times of the median
 // run (the kernel path on the GPU, with its per-iteration count readback), "per_iteration"
 // lists them. The GPU line adds the peak device memory of the run (the backend's telemetry)
-// per final e-node. "agrees" says whether the per-constructor counts equal the other
-// engine's after every iteration. egglog itself is bench/eqsat/egglog_peer.py, run beside
-// this by bench/eqsat/run.sh.
+// per final e-node, and how many rebuilds replayed a captured graph and how many captured one.
+// "agrees" says whether the per-constructor counts equal the other engine's after every iteration.
+// egglog itself is bench/eqsat/egglog_peer.py, run beside this by bench/eqsat/run.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -41,6 +41,7 @@ struct run_record {
   double seconds = 0;
   vyre::eqsat::execution execution;
   std::uint64_t peak_device_bytes = 0;
+  vyre::graph::cache_stats rebuild_graphs;  //!< the GPU engine's captured rebuilds
 };
 
 std::string per_iteration_json(const vyre::eqsat::execution& ex) {
@@ -183,6 +184,7 @@ int main(int argc, char** argv) {
         rec.seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         rec.peak_device_bytes = gpu->telemetry().snapshot().peak_device_bytes;
+        rec.rebuild_graphs = engine->rebuild_graph_stats();
         return rec;
       });
     }
@@ -207,12 +209,15 @@ int main(int argc, char** argv) {
       const run_record& m = gpu_runs[gpu_runs.size() / 2];
       const std::uint64_t enodes =
           m.execution.iterations.empty() ? 1 : m.execution.iterations.back().enodes;
-      char extra[256];
+      char extra[384];
       std::snprintf(extra, sizeof extra,
                     "\"device\": \"%s\", \"peak_device_bytes\": %llu, "
-                    "\"device_bytes_per_enode\": %.2f, ",
+                    "\"device_bytes_per_enode\": %.2f, \"rebuild_graphs\": {\"replays\": %llu, "
+                    "\"captures\": %llu}, ",
                     device.c_str(), static_cast<unsigned long long>(m.peak_device_bytes),
-                    static_cast<double>(m.peak_device_bytes) / static_cast<double>(enodes));
+                    static_cast<double>(m.peak_device_bytes) / static_cast<double>(enodes),
+                    static_cast<unsigned long long>(m.rebuild_graphs.hits),
+                    static_cast<unsigned long long>(m.rebuild_graphs.captures));
       print_line("gpu", name, iterations, gpu_runs, extra, agrees);
     }
     if (want_cpu) {

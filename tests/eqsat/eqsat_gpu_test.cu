@@ -166,6 +166,35 @@ TEST_CASE("gpu engine: equal to the cpu engine on small programs", "[eqsat][gpu]
   }
 }
 
+TEST_CASE("gpu engine: rebuilds of one shape replay one captured graph", "[eqsat][gpu]") {
+  // 60 top-level terms (a rebuild each, and another when `extract_roots` adds them again) and
+  // iterations that add a few rows: every table stays in its first capacity class, so the
+  // first rebuild is launched, the second captures the shape and every later one replays it.
+  std::string text = R"((datatype M (Add M M) (Mul M M) (Num i64) (V String))
+(rewrite (Add a b) (Add b a))
+(rewrite (Mul (Num 1) a) a)
+)";
+  for (int i = 0; i < 60; ++i)
+    text += "(Add (Mul (Num " + std::to_string(i % 3) + ") (V \"v" + std::to_string(i) +
+            "\")) (Num " + std::to_string(i) + "))\n";
+  text += "(run 4)\n";
+  const eq::program prog = read_test_program(text.c_str());
+  eq::execute_options options;
+  options.extract_roots = true;
+  const eq::execution want = cpu_execution(prog, options);
+  auto gpu = gpu_backend::acquire(0);
+  auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
+  const eq::execution got = eq::execute(prog, engine, options);
+  REQUIRE_FALSE(engine.failure());
+  check_same(want, got);
+  const vyre::graph::cache_stats graphs = engine.rebuild_graph_stats();
+  const std::uint64_t rebuilds = 2 * 60 + want.iterations.size();
+  INFO("hits " << graphs.hits << ", captures " << graphs.captures << ", rebuilds " << rebuilds);
+  CHECK(graphs.captures == 1);
+  CHECK(graphs.misses == 1);
+  CHECK(graphs.hits == rebuilds - 2);
+}
+
 TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsat][gpu]") {
   auto gpu = gpu_backend::acquire(0);
   const eq::program prog = read_test_program(programs[2]);

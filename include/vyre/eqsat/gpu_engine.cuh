@@ -11,9 +11,11 @@
 //!
 //! State on the device, one block (`layout`): per constructor a table of rows of u32
 //! `(columns..., eclass)` (see plan.hpp), then a union-find `parent` over class ids whose
-//! representative is always the smallest id of its class; the class-id count on the host. The
-//! apply sizes the block exactly (it knows the rows from the match totals); `add_term` grows it
-//! by a quarter; a rebuild that drops more than a quarter of it moves it to an exact block.
+//! representative is always the smallest id of its class; the class-id count on the host.
+//! Tables and union-find grow by capacity class (`detail::gpu_capacity_class`: a quarter of an
+//! octave up to 4M rows or ids, exact above, where the apply knows its final sizes from the
+//! match totals and `add_term` adds a quarter); a rebuild that leaves a fifth of the block
+//! unused moves it to the classes of what is left.
 //!
 //! Iteration:
 //! 1. Search: every active rule's `query_plan`, flattened into `device::flat_query`, runs in one
@@ -27,12 +29,19 @@
 //!    match's root and result are united (lock-free: a CAS links the larger root under the
 //!    smaller). A fresh row equal to an existing row is merged by the rebuild's congruence,
 //!    which yields the e-graph `cpu_engine`'s lookup-or-insert yields.
-//! 3. Rebuild: rounds of {compress the union-find; canonicalize every class column; sort each
-//!    table's rows by their arguments (LSD: stable radix sorts of a row permutation, last
-//!    argument first, in the arena's double buffers; then the rows permuted in place a column
-//!    at a time); unite the classes of adjacent rows with equal arguments} until a round
-//!    unites nothing (one flag read back per round); then drop duplicate rows (compacted in
-//!    place; every table's kept count read back once).
+//! 3. Rebuild, one launch of a captured graph per shape (the tables' and union-find's
+//!    capacities and the buffers they live in; `graph::graph_cache`, counters in
+//!    `rebuild_graph_stats`; a shape met for the first time runs the same passes launched,
+//!    with a flag read back per round, and is captured when it comes back): a device loop
+//!    (`graph::build_fixpoint_graph`) of rounds
+//!    {compress the union-find; canonicalize every class column; sort each table's rows by
+//!    their arguments (LSD: stable radix sorts of a row permutation, last argument first, in
+//!    the arena's double buffers, rows beyond those in use sorted last; then the rows permuted
+//!    in place a column at a time); unite the classes of adjacent rows with equal arguments}
+//!    until a round unites nothing, decided on the device; then drop duplicate rows (compacted
+//!    in place). The rows in use are uploaded before the launch (`device::table_ref::live`),
+//!    so a slowly growing e-graph replays one graph; CUB's scratch is one block the graphs
+//!    keep (`scratch_block_resource`). The counts come back in one copy.
 //! 4. Counts: e-nodes per constructor = rows; e-classes = roots; `unions` = old classes merged
 //!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
 //!    were added.
@@ -47,8 +56,10 @@
 //! back; `extract` downloads the tables once (until the next change) and runs the shared
 //! host tree-cost code (`detail/tree_cost.hpp`).
 //!
-//! Host round trips per iteration: the match totals; one flag per rebuild round; the kept
-//! rows of every table; the roots (all and old) for the counts.
+//! Host round trips per iteration: the match totals; the rebuild's report (kept rows of every
+//! table, the roots for the counts, the loop's convergence), and on a shape's first meeting
+//! one flag per round. The search and the apply are launched per rule (their sizes and
+//! offsets change every iteration).
 //!
 //! Device memory at the peak (math.egg iteration 12: 1,047,896 e-nodes before, 15,081,413
 //! matches adding 35,342,286 rows and as many fresh classes, 36,390,182 rows before the
@@ -74,9 +85,12 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -86,6 +100,7 @@
 #include <cuda/std/functional>
 
 #include "vyre/algorithms/detail/device_support.cuh"
+#include "vyre/algorithms/plan_capacity.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
@@ -98,6 +113,8 @@
 #include "vyre/eqsat/device/union_find.cuh"
 #include "vyre/eqsat/plan.hpp"
 #include "vyre/eqsat/program.hpp"
+#include "vyre/graph/cache.cuh"
+#include "vyre/graph/conditional.cuh"
 #include "vyre/runtime/device_array.hpp"
 #include "vyre/runtime/streams.hpp"
 
@@ -126,6 +143,41 @@ struct gpu_snapshot {
   VYRE_HOST_MOVE_ONLY_MEMBERS(gpu_snapshot);
 };
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
+
+//! Rows (or class ids) up to which a table (or the union-find) is sized by capacity class:
+//! below it the padding is cheap and a slowly growing e-graph keeps its shape, so its rebuilds
+//! replay one captured graph; above it every byte counts (the 64 B per e-node budget) and
+//! launches are a small part of an iteration, so sizes are exact.
+inline constexpr std::uint64_t gpu_class_limit = std::uint64_t{1} << 22;
+
+//! The capacity of `n` rows or ids: 0 for 0; `plan_bucket` (a quarter of its octave, at
+//! least 1024) up to `gpu_class_limit`; `n` itself above.
+inline std::size_t gpu_capacity_class(std::uint64_t n) noexcept {
+  if (n == 0) return 0;
+  if (n > gpu_class_limit) return static_cast<std::size_t>(n);
+  return algorithms::detail::plan_bucket(static_cast<std::uint32_t>(n));
+}
+
+//! What a captured rebuild bakes in: every table's capacity, the union-find's, and the
+//! state block and arena it works in. Equal shapes replay one graph (the rows in use are
+//! uploaded before each launch).
+struct gpu_rebuild_shape {
+  std::vector<std::size_t> caps;
+  std::size_t ids = 0;
+  const void* state = nullptr;
+  const void* arena = nullptr;
+  friend bool operator==(const gpu_rebuild_shape&, const gpu_rebuild_shape&) = default;
+};
+
+struct gpu_rebuild_shape_hash {
+  std::size_t operator()(const gpu_rebuild_shape& s) const noexcept {
+    std::size_t h = std::hash<const void*>{}(s.state) ^ (std::hash<const void*>{}(s.arena) << 1);
+    const auto mix = [&](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
+    mix(s.ids);
+    for (std::size_t c : s.caps) mix(c);
+    return h;
+  }
+};
 
 //! A search index built for one iteration: one block of the sort's two key and two row
 //! buffers; `view` points at the sorted pair.
@@ -178,8 +230,12 @@ class gpu_engine {
         parent_(o.parent_),
         parent_capacity_(o.parent_capacity_),
         arena_(std::move(o.arena_)),
-        flags_(std::move(o.flags_)),
-        kept_(std::move(o.kept_)),
+        report_(std::move(o.report_)),
+        live_rows_(std::move(o.live_rows_)),
+        live_rows_host_(std::move(o.live_rows_host_)),
+        cub_scratch_(std::move(o.cub_scratch_)),
+        rebuild_graphs_(std::move(o.rebuild_graphs_)),
+        shapes_seen_(std::move(o.shapes_seen_)),
         ids_(o.ids_),
         eclasses_(o.eclasses_),
         plans_(std::move(o.plans_)),
@@ -200,6 +256,9 @@ class gpu_engine {
   const std::vector<query_plan>& plans() const noexcept { return plans_; }
   //! The first error the engine met (it then does nothing more); empty while it works.
   const std::optional<error>& failure() const noexcept { return failure_; }
+  //! Counters of the captured rebuilds: a hit replayed the graph of an earlier rebuild of the
+  //! same shape (capacities and buffers), a capture made one.
+  graph::cache_stats rebuild_graph_stats() const noexcept { return rebuild_graphs_.stats(); }
 
   //! Adds a ground term; returns its canonical e-class (0 after a failure, see `failure()`).
   std::uint32_t add_term(const term& t) {
@@ -317,10 +376,12 @@ class gpu_engine {
     gpu_engine engine(algorithms::detail::runtime_of(gpu), prog, std::move(stream));
     engine.backend_ = &gpu;
     engine.plans_ = std::move(plans);
-    VYRE_TRY_ASSIGN(engine.flags_, engine.allocate<unsigned long long>(4, "eqsat: flags"));
-    VYRE_TRY_ASSIGN(engine.kept_,
-                    engine.allocate<std::uint32_t>(
-                        (std::max)(prog.constructors.size(), std::size_t{1}), "eqsat: kept rows"));
+    const std::size_t tables = (std::max)(prog.constructors.size(), std::size_t{1});
+    VYRE_TRY_ASSIGN(engine.report_, engine.allocate<unsigned long long>(
+                                        report_kept + (tables + 1) / 2, "eqsat: rebuild report"));
+    VYRE_TRY_ASSIGN(engine.live_rows_,
+                    engine.allocate<std::uint32_t>(tables, "eqsat: rows in use"));
+    VYRE_TRY(try_resize(engine.live_rows_host_, tables, "eqsat: rows in use"));
     return engine;
   }
 
@@ -449,33 +510,37 @@ class gpu_engine {
     return {};
   }
 
-  //! Room for `rows[c]` rows per table and `ids` class ids. `exact`: to the row (the apply,
-  //! which knows its final sizes); else a quarter more than needed (`add_term`, called often).
+  //! Room for `rows[c]` rows per table and `ids` class ids, by capacity class
+  //! (`detail::gpu_capacity_class`). Above the class limit: `exact` to the row (the apply,
+  //! which knows its final sizes), else a quarter more than needed (`add_term`, called often).
   expected<void> reserve(const std::vector<std::uint64_t>& rows, std::uint64_t ids, bool exact) {
     bool grow = ids > parent_capacity_;
     for (std::size_t c = 0; c < tables_.size(); ++c) grow = grow || rows[c] > tables_[c].capacity;
     if (!grow) return {};
-    const auto room = [&](std::uint64_t want, std::size_t have) -> std::size_t {
-      if (exact || want <= have) return (std::max)(static_cast<std::size_t>(want), have);
-      return (std::max)(static_cast<std::size_t>(want + want / 4), have);
+    const auto room = [&](std::uint64_t want, std::size_t have, std::uint64_t most) {
+      if (want <= have) return have;
+      std::uint64_t cap = detail::gpu_capacity_class(want);
+      if (!exact && want > detail::gpu_class_limit) cap = (std::min)(want + want / 4, most);
+      return (std::max)(static_cast<std::size_t>(cap), have);
     };
     std::vector<std::size_t> caps(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c)
-      caps[c] = exact ? static_cast<std::size_t>(rows[c]) : room(rows[c], tables_[c].capacity);
-    return relayout(caps, exact ? static_cast<std::size_t>(ids) : room(ids, parent_capacity_));
+      caps[c] = room(rows[c], tables_[c].capacity, 0x7fffffffull);
+    return relayout(caps, room(ids, parent_capacity_, 0xfffffffeull));
   }
 
-  //! Drops the rows a rebuild removed when they are more than a quarter of the block.
+  //! Moves to the capacity classes of the rows a rebuild left when that frees more than a
+  //! fifth of the block (a block that keeps its classes keeps its captured rebuild).
   expected<void> fit() {
-    std::size_t held = parent_capacity_, used = ids_;
+    std::size_t held = parent_capacity_, want = detail::gpu_capacity_class(ids_);
     std::vector<std::size_t> caps(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) {
+      caps[c] = detail::gpu_capacity_class(tables_[c].rows);
       held += tables_[c].capacity * tables_[c].width;
-      used += std::size_t{tables_[c].rows} * tables_[c].width;
-      caps[c] = tables_[c].rows;
+      want += caps[c] * tables_[c].width;
     }
-    if (held - used <= used / 4) return {};
-    return relayout(caps, ids_);
+    if (held <= want + want / 4) return {};
+    return relayout(caps, detail::gpu_capacity_class(ids_));
   }
 
   //! Class ids `[ids_, ids)` made (each its own class); the union-find must hold them.
@@ -511,11 +576,17 @@ class gpu_engine {
     return backend_->memory().release_cached();
   }
 
-  //! Scratch words the rebuild needs: four u32 per row of the largest table.
+  //! Scratch words the rebuild needs: four u32 per row of the largest table's capacity.
   std::size_t rebuild_words() const noexcept {
     std::size_t n = 1;
-    for (const table& t : tables_) n = (std::max)(n, std::size_t{t.rows});
+    for (const table& t : tables_) n = (std::max)(n, t.capacity);
     return 4 * n;
+  }
+
+  //! The arena goes back after an iteration when it is large (the next iteration's search
+  //! allocates before it); a small one stays, with the captured rebuilds that bake it in.
+  void drop_big_arena() noexcept {
+    if (arena_.size_bytes() >= big_scratch_bytes) arena_ = u32_array{};
   }
 
   // --- snapshot -----------------------------------------------------------------------------
@@ -608,7 +679,7 @@ class gpu_engine {
       tables_[c].rows = static_cast<std::uint32_t>(want[c]);
     }
     VYRE_TRY(rebuild(0));
-    arena_ = u32_array{};
+    drop_big_arena();
     VYRE_TRY(fit());
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), what);
     invalidate();
@@ -669,7 +740,7 @@ class gpu_engine {
         tb.rows += static_cast<std::uint32_t>(added);
       }
       VYRE_TRY(rebuild(0));
-      arena_ = u32_array{};
+      drop_big_arena();
       // The upload reads pageable host memory: wait before `fresh` goes away.
       VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: add a term");
       return {};
@@ -841,7 +912,7 @@ class gpu_engine {
                         .about(prog_->constructors[c].name)
                         .with("rows", after[c])
                         .fix("set --node-limit lower"));
-      widest = (std::max)(widest, after[c]);
+      widest = (std::max)(widest, std::uint64_t{detail::gpu_capacity_class(after[c])});
     }
     VYRE_TRY(check_ids(std::uint64_t{ids_} + fresh));
     VYRE_TRY(ensure_arena(static_cast<std::size_t>((std::max)(match_words, 4 * widest))));
@@ -911,7 +982,7 @@ class gpu_engine {
 
     // 3. Rebuild.
     VYRE_TRY_ASSIGN(const std::uint64_t old_roots_after, rebuild(old_ids));
-    arena_ = u32_array{};
+    drop_big_arena();
     VYRE_TRY(fit());
     const auto t3 = clock::now();
 
@@ -929,61 +1000,142 @@ class gpu_engine {
 
   // --- rebuild ------------------------------------------------------------------------------
 
-  //! Sorts table `c`'s rows by their arguments (`device::sort_rows`, in the arena's first four
-  //! u32 per row).
-  expected<void> sort_rows(std::uint32_t c) {
-    return device::sort_rows(runtime_.memory, view(c), bits(), arena_.get(), stream());
+  // The report's parts, in u64 words of `report_`.
+  static constexpr std::size_t report_control = 0, report_roots = 2, report_kept = 4;
+  static_assert(sizeof(graph::fixpoint_control) == report_roots * sizeof(unsigned long long));
+
+  graph::fixpoint_control* control() const noexcept {
+    return reinterpret_cast<graph::fixpoint_control*>(report_.get() + report_control);
   }
 
-  //! Roots among the ids below `ids_` and among those below `old_ids` (one read back).
-  expected<std::pair<std::uint64_t, std::uint64_t>> count_roots(std::uint32_t old_ids) {
-    VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get() + 1, 0, 2 * sizeof(unsigned long long), stream()),
-                  "eqsat: count roots");
-    VYRE_TRY(device::count_roots(uf(), old_ids, flags_.get() + 1, stream()));
-    unsigned long long roots[2] = {0, 0};
-    VYRE_TRY(read_back(roots, flags_.get() + 1, 2, "eqsat: count roots"));
-    return std::pair<std::uint64_t, std::uint64_t>{roots[0], roots[1]};
+  //! Table `c` as the rebuild graph sees it: its capacity, with the rows in use on the device.
+  device::table_ref capacity_view(std::uint32_t c) const noexcept {
+    const table& t = tables_[c];
+    return device::table_ref{t.cells, static_cast<std::uint32_t>(t.capacity), t.width, t.class_mask,
+                             live_rows_.get() + c};
   }
 
-  //! Congruence closure, then duplicate rows dropped; updates the e-class count and returns
-  //! the roots among the ids below `old_ids`. Uses the arena (made large enough here).
-  expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
-    VYRE_TRY(ensure_arena(rebuild_words()));
-    for (;;) {
-      VYRE_TRY(device::compress(uf(), stream()));
-      VYRE_CUDA_TRY(cudaMemsetAsync(flags_.get(), 0, sizeof(unsigned long long), stream()),
-                    "eqsat: rebuild flag");
-      auto* merged = reinterpret_cast<std::uint32_t*>(flags_.get());
-      for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-        if (tables_[c].rows == 0) continue;
-        VYRE_TRY(device::canonicalize(view(c), uf(), stream()));
-        VYRE_TRY(sort_rows(c));
-        VYRE_TRY(device::unite_congruent(view(c), uf(), merged, stream()));
-      }
-      std::uint32_t any = 0;
-      VYRE_TRY(read_back(&any, merged, 1, "eqsat: rebuild round"));
-      if (any == 0) break;
-    }
-    // Duplicates: the first row of every run of equal arguments stays (their classes are
-    // equal now: the last round united nothing), compacted in place through the arena; every
-    // table's kept count lands in `kept_`, read back once.
-    const char* what = "eqsat: drop duplicate rows";
-    bool deduped = false;
+  //! One rebuild round on `s`: {compress; per table: canonicalize, sort_rows, unite_congruent},
+  //! `*merged` set when a union merged two classes. Written once for the captured graph
+  //! (tables at their capacity, `capacity_view`) and the launched path (`view`).
+  template <class View>
+  expected<void> rebuild_round(cudaStream_t s, View view, device::union_find_ref uf,
+                               const device::key_bits& bits, device_resource_ref memory) {
+    auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
+    VYRE_TRY(device::compress(uf, s));
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-      if (tables_[c].rows < 2) continue;
-      deduped = true;
-      VYRE_TRY(device::drop_duplicates(runtime_.memory, view(c), arena_.get(), kept_.get() + c,
-                                       stream()));
+      if (tables_[c].capacity == 0) continue;
+      const device::table_ref t = view(c);
+      VYRE_TRY(device::canonicalize(t, uf, s));
+      VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
+      VYRE_TRY(device::unite_congruent(t, uf, merged, s));
     }
-    if (deduped) {
-      std::vector<std::uint32_t> kept(tables_.size());
-      VYRE_TRY(read_back(kept.data(), kept_.get(), tables_.size(), what));
-      for (std::size_t c = 0; c < tables_.size(); ++c)
-        if (tables_[c].rows >= 2) tables_[c].rows = kept[c];
+    return {};
+  }
+
+  //! After the last round: the first row of every run of equal arguments stays (their classes
+  //! are equal: the last round united nothing); the kept counts land in the report.
+  template <class View>
+  expected<void> rebuild_dedupe(cudaStream_t s, View view, device_resource_ref memory) {
+    auto* kept = reinterpret_cast<std::uint32_t*>(report_.get() + report_kept);
+    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
+      if (tables_[c].capacity == 0) continue;
+      VYRE_TRY(device::drop_duplicates(memory, view(c), arena_.get(), kept + c, s));
     }
-    VYRE_TRY_ASSIGN(const auto roots, count_roots(old_ids));
-    eclasses_ = roots.first;
-    return roots.second;
+    return {};
+  }
+
+  using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
+
+  //! The captured rebuild of the current shape (`detail::gpu_rebuild_shape`), or null when the
+  //! shape is new: a growing e-graph rarely meets a shape twice, and capturing costs more than
+  //! the launches it replaces, so a shape is captured when it comes back and replayed after.
+  //! The graph: a device fixpoint loop of `rebuild_round`s over the tables at their capacity,
+  //! ended on the device by the round that unites nothing, then `rebuild_dedupe`. Rows in use
+  //! come from `live_rows_`, so it serves every row count up to the capacities; CUB's scratch
+  //! is `cub_scratch_` (grown, and the graphs dropped, when a new shape needs more).
+  expected<graph_type*> rebuild_graph() {
+    detail::gpu_rebuild_shape shape;
+    shape.caps.resize(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) shape.caps[c] = tables_[c].capacity;
+    shape.ids = parent_capacity_;
+    shape.state = state_.get();
+    shape.arena = arena_.get();
+    if (rebuild_graphs_.contains(shape)) return rebuild_graphs_.find(shape);  // one hit
+    if (shapes_seen_.size() >= 64) shapes_seen_.clear();
+    if (shapes_seen_.insert(shape).second) return nullptr;
+    const device::key_bits bits{parent_capacity_, prog_->literals.size()};
+    std::size_t bytes = 1;
+    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
+      if (tables_[c].capacity == 0) continue;
+      VYRE_TRY_ASSIGN(const std::size_t need, device::rebuild_cub_bytes(capacity_view(c), bits));
+      bytes = (std::max)(bytes, need);
+    }
+    if (cub_scratch_.size() < bytes) {
+      rebuild_graphs_.clear();  // every cached graph bakes the old block in
+      cub_scratch_ = device_array<unsigned char>{};
+      VYRE_TRY_ASSIGN(cub_scratch_, allocate<unsigned char>(bytes, "eqsat: rebuild CUB scratch"));
+    }
+    scratch_block_resource scratch(cub_scratch_.get(), cub_scratch_.size());
+    const device_resource_ref memory(scratch);
+    const device::union_find_ref uf{parent_, static_cast<std::uint32_t>(parent_capacity_)};
+    const auto at_capacity = [this](std::uint32_t c) { return capacity_view(c); };
+    auto round = [&](cudaStream_t s) { return rebuild_round(s, at_capacity, uf, bits, memory); };
+    auto dedupe = [&](cudaStream_t s) { return rebuild_dedupe(s, at_capacity, memory); };
+    return rebuild_graphs_.get_or_build(shape, 0, [&] {
+      // No round cap the loop can reach: every round but the last merges two classes, and
+      // the dedupe is only right once the loop converged.
+      return graph::build_fixpoint_graph<on_error::return_expected>(stream(), control(),
+                                                                    0xffffffffu, round, dedupe);
+    });
+  }
+
+  //! Congruence closure, then duplicate rows dropped: one launch of the captured graph of
+  //! this shape (`rebuild_graph`), or the same passes launched with a flag read back per round;
+  //! updates the rows and the e-class count and returns the roots among the ids below
+  //! `old_ids`, from one read back. Uses the arena (made large enough here).
+  expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
+    const char* what = "eqsat: rebuild";
+    VYRE_TRY(ensure_arena(rebuild_words()));
+    VYRE_TRY_ASSIGN(graph_type * graph, rebuild_graph());
+    if (graph != nullptr) {
+      // The union-find's ids past the last one made are padding: singletons nothing names.
+      const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
+      VYRE_TRY(device::init_classes({parent_, ids_cap}, ids_, ids_cap, stream()));
+      for (std::size_t c = 0; c < tables_.size(); ++c) live_rows_host_[c] = tables_[c].rows;
+      // Pageable: the copy is staged before the call returns.
+      VYRE_CUDA_TRY(
+          cudaMemcpyAsync(live_rows_.get(), live_rows_host_.data(),
+                          tables_.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream()),
+          what);
+      VYRE_TRY(graph->launch(stream()));
+    } else {
+      const auto exact = [this](std::uint32_t c) { return view(c); };
+      auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
+      for (std::uint32_t any = 1; any != 0;) {
+        VYRE_CUDA_TRY(cudaMemsetAsync(merged, 0, sizeof(std::uint32_t), stream()), what);
+        VYRE_TRY(rebuild_round(stream(), exact, uf(), bits(), runtime_.memory));
+        VYRE_TRY(read_back(&any, merged, 1, what));
+      }
+      VYRE_TRY(rebuild_dedupe(stream(), exact, runtime_.memory));
+    }
+    unsigned long long* roots = report_.get() + report_roots;
+    VYRE_CUDA_TRY(cudaMemsetAsync(roots, 0, 2 * sizeof(unsigned long long), stream()), what);
+    VYRE_TRY(device::count_roots(uf(), old_ids, roots, stream()));
+    std::vector<unsigned long long> report(report_.size());
+    VYRE_TRY(read_back(report.data(), report_.get(), report.size(), what));
+    graph::fixpoint_control done{};
+    std::memcpy(static_cast<void*>(&done), report.data() + report_control, sizeof(done));
+    if (graph != nullptr && done.converged != 1)
+      return fail(error(errc::invalid_state, "eqsat gpu_engine: the rebuild did not converge")
+                      .with("rounds", done.rounds)
+                      .fix("report this: the rebuild loop has no reachable round cap"));
+    std::vector<std::uint32_t> kept(tables_.size());
+    std::memcpy(kept.data(), report.data() + report_kept, kept.size() * sizeof(std::uint32_t));
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      if (tables_[c].capacity != 0) tables_[c].rows = kept[c];
+    eclasses_ = report[report_roots];
+    return report[report_roots + 1];
   }
 
   // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
@@ -996,8 +1148,18 @@ class gpu_engine {
   std::uint32_t* parent_ = nullptr;  //!< the union-find in `state_`
   std::size_t parent_capacity_ = 0;
   u32_array arena_;  //!< one iteration's scratch: the matches, then the rebuild's buffers
-  device_array<unsigned long long> flags_;  //!< [0] rebuild's merged flag, [1..2] roots counts
-  device_array<std::uint32_t> kept_;        //!< rows per table after a dedupe
+  //! What a rebuild reports, read back in one copy: a `graph::fixpoint_control`, the roots
+  //! (all, old), then the rows every table kept (u32), at `report_control` / `_roots` / `_kept`.
+  device_array<unsigned long long> report_;
+  device_array<std::uint32_t> live_rows_;      //!< rows in use per table, for the rebuild graph
+  std::vector<std::uint32_t> live_rows_host_;  //!< their upload's source
+  device_array<unsigned char> cub_scratch_;    //!< every CUB call of the rebuild graphs
+  //! One captured rebuild per shape (`rebuild_graph`).
+  graph::graph_cache<on_error::return_expected, detail::gpu_rebuild_shape,
+                     detail::gpu_rebuild_shape_hash>
+      rebuild_graphs_{graph::cache_limits{.max_entries = 16}};
+  //! Shapes met once (launched); the second meeting captures (`rebuild_graph`).
+  std::unordered_set<detail::gpu_rebuild_shape, detail::gpu_rebuild_shape_hash> shapes_seen_;
   std::uint32_t ids_ = 0;
   std::uint64_t eclasses_ = 0;
   std::vector<query_plan> plans_;
