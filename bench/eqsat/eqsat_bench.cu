@@ -41,7 +41,8 @@ struct run_record {
   double seconds = 0;
   vyre::eqsat::execution execution;
   std::uint64_t peak_device_bytes = 0;
-  vyre::graph::cache_stats rebuild_graphs;  //!< the GPU engine's captured rebuilds
+  vyre::graph::cache_stats rebuild_graphs;    //!< the GPU engine's captured rebuilds
+  vyre::graph::cache_stats iteration_graphs;  //!< and its captured iterations
 };
 
 std::string per_iteration_json(const vyre::eqsat::execution& ex) {
@@ -115,7 +116,10 @@ int main(int argc, char** argv) {
   app.add_option("--program", program_path, "egglog program");
   app.add_option("--iterations", iteration_counts, "iterations to run (a list)")->delimiter(',');
   app.add_option("--repeats", repeats, "timed runs after one warm-up")->check(CLI::Range(1, 100));
-  app.add_option("--engines", engines, "gpu, cpu")->delimiter(',');
+  app.add_option("--engines", engines,
+                 "gpu, gpu-launched (the GPU engine with its iterations never captured), cpu")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"gpu", "gpu-launched", "cpu"}));
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(program_path);
@@ -141,8 +145,11 @@ int main(int argc, char** argv) {
                                   vyre::on_error::return_expected>;
   using backend_type = vyre::backend<policies>;
   std::optional<backend_type> gpu;
-  const bool want_gpu = std::find(engines.begin(), engines.end(), "gpu") != engines.end();
-  const bool want_cpu = std::find(engines.begin(), engines.end(), "cpu") != engines.end();
+  const auto wanted = [&](const char* engine) {
+    return std::find(engines.begin(), engines.end(), engine) != engines.end();
+  };
+  const bool want_captured = wanted("gpu"), want_launched = wanted("gpu-launched");
+  const bool want_gpu = want_captured || want_launched, want_cpu = wanted("cpu");
   std::string device = "none";
   if (want_gpu) {
     const auto named = vyre_bench::device_name(bench);
@@ -163,9 +170,10 @@ int main(int argc, char** argv) {
   for (const std::uint64_t iterations : iteration_counts) {
     vyre::eqsat::execute_options options;
     options.extra_iterations = iterations;
-    std::vector<run_record> gpu_runs, cpu_runs;
-    if (gpu) {
-      gpu_runs = timed_runs(repeats, [&] {
+    // The GPU engine as it runs (`capture`: iterations of a shape met before run as one
+    // captured graph) or with every iteration launched.
+    const auto gpu_runs_of = [&](bool capture) {
+      return timed_runs(repeats, [&] {
         run_record rec;
         gpu->telemetry().reset();
         vyre_bench::require(bench, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
@@ -176,6 +184,7 @@ int main(int argc, char** argv) {
           std::fprintf(stderr, "%s: %s\n", bench, engine.error().message().c_str());
           std::exit(1);
         }
+        engine->capture_iterations(capture);
         rec.execution = vyre::eqsat::execute(prog, *engine, options);
         if (engine->failure()) {
           std::fprintf(stderr, "%s: %s\n", bench, engine->failure()->message().c_str());
@@ -185,8 +194,16 @@ int main(int argc, char** argv) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         rec.peak_device_bytes = gpu->telemetry().snapshot().peak_device_bytes;
         rec.rebuild_graphs = engine->rebuild_graph_stats();
+        rec.iteration_graphs = engine->iteration_graph_stats();
         return rec;
       });
+    };
+    // In the order `--engines` gives (swap it to see whether the order matters).
+    std::vector<run_record> gpu_runs, launched_runs, cpu_runs;
+    for (const std::string& engine : engines) {
+      if (gpu && engine == "gpu" && gpu_runs.empty()) gpu_runs = gpu_runs_of(true);
+      if (gpu && engine == "gpu-launched" && launched_runs.empty())
+        launched_runs = gpu_runs_of(false);
     }
     if (want_cpu) {
       cpu_runs = timed_runs(repeats, [&] {
@@ -200,30 +217,37 @@ int main(int argc, char** argv) {
         return rec;
       });
     }
-    const int agrees =
-        gpu && want_cpu
-            ? (same_counts(gpu_runs[repeats / 2].execution, cpu_runs[repeats / 2].execution) ? 1
-                                                                                             : 0)
-            : -1;
-    if (gpu) {
-      const run_record& m = gpu_runs[gpu_runs.size() / 2];
+    // Whether a GPU run's counts equal the CPU engine's (null without both).
+    const auto agrees = [&](const std::vector<run_record>& runs) {
+      if (runs.empty() || !want_cpu) return -1;
+      return same_counts(runs[repeats / 2].execution, cpu_runs[repeats / 2].execution) ? 1 : 0;
+    };
+    const auto print_gpu = [&](const char* engine, const std::vector<run_record>& runs) {
+      if (runs.empty()) return;
+      const run_record& m = runs[runs.size() / 2];
       const std::uint64_t enodes =
           m.execution.iterations.empty() ? 1 : m.execution.iterations.back().enodes;
-      char extra[384];
+      char extra[512];
       std::snprintf(extra, sizeof extra,
                     "\"device\": \"%s\", \"peak_device_bytes\": %llu, "
                     "\"device_bytes_per_enode\": %.2f, \"rebuild_graphs\": {\"replays\": %llu, "
+                    "\"captures\": %llu}, \"iteration_graphs\": {\"replays\": %llu, "
                     "\"captures\": %llu}, ",
                     device.c_str(), static_cast<unsigned long long>(m.peak_device_bytes),
                     static_cast<double>(m.peak_device_bytes) / static_cast<double>(enodes),
                     static_cast<unsigned long long>(m.rebuild_graphs.hits),
-                    static_cast<unsigned long long>(m.rebuild_graphs.captures));
-      print_line("gpu", name, iterations, gpu_runs, extra, agrees);
-    }
+                    static_cast<unsigned long long>(m.rebuild_graphs.captures),
+                    static_cast<unsigned long long>(m.iteration_graphs.hits),
+                    static_cast<unsigned long long>(m.iteration_graphs.captures));
+      print_line(engine, name, iterations, runs, extra, agrees(runs));
+    };
+    print_gpu("gpu", gpu_runs);
+    print_gpu("gpu-launched", launched_runs);
     if (want_cpu) {
       const std::string extra = "\"cpu\": \"" + vyre_bench::cpu_name() +
                                 "\", \"threads\": " + std::to_string(threads) + ", ";
-      print_line("cpu", name, iterations, cpu_runs, extra, agrees);
+      print_line("cpu", name, iterations, cpu_runs, extra,
+                 agrees(gpu_runs.empty() ? launched_runs : gpu_runs));
     }
   }
   return 0;

@@ -145,6 +145,15 @@ eq::execute_options small_program_options() {
   return options;
 }
 
+//! One term and a rule that adds a G row and an F row per match, one match per F row: the
+//! tables grow by one row each per iteration and the class ids by 2k in iteration k, so an
+//! e-graph that keeps its capacity classes (its shape) for about 30 iterations, then outgrows
+//! them (class ids 2 + k(k + 1) > 1024 at k = 32) and keeps the next ones for a dozen.
+std::string chain_program(int iterations) {
+  return "(datatype T (F T) (G T) (A))\n(rewrite (F x) (F (G x)))\n(F (A))\n(run " +
+         std::to_string(iterations) + ")\n";
+}
+
 //! The CPU engine's run of `prog` (two threads), the oracle of the GPU and auto engines.
 eq::execution cpu_execution(const eq::program& prog, const eq::execute_options& options) {
   eq::cpu_engine cpu(prog, 2);
@@ -184,6 +193,7 @@ TEST_CASE("gpu engine: rebuilds of one shape replay one captured graph", "[eqsat
   const eq::execution want = cpu_execution(prog, options);
   auto gpu = gpu_backend::acquire(0);
   auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
+  engine.capture_iterations(false);  // every iteration's rebuild on its own (counted below)
   const eq::execution got = eq::execute(prog, engine, options);
   REQUIRE_FALSE(engine.failure());
   check_same(want, got);
@@ -193,6 +203,38 @@ TEST_CASE("gpu engine: rebuilds of one shape replay one captured graph", "[eqsat
   CHECK(graphs.captures == 1);
   CHECK(graphs.misses == 1);
   CHECK(graphs.hits == rebuilds - 2);
+}
+
+TEST_CASE("gpu engine: iterations of one shape replay one captured graph", "[eqsat][gpu]") {
+  // 45 iterations of `chain_program`: iterations 1 and 2 are launched (a shape's first two
+  // meetings), iteration 3 captures the shape and 4-31 replay it; iteration 32's class ids
+  // outgrow the graph, which leaves the e-graph unchanged and is dropped, and the iteration
+  // runs launched (the union-find's next class); the next shape is captured at its third
+  // meeting. With captures off, every iteration is launched.
+  const eq::program prog = read_test_program(chain_program(45).c_str());
+  eq::execute_options options;
+  options.extract_roots = true;
+  const eq::execution want = cpu_execution(prog, options);
+  REQUIRE(want.iterations.size() == 45);
+  const bool capture = GENERATE(true, false);
+  CAPTURE(capture);
+  auto gpu = gpu_backend::acquire(0);
+  auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);  // throws on failure
+  engine.capture_iterations(capture);
+  const eq::execution got = eq::execute(prog, engine, options);
+  REQUIRE_FALSE(engine.failure());
+  check_same(want, got);
+  const vyre::graph::cache_stats graphs = engine.iteration_graph_stats();
+  INFO("hits " << graphs.hits << ", misses " << graphs.misses << ", captures " << graphs.captures);
+  if (capture) {
+    CHECK(graphs.hits >= 28);     // iterations 4-31 at least
+    CHECK(graphs.captures >= 2);  // the first shape, and one after it was outgrown
+    // Every replayed iteration reported its phases' device times.
+    for (const eq::iteration_stats& it : got.iterations)
+      CHECK(it.search_seconds + it.apply_seconds + it.rebuild_seconds > 0);
+  } else {
+    CHECK(graphs.hits + graphs.misses + graphs.captures == 0);
+  }
 }
 
 TEST_CASE("gpu engine: the node limit rolls the crossing iteration back", "[eqsat][gpu]") {
@@ -233,7 +275,11 @@ TEST_CASE("gpu engine: a failed device allocation keeps the last committed itera
           "[eqsat][gpu]") {
   using vyre::testing::allocation_kind;
   using vyre::testing::scoped_allocation_fault;
-  const eq::program prog = read_test_program(programs[2]);  // grows every iteration
+  // A program that grows every iteration (a new shape each), and `chain_program`, whose
+  // iterations from the third on run as a captured graph.
+  const std::string text = GENERATE(std::string(programs[2]), chain_program(6));
+  CAPTURE(text);
+  const eq::program prog = read_test_program(text.c_str());
   eq::execute_options options;
   options.extra_iterations = 5;
   eq::cpu_engine cpu(prog, 2);

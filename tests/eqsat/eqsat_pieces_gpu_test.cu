@@ -222,15 +222,27 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
       }
   REQUIRE(want.size() > 10);
 
+  // At a capacity: every table gets 37 padding rows past its rows in use (copies of its first
+  // rows, which would match), and the rows in use on the device (`live`), as in a captured
+  // iteration; the matches must not change.
+  const bool at_capacity = GENERATE(false, true);
+  CAPTURE(at_capacity);
+  constexpr u32 padding = 37;
   vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
   const cudaStream_t s = stream.get();
+  std::vector<u32> in_use(3);
+  for (u32 t = 0; t < 3; ++t) in_use[t] = static_cast<u32>(cells[t].size() / widths[t]);
+  auto live = upload(in_use, s);
   std::vector<vyre::device_array<u32>> device_cells, scratch;
   std::vector<dev::table_ref> tables;
   for (u32 t = 0; t < 3; ++t) {
-    device_cells.push_back(upload(cells[t], s));
+    std::vector<u32> held = cells[t];
+    if (at_capacity)
+      for (u32 i = 0; i < padding * widths[t]; ++i) held.push_back(cells[t][i % cells[t].size()]);
+    device_cells.push_back(upload(held, s));
     const u32 mask = t == num ? 0b10u : 0b111u;
-    tables.push_back({device_cells.back().get(), static_cast<u32>(cells[t].size() / widths[t]),
-                      widths[t], mask});
+    tables.push_back({device_cells.back().get(), static_cast<u32>(held.size() / widths[t]),
+                      widths[t], mask, at_capacity ? live.get() + t : nullptr});
     scratch.push_back(make_array<u32>(4 * std::size_t{tables.back().rows}, s));
   }
   const dev::key_bits bits{classes, literals};
@@ -245,6 +257,7 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   auto counts = make_array<u32>(first_rows, s);
   REQUIRE_OK(dev::count_matches(*q, counts.get(), s));
   std::vector<u32> offsets = download(counts.get(), first_rows, s);
+  for (u32 i = in_use[add]; i < first_rows; ++i) CHECK(offsets[i] == 0);  // padding: no matches
   u32 total = 0;
   for (u32& o : offsets) total += std::exchange(o, total);
   CHECK(total == want.size());
@@ -257,6 +270,16 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   std::sort(got.begin(), got.end());
   std::sort(want.begin(), want.end());
   CHECK(got == want);
+
+  // A buffer of room for half the matches: those are stored (as the full write stored them),
+  // nothing past it is written.
+  const u32 room = total / 2, guard = 64;
+  auto half = upload(std::vector<u32>(std::size_t{room + guard} * 2, 0xdeadbeefu), s);
+  REQUIRE_OK(dev::write_matches(*q, device_offsets.get(), half.get(), s, room));
+  const std::vector<u32> partial = download(half.get(), std::size_t{room + guard} * 2, s);
+  CHECK(std::equal(partial.begin(), partial.begin() + 2 * room, flat.begin()));
+  CHECK(std::all_of(partial.begin() + 2 * room, partial.end(),
+                    [](u32 v) { return v == 0xdeadbeefu; }));
 
   // A plan beyond the flat query's arrays is refused with the counts named.
   eq::query_plan big = plan;

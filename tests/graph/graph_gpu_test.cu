@@ -63,6 +63,11 @@ VYRE_KERNEL void count_down(std::uint32_t* remaining, std::uint32_t* runs,
   condition.set(*remaining != 0u);
 }
 
+// A gate's prefix: opens the loop when *open is set.
+VYRE_KERNEL void open_gate(const std::uint32_t* open, vyre::graph::while_condition gate) {
+  gate.set(*open != 0u);
+}
+
 // Loop graph parts: prefix sets state, each round adds one to every element and decides, the
 // suffix doubles every element.
 VYRE_KERNEL void add_one_round(std::uint32_t* data, std::uint32_t count) {
@@ -731,6 +736,34 @@ TEST_CASE("a WHILE graph runs a device fixpoint without returning to the host", 
     s.sync();
     CHECK(after.read() == reference);
     CHECK(read_control().converged == 1u);
+
+    // Behind a gate: the prefix's kernel opens the loop or not; the suffix runs either way.
+    with_suffix.reset();
+    device_buffer<std::uint32_t> open(1);
+    captured_graph gated = vyre::graph::build_gated_fixpoint_graph(
+        s.stream, control.ptr, 1000u,
+        [&](cudaStream_t stream, vyre::graph::while_condition gate) {
+          open_gate<<<1, 1, 0, stream>>>(open.ptr, gate);
+          return cudaGetLastError();
+        },
+        body,
+        [&](cudaStream_t stream) {
+          return cudaMemcpyAsync(after.ptr, current.ptr, n * sizeof(std::uint32_t),
+                                 cudaMemcpyDeviceToDevice, stream);
+        });
+    for (const bool opened : {true, false}) {
+      CAPTURE(opened);
+      open.write({opened ? 1u : 0u});
+      current.write(input);
+      after.poison();
+      control.poison();
+      gated.launch(s.stream);
+      s.sync();
+      CHECK(after.read() == (opened ? reference : input));
+      outcome = read_control();
+      CHECK(outcome.rounds == (opened ? n : 0u));
+      CHECK(outcome.converged == (opened ? 1u : 0u));
+    }
   }
   SECTION("bad arguments and a failing body") {
     device_buffer<vyre::graph::fixpoint_control> control(1);

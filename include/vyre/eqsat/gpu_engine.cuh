@@ -12,10 +12,11 @@
 //! State on the device, one block (`layout`): per constructor a table of rows of u32
 //! `(columns..., eclass)` (see plan.hpp), then a union-find `parent` over class ids whose
 //! representative is always the smallest id of its class; the class-id count on the host.
-//! Tables and union-find grow by capacity class (`detail::gpu_capacity_class`: a quarter of an
-//! octave up to 4M rows or ids, exact above, where the apply knows its final sizes from the
-//! match totals and `add_term` adds a quarter); a rebuild that leaves a fifth of the block
-//! unused moves it to the classes of what is left.
+//! Tables and union-find grow by capacity class (`detail::gpu_capacity_class`: powers of two
+//! up to 1M rows or ids, where they only grow, so a slowly growing e-graph keeps its shape and
+//! its captured graphs; exact above, where the apply knows its final sizes from the match
+//! totals and `add_term` adds a quarter, and a rebuild that leaves a fifth of the block unused
+//! moves it to the sizes of what is left).
 //!
 //! Iteration:
 //! 1. Search: every active rule's `query_plan`, flattened into `device::flat_query`, runs in one
@@ -46,6 +47,17 @@
 //!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
 //!    were added.
 //!
+//! Captured iterations (below the class limit, `capture_iterations`, counters in
+//! `iteration_graph_stats`): a shape (the rebuild's shape and the active rules) launched twice
+//! that has room for `capture_payback` more iterations like its last is captured whole, then
+//! replayed: one upload of the rows in use and the class-id count, one launch, one read back.
+//! The graph runs steps 1-3 at the capacities: the search counts and sums on the device, one
+//! thread places the apply (`eqsat_place_kernel`: each rule's rows and classes, and whether
+//! they fit the tables, the union-find and the match buffers the graph was captured with,
+//! room for twice the matches of the shape's last launched iteration), and the rebuild runs
+//! behind that gate (`graph::build_gated_fixpoint_graph`). An iteration that does not fit
+//! leaves the e-graph as it was: the graph is dropped and the iteration runs launched.
+//!
 //! `create(gpu, cpu)` starts from a `cpu_engine`'s committed state instead of an empty e-graph
 //! (`auto_engine` runs small iterations on the CPU and moves there at the crossover).
 //!
@@ -56,10 +68,9 @@
 //! back; `extract` downloads the tables once (until the next change) and runs the shared
 //! host tree-cost code (`detail/tree_cost.hpp`).
 //!
-//! Host round trips per iteration: the match totals; the rebuild's report (kept rows of every
-//! table, the roots for the counts, the loop's convergence), and on a shape's first meeting
-//! one flag per round. The search and the apply are launched per rule (their sizes and
-//! offsets change every iteration).
+//! Host round trips per launched iteration: the match totals; the rebuild's report (kept rows of
+//! every table, the roots for the counts, the loop's convergence), and on a rebuild shape's
+//! first meeting one flag per round. Per captured iteration: the report alone.
 //!
 //! Device memory at the peak (math.egg iteration 12: 1,047,896 e-nodes before, 15,081,413
 //! matches adding 35,342,286 rows and as many fresh classes, 36,390,182 rows before the
@@ -90,17 +101,18 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/functional>
 
 #include "vyre/algorithms/detail/device_support.cuh"
-#include "vyre/algorithms/plan_capacity.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
@@ -145,17 +157,20 @@ struct gpu_snapshot {
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
 
 //! Rows (or class ids) up to which a table (or the union-find) is sized by capacity class:
-//! below it the padding is cheap and a slowly growing e-graph keeps its shape, so its rebuilds
-//! replay one captured graph; above it every byte counts (the 64 B per e-node budget) and
-//! launches are a small part of an iteration, so sizes are exact.
-inline constexpr std::uint64_t gpu_class_limit = std::uint64_t{1} << 22;
+//! below it the padding is cheap and a slowly growing e-graph keeps its shape, so its
+//! iterations and rebuilds replay captured graphs; above it every byte counts (the 64 B per
+//! e-node budget) and launches are a small part of an iteration, so sizes are exact.
+inline constexpr std::uint64_t gpu_class_limit = std::uint64_t{1} << 20;
 
-//! The capacity of `n` rows or ids: 0 for 0; `plan_bucket` (a quarter of its octave, at
-//! least 1024) up to `gpu_class_limit`; `n` itself above.
+//! The capacity of `n` rows or ids: 0 for 0; the power of two at or above it (at least 1024)
+//! up to `gpu_class_limit`, so a capacity changes at each doubling of what it holds; `n`
+//! itself above.
 inline std::size_t gpu_capacity_class(std::uint64_t n) noexcept {
   if (n == 0) return 0;
   if (n > gpu_class_limit) return static_cast<std::size_t>(n);
-  return algorithms::detail::plan_bucket(static_cast<std::uint32_t>(n));
+  std::size_t cap = 1024;
+  while (cap < n) cap *= 2;
+  return cap;
 }
 
 //! What a captured rebuild bakes in: every table's capacity, the union-find's, and the
@@ -176,6 +191,60 @@ struct gpu_rebuild_shape_hash {
     mix(s.ids);
     for (std::size_t c : s.caps) mix(c);
     return h;
+  }
+};
+
+//! What a captured iteration bakes in: its rebuild's shape and the rules it runs. Equal
+//! shapes replay one graph (rows in use and the class-id count are uploaded before a launch).
+struct gpu_iteration_shape {
+  gpu_rebuild_shape rebuild;
+  std::vector<std::uint32_t> active;
+  friend bool operator==(const gpu_iteration_shape&, const gpu_iteration_shape&) = default;
+};
+
+struct gpu_iteration_shape_hash {
+  std::size_t operator()(const gpu_iteration_shape& s) const noexcept {
+    std::size_t h = gpu_rebuild_shape_hash{}(s.rebuild);
+    for (std::uint32_t r : s.active) h ^= r + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h;
+  }
+};
+
+//! The launched iterations of one shape and the match totals of the last (which size the
+//! match buffers of its captured iteration).
+struct gpu_shape_meetings {
+  std::vector<unsigned long long> totals;
+  std::uint32_t launched = 0;
+};
+
+//! Timing events (CUDA's default flags) recorded by the nodes of a captured iteration at the
+//! ends of its search, apply and rebuild; owned here because the graphs only name them.
+struct gpu_phase_events {
+  static constexpr std::size_t count = 4;
+  cudaEvent_t at[count] = {};
+
+  gpu_phase_events() noexcept = default;
+  gpu_phase_events(gpu_phase_events&& o) noexcept {
+    for (std::size_t i = 0; i < count; ++i) at[i] = std::exchange(o.at[i], nullptr);
+  }
+  gpu_phase_events& operator=(gpu_phase_events&&) = delete;
+  gpu_phase_events(const gpu_phase_events&) = delete;
+  gpu_phase_events& operator=(const gpu_phase_events&) = delete;
+  ~gpu_phase_events() {
+    for (cudaEvent_t e : at)
+      if (e != nullptr) (void)cudaEventDestroy(e);
+  }
+
+  expected<void> create() {
+    for (cudaEvent_t& e : at)
+      if (e == nullptr) VYRE_CUDA_TRY(cudaEventCreate(&e), "eqsat: phase timing events");
+    return {};
+  }
+  //! Seconds from event `from` to event `to` (both completed).
+  expected<double> seconds(std::size_t from, std::size_t to) const {
+    float ms = 0;
+    VYRE_CUDA_TRY(cudaEventElapsedTime(&ms, at[from], at[to]), "eqsat: phase times");
+    return ms / 1000.0;
   }
 };
 
@@ -236,6 +305,12 @@ class gpu_engine {
         cub_scratch_(std::move(o.cub_scratch_)),
         rebuild_graphs_(std::move(o.rebuild_graphs_)),
         shapes_seen_(std::move(o.shapes_seen_)),
+        search_block_(std::move(o.search_block_)),
+        iteration_graphs_(std::move(o.iteration_graphs_)),
+        iteration_inputs_(std::move(o.iteration_inputs_)),
+        iterations_seen_(std::move(o.iterations_seen_)),
+        phase_events_(std::move(o.phase_events_)),
+        capture_iterations_(o.capture_iterations_),
         ids_(o.ids_),
         eclasses_(o.eclasses_),
         plans_(std::move(o.plans_)),
@@ -259,6 +334,12 @@ class gpu_engine {
   //! Counters of the captured rebuilds: a hit replayed the graph of an earlier rebuild of the
   //! same shape (capacities and buffers), a capture made one.
   graph::cache_stats rebuild_graph_stats() const noexcept { return rebuild_graphs_.stats(); }
+  //! Counters of the captured iterations (search, apply and rebuild in one launch): a hit
+  //! replayed the graph of an earlier iteration of the same shape, a capture made one.
+  graph::cache_stats iteration_graph_stats() const noexcept { return iteration_graphs_.stats(); }
+  //! Whether iterations of a shape met before run as one captured graph (the default) or are
+  //! always launched step by step (to compare the two; the results are the same).
+  void capture_iterations(bool on) noexcept { capture_iterations_ = on; }
 
   //! Adds a ground term; returns its canonical e-class (0 after a failure, see `failure()`).
   std::uint32_t add_term(const term& t) {
@@ -377,11 +458,13 @@ class gpu_engine {
     engine.backend_ = &gpu;
     engine.plans_ = std::move(plans);
     const std::size_t tables = (std::max)(prog.constructors.size(), std::size_t{1});
-    VYRE_TRY_ASSIGN(engine.report_, engine.allocate<unsigned long long>(
-                                        report_kept + (tables + 1) / 2, "eqsat: rebuild report"));
+    VYRE_TRY_ASSIGN(engine.report_,
+                    engine.allocate<unsigned long long>(
+                        engine.report_totals() + engine.plans_.size(), "eqsat: iteration report"));
+    const std::size_t inputs = engine.input_rules() + engine.plans_.size() * rule_shape_words;
     VYRE_TRY_ASSIGN(engine.live_rows_,
-                    engine.allocate<std::uint32_t>(tables, "eqsat: rows in use"));
-    VYRE_TRY(try_resize(engine.live_rows_host_, tables, "eqsat: rows in use"));
+                    engine.allocate<std::uint32_t>(inputs, "eqsat: rows in use"));
+    VYRE_TRY(try_resize(engine.live_rows_host_, inputs, "eqsat: rows in use"));
     return engine;
   }
 
@@ -529,17 +612,21 @@ class gpu_engine {
     return relayout(caps, room(ids, parent_capacity_, 0xfffffffeull));
   }
 
-  //! Moves to the capacity classes of the rows a rebuild left when that frees more than a
-  //! fifth of the block (a block that keeps its classes keeps its captured rebuild).
+  //! Moves to the capacity classes of the rows a rebuild left when some capacity is above the
+  //! class limit and that frees more than a fifth of the block. Below the limit capacities only
+  //! grow: the block is small, and one that keeps its classes keeps its captured graphs (the
+  //! apply's room for rows before the dedupe would otherwise be given back every iteration).
   expected<void> fit() {
+    bool classed = parent_capacity_ <= detail::gpu_class_limit;
     std::size_t held = parent_capacity_, want = detail::gpu_capacity_class(ids_);
     std::vector<std::size_t> caps(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) {
       caps[c] = detail::gpu_capacity_class(tables_[c].rows);
       held += tables_[c].capacity * tables_[c].width;
       want += caps[c] * tables_[c].width;
+      classed = classed && tables_[c].capacity <= detail::gpu_class_limit;
     }
-    if (held <= want + want / 4) return {};
+    if (classed || held <= want + want / 4) return {};
     return relayout(caps, detail::gpu_capacity_class(ids_));
   }
 
@@ -837,10 +924,51 @@ class gpu_engine {
   //! The value ranges of the columns (the radix sorts' bits).
   device::key_bits bits() const noexcept { return {ids_, prog_->literals.size()}; }
 
-  //! One iteration: search, apply, rebuild. Mutates the committed state (the caller restores
-  //! its snapshot on an error).
+  //! `plan`'s right-hand side as the apply kernel takes it, its rows and classes not placed.
+  detail::gpu_actions actions_of(const query_plan& plan) const noexcept {
+    detail::gpu_actions a{};
+    a.step_count = static_cast<std::uint32_t>(plan.actions.size());
+    a.saved_count = static_cast<std::uint32_t>(plan.saved.size());
+    a.result_kind = static_cast<std::uint8_t>(plan.result.kind);
+    a.result_value = plan.result.value;
+    for (std::size_t s = 0; s < plan.actions.size(); ++s) {
+      const make_node& m = plan.actions[s];
+      detail::gpu_step& g = a.steps[s];
+      g.cells = tables_[m.ctor].cells;
+      g.width = tables_[m.ctor].width;
+      for (std::size_t c = 0; c < m.args.size(); ++c) {
+        g.kind[c] = static_cast<std::uint8_t>(m.args[c].kind);
+        g.value[c] = m.args[c].value;
+      }
+    }
+    return a;
+  }
+
+  //! One iteration: search, apply, rebuild, as one captured graph when its shape was met before
+  //! (`iterate_captured`), else launched step by step (`iterate_launched`). Mutates the
+  //! committed state (the caller restores its snapshot on an error).
   expected<void> iterate(const std::vector<std::uint32_t>& active, iteration_stats& stats,
                          bool& changed) {
+    std::optional<detail::gpu_iteration_shape> shape = iteration_shape(active);
+    if (shape) {
+      VYRE_TRY_ASSIGN(const bool done, iterate_captured(*shape, stats, changed));
+      if (done) return {};
+    }
+    std::vector<unsigned long long> totals;
+    VYRE_TRY(iterate_launched(active, stats, changed, totals));
+    if (shape) {
+      if (iterations_seen_.size() >= 64 && !iterations_seen_.contains(*shape))
+        iterations_seen_.clear();
+      detail::gpu_shape_meetings& met = iterations_seen_[std::move(*shape)];
+      met.totals = std::move(totals);
+      ++met.launched;
+    }
+    return {};
+  }
+
+  //! `iterate` step by step: the search's totals read back (into `totals`) size the apply.
+  expected<void> iterate_launched(const std::vector<std::uint32_t>& active, iteration_stats& stats,
+                                  bool& changed, std::vector<unsigned long long>& totals) {
     const auto t0 = clock::now();
     const std::uint64_t rows_before = total_rows();
     const std::uint32_t old_ids = ids_;
@@ -854,7 +982,7 @@ class gpu_engine {
     for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
     std::vector<u32_array> offsets(rules);
     std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
-    std::vector<unsigned long long> totals(rules, 0);
+    totals.assign(rules, 0);
     VYRE_TRY_ASSIGN(device_array<unsigned long long> totals_dev,
                     allocate<unsigned long long>(rules, "eqsat: match totals"));
     if (rules != 0)
@@ -953,27 +1081,15 @@ class gpu_engine {
       if (totals[r] == 0) continue;
       const query_plan& plan = plans_[active[r]];
       const auto total = static_cast<std::uint32_t>(totals[r]);
-      detail::gpu_actions a{};
-      a.step_count = static_cast<std::uint32_t>(plan.actions.size());
-      a.saved_count = static_cast<std::uint32_t>(plan.saved.size());
+      detail::gpu_actions a = actions_of(plan);
       a.class_base = class_base;
-      a.result_kind = static_cast<std::uint8_t>(plan.result.kind);
-      a.result_value = plan.result.value;
       for (std::size_t s = 0; s < plan.actions.size(); ++s) {
-        const make_node& m = plan.actions[s];
-        detail::gpu_step& g = a.steps[s];
-        g.cells = tables_[m.ctor].cells;
-        g.width = tables_[m.ctor].width;
-        g.row_base = cursor[m.ctor];
-        cursor[m.ctor] += total;
-        for (std::size_t c = 0; c < m.args.size(); ++c) {
-          g.kind[c] = static_cast<std::uint8_t>(m.args[c].kind);
-          g.value[c] = m.args[c].value;
-        }
+        a.steps[s].row_base = cursor[plan.actions[s].ctor];
+        cursor[plan.actions[s].ctor] += total;
       }
       class_base += total * a.step_count;
       detail::eqsat_apply_kernel<>
-          <<<grid(total), block, 0, stream()>>>(a, matches[r], total, parent_);
+          <<<grid(total), block, 0, stream()>>>(a, matches[r], total, parent_, nullptr);
       VYRE_TRY(launched("eqsat: apply"));
     }
     for (std::size_t c = 0; c < tables_.size(); ++c) tables_[c].rows = cursor[c];
@@ -1000,9 +1116,21 @@ class gpu_engine {
 
   // --- rebuild ------------------------------------------------------------------------------
 
-  // The report's parts, in u64 words of `report_`.
-  static constexpr std::size_t report_control = 0, report_roots = 2, report_kept = 4;
+  // The report's parts, in u64 words of `report_`: the loop's control, the roots (all, old),
+  // a captured iteration's status (u32: fits, class ids after), the rows every table kept
+  // (u32), then a captured iteration's match totals per rule.
+  static constexpr std::size_t report_control = 0, report_roots = 2, report_status = 4,
+                               report_kept = 5;
   static_assert(sizeof(graph::fixpoint_control) == report_roots * sizeof(unsigned long long));
+  std::size_t report_totals() const noexcept { return report_kept + (tables_.size() + 1) / 2; }
+
+  // The launch inputs, in u32 of `live_rows_`: the rows in use per table, the class-id count,
+  // each table's capacity, the union-find's, then a captured iteration's rule shapes.
+  static constexpr std::size_t rule_shape_words = sizeof(detail::gpu_rule_shape) / 4;
+  static_assert(sizeof(detail::gpu_rule_shape) % 4 == 0);
+  std::size_t input_ids() const noexcept { return tables_.size(); }
+  std::size_t input_caps() const noexcept { return tables_.size() + 1; }
+  std::size_t input_rules() const noexcept { return 2 * tables_.size() + 2; }
 
   graph::fixpoint_control* control() const noexcept {
     return reinterpret_cast<graph::fixpoint_control*>(report_.get() + report_control);
@@ -1054,28 +1182,53 @@ class gpu_engine {
   //! ended on the device by the round that unites nothing, then `rebuild_dedupe`. Rows in use
   //! come from `live_rows_`, so it serves every row count up to the capacities; CUB's scratch
   //! is `cub_scratch_` (grown, and the graphs dropped, when a new shape needs more).
-  expected<graph_type*> rebuild_graph() {
+  //! The shape of the state now (`detail::gpu_rebuild_shape`).
+  detail::gpu_rebuild_shape rebuild_shape() const {
     detail::gpu_rebuild_shape shape;
     shape.caps.resize(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) shape.caps[c] = tables_[c].capacity;
     shape.ids = parent_capacity_;
     shape.state = state_.get();
     shape.arena = arena_.get();
-    if (rebuild_graphs_.contains(shape)) return rebuild_graphs_.find(shape);  // one hit
-    if (shapes_seen_.size() >= 64) shapes_seen_.clear();
-    if (shapes_seen_.insert(shape).second) return nullptr;
-    const device::key_bits bits{parent_capacity_, prog_->literals.size()};
+    return shape;
+  }
+
+  //! The radix sorts' bits of a captured graph: every id the union-find can hold.
+  device::key_bits capacity_bits() const noexcept {
+    return {parent_capacity_, prog_->literals.size()};
+  }
+
+  //! CUB's scratch of the captured graphs, at least `bytes` (grown: every cached graph, which
+  //! bakes the old block in, is dropped).
+  expected<void> ensure_cub_scratch(std::size_t bytes) {
+    if (cub_scratch_.size() >= bytes) return {};
+    rebuild_graphs_.clear();
+    iteration_graphs_.clear();
+    cub_scratch_ = device_array<unsigned char>{};
+    VYRE_TRY_ASSIGN(cub_scratch_, allocate<unsigned char>(bytes, "eqsat: graphs' CUB scratch"));
+    return {};
+  }
+
+  //! CUB scratch bytes of the rebuild of every table at its capacity.
+  expected<std::size_t> rebuild_cub_bytes() const {
     std::size_t bytes = 1;
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
       if (tables_[c].capacity == 0) continue;
-      VYRE_TRY_ASSIGN(const std::size_t need, device::rebuild_cub_bytes(capacity_view(c), bits));
+      VYRE_TRY_ASSIGN(const std::size_t need,
+                      device::rebuild_cub_bytes(capacity_view(c), capacity_bits()));
       bytes = (std::max)(bytes, need);
     }
-    if (cub_scratch_.size() < bytes) {
-      rebuild_graphs_.clear();  // every cached graph bakes the old block in
-      cub_scratch_ = device_array<unsigned char>{};
-      VYRE_TRY_ASSIGN(cub_scratch_, allocate<unsigned char>(bytes, "eqsat: rebuild CUB scratch"));
-    }
+    return bytes;
+  }
+
+  expected<graph_type*> rebuild_graph() {
+    const detail::gpu_rebuild_shape shape = rebuild_shape();
+    if (rebuild_graphs_.contains(shape)) return rebuild_graphs_.find(shape);  // one hit
+    if (shapes_seen_.size() >= 64) shapes_seen_.clear();
+    if (shapes_seen_.insert(shape).second) return nullptr;
+    const device::key_bits bits = capacity_bits();
+    VYRE_TRY_ASSIGN(const std::size_t bytes, rebuild_cub_bytes());
+    VYRE_TRY(ensure_cub_scratch(bytes));
     scratch_block_resource scratch(cub_scratch_.get(), cub_scratch_.size());
     const device_resource_ref memory(scratch);
     const device::union_find_ref uf{parent_, static_cast<std::uint32_t>(parent_capacity_)};
@@ -1119,14 +1272,337 @@ class gpu_engine {
       }
       VYRE_TRY(rebuild_dedupe(stream(), exact, runtime_.memory));
     }
+    VYRE_TRY_ASSIGN(const std::vector<unsigned long long> report, read_report(uf(), old_ids));
+    VYRE_TRY(take_kept(report, graph != nullptr));
+    eclasses_ = report[report_roots];
+    return report[report_roots + 1];
+  }
+
+  // --- captured iterations ------------------------------------------------------------------
+
+  //! The shape of this iteration when it may run as one captured graph: captures on, every
+  //! table and the union-find within the class limit (where capacities are classes, so shapes
+  //! repeat), and an arena the rebuild fits in (a launched iteration leaves one: the shape
+  //! names it, and allocating one here would only be freed by the launched search's).
+  std::optional<detail::gpu_iteration_shape> iteration_shape(
+      const std::vector<std::uint32_t>& active) const {
+    if (!capture_iterations_ || active.empty() || active.size() > plans_.size()) return {};
+    if (parent_capacity_ == 0 || parent_capacity_ > detail::gpu_class_limit) return {};
+    for (const table& t : tables_)
+      if (t.capacity > detail::gpu_class_limit) return {};
+    if (arena_.size() < rebuild_words()) return {};
+    return detail::gpu_iteration_shape{rebuild_shape(), active};
+  }
+
+  //! Iterations like the last launched one that a shape must still have room for to be
+  //! captured: a capture (and the graph's first launch) costs about five launched iterations
+  //! of a small e-graph, a replay saves about a fifth of one (docs/bench, session 16).
+  static constexpr std::uint64_t capture_payback = 6;
+
+  //! Whether the shape now is likely to hold for `capture_payback` more iterations like the
+  //! last launched one, whose match totals are `totals`: its fresh class ids fit that often,
+  //! and the next apply's rows fit.
+  bool lasting(const std::vector<std::uint32_t>& active,
+               const std::vector<unsigned long long>& totals) const {
+    std::uint64_t fresh = 0;
+    std::vector<std::uint64_t> rows(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) rows[c] = tables_[c].rows;
+    for (std::size_t r = 0; r < active.size(); ++r)
+      for (const make_node& m : plans_[active[r]].actions) {
+        rows[m.ctor] += totals[r];
+        fresh += totals[r];
+      }
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      if (rows[c] > tables_[c].capacity) return false;
+    return ids_ + capture_payback * fresh <= parent_capacity_;
+  }
+
+  //! The iteration as one launch of the captured graph of `shape` and one read back. A shape
+  //! is captured at its third meeting, after two launched iterations, when it is `lasting`: a
+  //! fast-growing e-graph (math.egg's) leaves each shape after one or two iterations, and a
+  //! capture costs more than the launches of a few. False, the e-graph unchanged, when the
+  //! shape is not captured (yet), or when this iteration's matches, rows or classes outgrew the
+  //! graph's buffers (the graph is dropped): the caller then runs it launched, which grows
+  //! them. The capture's time counts in the search's.
+  expected<bool> iterate_captured(const detail::gpu_iteration_shape& shape, iteration_stats& stats,
+                                  bool& changed) {
+    const auto seen = iterations_seen_.find(shape);
+    if (seen == iterations_seen_.end() || seen->second.launched < 2) return false;
+    if (!iteration_graphs_.contains(shape) && !lasting(shape.active, seen->second.totals))
+      return false;
+    const auto before_capture = clock::now();
+    VYRE_TRY_ASSIGN(graph_type * graph, iteration_graph(shape, seen->second.totals));
+    if (graph == nullptr) return false;
+    const double capture_seconds =
+        std::chrono::duration<double>(clock::now() - before_capture).count();
+    const char* what = "eqsat: captured iteration";
+    const std::uint64_t rows_before = total_rows();
+    const std::uint32_t old_ids = ids_;
+    const std::uint64_t old_roots = eclasses_;
+    const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
+    // Fresh classes come from the union-find's padding: singletons that nothing names yet.
+    VYRE_TRY(device::init_classes({parent_, ids_cap}, ids_, ids_cap, stream()));
+    const std::vector<std::uint32_t>& inputs = iteration_inputs_.find(shape)->second;
+    std::copy(inputs.begin(), inputs.end(), live_rows_host_.begin());
+    for (std::size_t c = 0; c < tables_.size(); ++c) live_rows_host_[c] = tables_[c].rows;
+    live_rows_host_[input_ids()] = ids_;
+    // Pageable: the copy is staged before the call returns.
+    VYRE_CUDA_TRY(
+        cudaMemcpyAsync(live_rows_.get(), live_rows_host_.data(),
+                        inputs.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream()),
+        what);
+    VYRE_TRY(graph->launch(stream()));
+    VYRE_TRY_ASSIGN(const std::vector<unsigned long long> report,
+                    read_report({parent_, ids_cap}, old_ids));
+    std::uint32_t status[2] = {};
+    std::memcpy(status, report.data() + report_status, sizeof(status));
+    if (status[0] != 1) {
+      iteration_graphs_.erase(shape);  // outgrown: a launched iteration grows the buffers
+      return false;
+    }
+    VYRE_TRY(take_kept(report, true));
+    ids_ = status[1];
+    eclasses_ = report[report_roots] - (ids_cap - ids_);  // the padding ids are roots too
+    for (std::size_t r = 0; r < shape.active.size(); ++r)
+      stats.matches += report[report_totals() + r];
+    VYRE_TRY_ASSIGN(stats.search_seconds, phase_events_.seconds(0, 1));
+    stats.search_seconds += capture_seconds;
+    VYRE_TRY_ASSIGN(stats.apply_seconds, phase_events_.seconds(1, 2));
+    VYRE_TRY_ASSIGN(stats.rebuild_seconds, phase_events_.seconds(2, 3));
+    drop_big_arena();
+    VYRE_TRY(fit());
+    const iteration_stats now = counts();
+    stats.enodes = now.enodes;
+    stats.eclasses = now.eclasses;
+    stats.per_constructor = now.per_constructor;
+    stats.unions = old_roots - report[report_roots + 1];
+    changed = stats.unions != 0 || stats.enodes != rows_before;
+    return true;
+  }
+
+  //! The captured iteration of `shape`, or null when a rule's matches in the shape's last
+  //! launched iteration (`totals`) leave no room below the class limit. The graph, on the
+  //! tables and union-find at their capacities with the rows in use and the class-id count
+  //! uploaded before each launch (`live_rows_`):
+  //!   search: the indexes built; per rule the matches counted and summed (into the report);
+  //!           then one thread places the apply (`eqsat_place_kernel`): whether it fits the
+  //!           graph's buffers, and where each rule's rows and classes go; per rule the counts
+  //!           scanned and the matches written into a buffer of room for twice those `totals`;
+  //!   apply:  per rule, the kernel over the matches the device placed (none when it did not
+  //!           fit); the rows in use after it, into `live_rows_`;
+  //!   rebuild: behind the gate the placing set, the device loop of `rebuild_round`s, then
+  //!           `rebuild_dedupe` either way (it keeps every row of an unchanged e-graph).
+  //! Timing events close each phase. Everything the graph writes besides the e-graph lives in
+  //! `search_block_` (grown: every captured iteration dropped), `cub_scratch_`, the arena and
+  //! the report.
+  expected<graph_type*> iteration_graph(const detail::gpu_iteration_shape& shape,
+                                        const std::vector<unsigned long long>& totals) {
+    if (iteration_graphs_.contains(shape) && iteration_inputs_.contains(shape))
+      return iteration_graphs_.find(shape);  // one hit
+    const char* what = "eqsat: capture an iteration";
+    const std::vector<std::uint32_t>& active = shape.active;
+    const std::size_t rules = active.size(), tables = tables_.size();
+    std::vector<std::uint32_t> room(rules);
+    for (std::size_t r = 0; r < rules; ++r) {
+      const std::uint64_t want = 2 * std::uint64_t{totals[r]} + 1024;
+      if (want > detail::gpu_class_limit) return nullptr;
+      room[r] = static_cast<std::uint32_t>(detail::gpu_capacity_class(want));
+    }
+    // The search block: per rule its counts (atom 0's capacity), the placing, the rows after
+    // the apply, the indexes (four u32 per row of their table's capacity), per rule its matches.
+    struct built_index {
+      std::uint32_t ctor, column;
+      std::size_t at;
+    };
+    std::vector<built_index> indexes;
+    std::vector<std::size_t> counts_at(rules), match_at(rules);
+    std::size_t words = 0;
+    for (std::size_t r = 0; r < rules; ++r) {
+      counts_at[r] = words;
+      words += aligned(tables_[plans_[active[r]].atoms[0].ctor].capacity);
+    }
+    const std::size_t placed_at = words;
+    words += aligned(rules * detail::gpu_placed_words);
+    const std::size_t live_after_at = words;
+    words += aligned(tables);
+    for (std::uint32_t rule : active)
+      for (std::size_t k = 1; k < plans_[rule].atoms.size(); ++k) {
+        const plan_atom& a = plans_[rule].atoms[k];
+        const bool sorted = a.key_column == 0 && tables_[a.ctor].width > 1;
+        const bool have = std::any_of(indexes.begin(), indexes.end(), [&](const built_index& i) {
+          return i.ctor == a.ctor && i.column == a.key_column;
+        });
+        if (sorted || have) continue;
+        indexes.push_back({a.ctor, a.key_column, words});
+        words += aligned(4 * tables_[a.ctor].capacity);
+      }
+    for (std::size_t r = 0; r < rules; ++r) {
+      match_at[r] = words;
+      words += aligned(std::size_t{room[r]} * plans_[active[r]].saved.size());
+    }
+    if (search_block_.size() < words) {
+      iteration_graphs_.clear();  // every one bakes the old block in
+      search_block_ = u32_array{};
+      VYRE_TRY_ASSIGN(search_block_, allocate<std::uint32_t>(words, "eqsat: captured search"));
+    }
+    // CUB's scratch: the rebuild's, every rule's sum and scan, every index's sort.
+    const device::key_bits bits = capacity_bits();
+    VYRE_TRY_ASSIGN(std::size_t cub_bytes, rebuild_cub_bytes());
+    for (std::size_t r = 0; r < rules; ++r) {
+      const auto n = static_cast<int>(tables_[plans_[active[r]].atoms[0].ctor].capacity);
+      if (n == 0) continue;
+      const std::uint32_t* in = nullptr;
+      std::uint32_t* inout = nullptr;
+      unsigned long long* sum = nullptr;
+      std::size_t bytes = 0;
+      VYRE_CUDA_TRY(cub::DeviceReduce::Reduce(nullptr, bytes, in, sum, n,
+                                              cuda::std::plus<unsigned long long>{}, 0ull),
+                    what);
+      cub_bytes = (std::max)(cub_bytes, bytes);
+      VYRE_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, bytes, inout, inout, n), what);
+      cub_bytes = (std::max)(cub_bytes, bytes);
+    }
+    for (const built_index& i : indexes) {
+      const auto n = static_cast<int>(tables_[i.ctor].capacity);
+      cub::DoubleBuffer<std::uint32_t> none(nullptr, nullptr);
+      std::size_t bytes = 0;
+      VYRE_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, bytes, none, none, n, 0,
+                                                    bits.of(capacity_view(i.ctor), i.column)),
+                    what);
+      cub_bytes = (std::max)(cub_bytes, bytes);
+    }
+    VYRE_TRY(ensure_cub_scratch(cub_bytes));
+    VYRE_TRY(phase_events_.create());
+    // The launch inputs past the rows and ids: the capacities, then the rule shapes.
+    std::vector<std::uint32_t> inputs;
+    VYRE_TRY(try_resize(inputs, input_rules() + rules * rule_shape_words, what));
+    for (std::size_t c = 0; c < tables; ++c)
+      inputs[input_caps() + c] = static_cast<std::uint32_t>(tables_[c].capacity);
+    inputs[input_caps() + tables] = static_cast<std::uint32_t>(parent_capacity_);
+    for (std::size_t r = 0; r < rules; ++r) {
+      const query_plan& plan = plans_[active[r]];
+      detail::gpu_rule_shape rule{};
+      rule.step_count = static_cast<std::uint32_t>(plan.actions.size());
+      rule.match_capacity = room[r];
+      for (std::size_t s = 0; s < plan.actions.size(); ++s) rule.ctor[s] = plan.actions[s].ctor;
+      std::memcpy(inputs.data() + input_rules() + r * rule_shape_words, &rule, sizeof(rule));
+    }
+
+    scratch_block_resource scratch(cub_scratch_.get(), cub_scratch_.size());
+    const device_resource_ref memory(scratch);
+    const auto runtime = device::detail::runtime_for(memory);
+    const device::union_find_ref uf_cap{parent_, static_cast<std::uint32_t>(parent_capacity_)};
+    std::uint32_t* buf = search_block_.get();
+    std::uint32_t* live = live_rows_.get();
+    unsigned long long* sums = report_.get() + report_totals();
+    cudaEvent_t* events = phase_events_.at;
+    const auto mark = [&](cudaStream_t s, std::size_t e) {
+      return cuda_check(cudaEventRecordWithFlags(events[e], s, cudaEventRecordExternal), what);
+    };
+    auto search_and_apply = [&](cudaStream_t s, graph::while_condition gate) -> expected<void> {
+      VYRE_TRY(mark(s, 0));
+      VYRE_CUDA_TRY(cudaMemsetAsync(sums, 0, rules * sizeof(unsigned long long), s), what);
+      std::vector<device::table_ref> views(tables);
+      for (std::uint32_t c = 0; c < tables; ++c) views[c] = capacity_view(c);
+      std::vector<device::column_index> built(indexes.size());
+      for (std::size_t i = 0; i < indexes.size(); ++i) {
+        const device::table_ref& t = views[indexes[i].ctor];
+        VYRE_TRY_ASSIGN(built[i],
+                        device::build_index(memory, t, indexes[i].column,
+                                            bits.of(t, indexes[i].column), buf + indexes[i].at, s));
+      }
+      const auto index_of = [&](std::uint32_t ctor,
+                                std::uint32_t column) -> expected<device::column_index> {
+        for (std::size_t i = 0; i < indexes.size(); ++i)
+          if (indexes[i].ctor == ctor && indexes[i].column == column) return built[i];
+        return device::sorted_index(views[ctor]);
+      };
+      std::vector<device::flat_query> queries(rules);
+      for (std::size_t r = 0; r < rules; ++r) {
+        VYRE_TRY_ASSIGN(queries[r],
+                        device::flatten(plans_[active[r]],
+                                        std::span<const device::table_ref>(views), index_of));
+        const std::uint32_t n = queries[r].atoms[0].rows;
+        if (n == 0) continue;
+        std::uint32_t* counts = buf + counts_at[r];
+        VYRE_TRY(device::count_matches(queries[r], counts, s));
+        VYRE_TRY(algorithms::detail::cub_call(
+            runtime,
+            [&](void* temp, std::size_t& bytes) {
+              return cub::DeviceReduce::Reduce(temp, bytes, counts, sums + r, static_cast<int>(n),
+                                               cuda::std::plus<unsigned long long>{}, 0ull, s);
+            },
+            s, what));
+      }
+      detail::eqsat_place_kernel<><<<1, 1, 0, s>>>(
+          sums, reinterpret_cast<const detail::gpu_rule_shape*>(live + input_rules()),
+          static_cast<std::uint32_t>(rules), live, live + input_caps(),
+          static_cast<std::uint32_t>(tables), buf + placed_at, buf + live_after_at,
+          reinterpret_cast<std::uint32_t*>(report_.get() + report_status), gate);
+      VYRE_TRY(launched(what));
+      for (std::size_t r = 0; r < rules; ++r) {
+        const std::uint32_t n = queries[r].atoms[0].rows;
+        if (n == 0) continue;
+        std::uint32_t* counts = buf + counts_at[r];
+        VYRE_TRY(algorithms::detail::cub_call(
+            runtime,
+            [&](void* temp, std::size_t& bytes) {
+              return cub::DeviceScan::ExclusiveSum(temp, bytes, counts, counts, static_cast<int>(n),
+                                                   s);
+            },
+            s, what));
+        VYRE_TRY(device::write_matches(queries[r], counts, buf + match_at[r], s, room[r]));
+      }
+      VYRE_TRY(mark(s, 1));
+      for (std::size_t r = 0; r < rules; ++r) {
+        detail::eqsat_apply_kernel<><<<grid(room[r]), block, 0, s>>>(
+            actions_of(plans_[active[r]]), buf + match_at[r], room[r], parent_,
+            buf + placed_at + r * detail::gpu_placed_words);
+        VYRE_TRY(launched(what));
+      }
+      VYRE_TRY(algorithms::detail::copy_on_device(live, buf + live_after_at, tables, s, what));
+      return mark(s, 2);
+    };
+    const auto at_capacity = [this](std::uint32_t c) { return capacity_view(c); };
+    auto round = [&](cudaStream_t s) {
+      return rebuild_round(s, at_capacity, uf_cap, bits, memory);
+    };
+    auto dedupe = [&](cudaStream_t s) -> expected<void> {
+      VYRE_TRY(rebuild_dedupe(s, at_capacity, memory));
+      return mark(s, 3);
+    };
+    if (iteration_inputs_.size() >= 64) iteration_inputs_.clear();
+    iteration_inputs_.insert_or_assign(shape, std::move(inputs));
+    VYRE_TRY_ASSIGN(graph_type * graph, iteration_graphs_.get_or_build(shape, 0, [&] {
+      // No round cap the loop can reach, as in `rebuild_graph`.
+      return graph::build_gated_fixpoint_graph<on_error::return_expected>(
+          stream(), control(), 0xffffffffu, search_and_apply, round, dedupe);
+    }));
+    // Uploaded now, so the first launch's phase times are the work's.
+    VYRE_TRY(graph->upload(stream()));
+    return graph;
+  }
+
+  //! The roots of `counted` (all, and those below `old_ids`) into the report, then the report
+  //! read back: the one read back of a rebuild or captured iteration.
+  expected<std::vector<unsigned long long>> read_report(device::union_find_ref counted,
+                                                        std::uint32_t old_ids) {
+    const char* what = "eqsat: read the report";
     unsigned long long* roots = report_.get() + report_roots;
     VYRE_CUDA_TRY(cudaMemsetAsync(roots, 0, 2 * sizeof(unsigned long long), stream()), what);
-    VYRE_TRY(device::count_roots(uf(), old_ids, roots, stream()));
-    std::vector<unsigned long long> report(report_.size());
+    VYRE_TRY(device::count_roots(counted, old_ids, roots, stream()));
+    std::vector<unsigned long long> report;
+    VYRE_TRY(try_resize(report, report_.size(), what));
     VYRE_TRY(read_back(report.data(), report_.get(), report.size(), what));
+    return report;
+  }
+
+  //! From a report read back: every table's rows become those its dedupe kept, after checking
+  //! that a captured loop (`captured`) converged.
+  expected<void> take_kept(const std::vector<unsigned long long>& report, bool captured) {
     graph::fixpoint_control done{};
     std::memcpy(static_cast<void*>(&done), report.data() + report_control, sizeof(done));
-    if (graph != nullptr && done.converged != 1)
+    if (captured && done.converged != 1)
       return fail(error(errc::invalid_state, "eqsat gpu_engine: the rebuild did not converge")
                       .with("rounds", done.rounds)
                       .fix("report this: the rebuild loop has no reachable round cap"));
@@ -1134,8 +1610,7 @@ class gpu_engine {
     std::memcpy(kept.data(), report.data() + report_kept, kept.size() * sizeof(std::uint32_t));
     for (std::size_t c = 0; c < tables_.size(); ++c)
       if (tables_[c].capacity != 0) tables_[c].rows = kept[c];
-    eclasses_ = report[report_roots];
-    return report[report_roots + 1];
+    return {};
   }
 
   // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
@@ -1160,6 +1635,21 @@ class gpu_engine {
       rebuild_graphs_{graph::cache_limits{.max_entries = 16}};
   //! Shapes met once (launched); the second meeting captures (`rebuild_graph`).
   std::unordered_set<detail::gpu_rebuild_shape, detail::gpu_rebuild_shape_hash> shapes_seen_;
+  //! A captured iteration's counts, indexes, placing and matches (`iteration_graph`).
+  u32_array search_block_;
+  //! One captured iteration per shape (`iteration_graph`), with its launch inputs past the
+  //! rows and ids, and the match totals of each shape's last launched iteration.
+  graph::graph_cache<on_error::return_expected, detail::gpu_iteration_shape,
+                     detail::gpu_iteration_shape_hash>
+      iteration_graphs_{graph::cache_limits{.max_entries = 16}};
+  std::unordered_map<detail::gpu_iteration_shape, std::vector<std::uint32_t>,
+                     detail::gpu_iteration_shape_hash>
+      iteration_inputs_;
+  std::unordered_map<detail::gpu_iteration_shape, detail::gpu_shape_meetings,
+                     detail::gpu_iteration_shape_hash>
+      iterations_seen_;
+  detail::gpu_phase_events phase_events_;
+  bool capture_iterations_ = true;
   std::uint32_t ids_ = 0;
   std::uint64_t eclasses_ = 0;
   std::vector<query_plan> plans_;

@@ -12,6 +12,8 @@
 //!   `mark_changed(control)` when they change anything; vyre appends a one-thread decision
 //!   kernel that repeats the body while something changed, up to `max_rounds` rounds, and
 //!   records the rounds run and whether the loop converged in `*control`.
+//!   `build_gated_fixpoint_graph` puts a prefix before it whose kernel decides whether the
+//!   rounds run at all (work whose size the device learns, skipped when it would not fit).
 #pragma once
 
 #include <concepts>
@@ -79,6 +81,48 @@ result_t<OnError, basic_captured_graph<OnError>> build_while_graph(
 }
 
 #if defined(__CUDACC__)
+namespace detail {
+//! `reset -> [prefix] -> WHILE(body; decide) -> suffix`: the fixpoint builders' one body.
+template <class OnError, class Prefix, class Body, class Suffix>
+result_t<OnError, basic_captured_graph<OnError>> build_fixpoint(
+    cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Prefix& prefix,
+    Body& body, Suffix& suffix, loop_entry entry, const graph_options& options) {
+  auto run = [&]() -> expected<basic_captured_graph<OnError>> {
+    if (control == nullptr)
+      return fail(error(errc::invalid_argument, "build_fixpoint_graph: control is null")
+                      .fix("pass device memory for one vyre::graph::fixpoint_control"));
+    if (max_rounds == 0)
+      return fail(error(errc::invalid_argument,
+                        "build_fixpoint_graph: max_rounds must be at "
+                        "least 1")
+                      .with("max_rounds", max_rounds)
+                      .fix("bound the loop by the most rounds the fixpoint may need"));
+    // Every field: the host reads the control block whole after a launch.
+    auto reset_then_prefix = [&](cudaStream_t s, while_condition condition) -> expected<void> {
+      VYRE_CUDA_TRY(cudaMemsetAsync(control, 0, sizeof(fixpoint_control), s),
+                    "build_fixpoint_graph: reset the control block");
+      if constexpr (is_no_stage<Prefix>) {
+        (void)condition;
+        return {};
+      } else {
+        return invoke_capture_body(prefix, s, condition);
+      }
+    };
+    auto decide_after_body = [&](cudaStream_t s, while_condition condition) -> expected<void> {
+      VYRE_TRY(invoke_capture_body(body, s));
+      fixpoint_decide<<<1, 1, 0, s>>>(condition.handle, control, max_rounds);
+      return cuda_check(cudaGetLastError(), "build_fixpoint_graph: launch of the decision kernel");
+    };
+    auto built = build_loop_graph<on_error::return_expected>(
+        stream, reset_then_prefix, decide_after_body, suffix,
+        {.graph = options, .entry = entry, .what = "build_fixpoint_graph"});
+    if (!built) return fail(built.error());
+    return std::move(*built).template with_policy<OnError>();
+  };
+  return apply_error_policy<OnError>(run());
+}
+}  // namespace detail
+
 //! Builds and instantiates a device fixpoint loop. Each launch: zero `control`'s counters, then
 //! repeat { `body(stream)`; decide } where decide ends the loop once a round did not call
 //! `mark_changed(control)` or after `max_rounds` rounds, then `suffix(stream)` (work for the
@@ -92,32 +136,22 @@ requires(!std::same_as<std::remove_cvref_t<Suffix>, graph_options>)
     result_t<OnError, basic_captured_graph<OnError>> build_fixpoint_graph(
         cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Body&& body,
         Suffix&& suffix, const graph_options& options = {}) {
-  auto run = [&]() -> expected<basic_captured_graph<OnError>> {
-    if (control == nullptr)
-      return fail(error(errc::invalid_argument, "build_fixpoint_graph: control is null")
-                      .fix("pass device memory for one vyre::graph::fixpoint_control"));
-    if (max_rounds == 0)
-      return fail(error(errc::invalid_argument,
-                        "build_fixpoint_graph: max_rounds must be at "
-                        "least 1")
-                      .with("max_rounds", max_rounds)
-                      .fix("bound the loop by the most rounds the fixpoint may need"));
-    // Every field: the host reads the control block whole after a launch.
-    auto reset = [&](cudaStream_t s) -> cudaError_t {
-      return cudaMemsetAsync(control, 0, sizeof(fixpoint_control), s);
-    };
-    auto decide_after_body = [&](cudaStream_t s, while_condition condition) -> expected<void> {
-      VYRE_TRY(detail::invoke_capture_body(body, s));
-      detail::fixpoint_decide<<<1, 1, 0, s>>>(condition.handle, control, max_rounds);
-      return cuda_check(cudaGetLastError(), "build_fixpoint_graph: launch of the decision kernel");
-    };
-    auto built = build_loop_graph<on_error::return_expected>(
-        stream, reset, decide_after_body, suffix,
-        {.graph = options, .what = "build_fixpoint_graph"});
-    if (!built) return fail(built.error());
-    return std::move(*built).template with_policy<OnError>();
-  };
-  return apply_error_policy<OnError>(run());
+  no_stage none;
+  return detail::build_fixpoint<OnError>(stream, control, max_rounds, none, body, suffix,
+                                         loop_entry::body_runs_first, options);
+}
+
+//! A fixpoint loop behind a gate: each launch zeroes `control`, runs `prefix(stream,
+//! condition)`, whose kernels open the loop with `condition.set(true)` from one thread (else the
+//! rounds are skipped: `control->rounds == 0`), then the rounds as in `build_fixpoint_graph`,
+//! then `suffix(stream)` either way. It is how work whose size the device learns (a search
+//! that may outgrow its buffers) runs in one launch and skips what must not run.
+template <class OnError = on_error::throw_exception, class Prefix, class Body, class Suffix>
+result_t<OnError, basic_captured_graph<OnError>> build_gated_fixpoint_graph(
+    cudaStream_t stream, fixpoint_control* control, std::uint32_t max_rounds, Prefix&& prefix,
+    Body&& body, Suffix&& suffix, const graph_options& options = {}) {
+  return detail::build_fixpoint<OnError>(stream, control, max_rounds, prefix, body, suffix,
+                                         loop_entry::prefix_decides, options);
 }
 
 //! `build_fixpoint_graph` without a suffix.

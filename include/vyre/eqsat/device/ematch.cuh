@@ -62,12 +62,23 @@ struct column_index {
   const std::uint32_t* rows = nullptr;
   std::uint32_t stride = 1;
   std::uint32_t count = 0;
+  //! Null: `count` keys. Else a device u32, at most `count`: the keys in use (an index of a
+  //! table viewed at a capacity, `table_ref::live`).
+  const std::uint32_t* live = nullptr;
+
+#if defined(__CUDACC__)
+  //! Keys in use (`*live`, or `count`).
+  __device__ std::uint32_t in_use() const noexcept {
+    return live != nullptr ? *live : count;
+  }
+#endif
 };
 
 //! One atom of a query: its table and, per column, `op` (a `column_op`) and its value.
 struct flat_atom {
   const std::uint32_t* cells;
-  column_index index;  //!< by `key_column` (unused for atom 0, which scans every row)
+  column_index index;         //!< by `key_column` (unused for atom 0, which scans every row)
+  const std::uint32_t* live;  //!< atom 0: its table's `live` (the rows in use; null: `rows`)
   std::uint32_t rows;
   std::uint32_t width;
   std::uint32_t key_column;
@@ -106,6 +117,7 @@ inline expected<void> fits(const query_plan& plan) {
 inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
   flat_atom g{};
   g.cells = t.cells;
+  g.live = t.live;
   g.rows = t.rows;
   g.width = t.width;
   g.key_column = a.key_column;
@@ -167,7 +179,8 @@ __device__ inline bool try_row(const flat_atom& a, std::uint32_t row, std::uint3
 //! `[lo, hi)`: the positions of `index` whose key is `value` (binary search).
 __device__ inline void index_range(const column_index& ix, std::uint32_t value, std::uint32_t& lo,
                                    std::uint32_t& hi) {
-  std::uint32_t l = 0, h = ix.count;
+  const std::uint32_t count = ix.in_use();
+  std::uint32_t l = 0, h = count;
   while (l < h) {
     const std::uint32_t m = l + (h - l) / 2;
     if (ix.keys[std::size_t{m} * ix.stride] < value)
@@ -176,7 +189,7 @@ __device__ inline void index_range(const column_index& ix, std::uint32_t value, 
       h = m;
   }
   lo = l;
-  h = ix.count;
+  h = count;
   while (l < h) {
     const std::uint32_t m = l + (h - l) / 2;
     if (ix.keys[std::size_t{m} * ix.stride] <= value)
@@ -188,17 +201,20 @@ __device__ inline void index_range(const column_index& ix, std::uint32_t value, 
 }
 
 //! The matches whose atom-0 row is `first`: the nested loops of the plan as an explicit stack.
-//! Counts them; with `Write`, also stores each match's saved registers at `out` (consecutive).
+//! Counts them; with `Write`, also stores each match's saved registers at `out` (consecutive),
+//! the first `room` of them (the rest are counted, not stored).
 template <bool Write>
-__device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, std::uint32_t* out) {
+__device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, std::uint32_t* out,
+                                    std::uint64_t room = ~std::uint64_t{0}) {
   std::uint32_t regs[max_registers];
   std::uint32_t pos[max_atoms], end[max_atoms];
   if (!try_row(q.atoms[0], first, regs)) return 0;
   std::uint32_t found = 0;
   auto emit = [&]() {
     if constexpr (Write) {
-      for (std::uint32_t s = 0; s < q.saved_count; ++s)
-        out[std::size_t{found} * q.saved_count + s] = regs[q.saved[s]];
+      if (found < room)
+        for (std::uint32_t s = 0; s < q.saved_count; ++s)
+          out[std::size_t{found} * q.saved_count + s] = regs[q.saved[s]];
     }
     ++found;
   };
@@ -236,19 +252,29 @@ __device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, st
 
 namespace detail {
 
+//! Rows of atom 0 in use: `*live`, or every row.
+__device__ inline std::uint32_t first_rows(const flat_query& q) {
+  return q.atoms[0].live != nullptr ? *q.atoms[0].live : q.atoms[0].rows;
+}
+
+//! Rows past those in use count 0 matches (so a scan over the capacity stays exact).
 template <int = 0>
 VYRE_KERNEL void count_matches_kernel(flat_query q, std::uint32_t* counts) {
+  const std::uint32_t used = first_rows(q);
   VYRE_DETAIL_GRID_LOOP(i, q.atoms[0].rows) {
-    counts[i] = match_from<false>(q, static_cast<std::uint32_t>(i), nullptr);
+    counts[i] = i < used ? match_from<false>(q, static_cast<std::uint32_t>(i), nullptr) : 0u;
   }
 }
 
 template <int = 0>
 VYRE_KERNEL void write_matches_kernel(flat_query q, const std::uint32_t* offsets,
-                                      std::uint32_t* matches) {
-  VYRE_DETAIL_GRID_LOOP(i, q.atoms[0].rows) {
+                                      std::uint32_t* matches, std::uint64_t capacity) {
+  const std::uint32_t used = first_rows(q);
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    const std::uint64_t at = offsets[i];
+    if (at >= capacity) continue;
     (void)match_from<true>(q, static_cast<std::uint32_t>(i),
-                           matches + std::size_t{offsets[i]} * q.saved_count);
+                           matches + std::size_t{offsets[i]} * q.saved_count, capacity - at);
   }
 }
 
@@ -256,7 +282,8 @@ VYRE_KERNEL void write_matches_kernel(flat_query q, const std::uint32_t* offsets
 
 // --- host side ------------------------------------------------------------------------------
 
-//! `counts[i]` = the matches whose atom-0 row is i, for every row of atom 0's table.
+//! `counts[i]` = the matches whose atom-0 row is i, for every row of atom 0's table (0 for the
+//! rows past those in use when its `live` is set).
 inline expected<void> count_matches(const flat_query& q, std::uint32_t* counts,
                                     cudaStream_t stream) {
   if (q.atoms[0].rows == 0) return {};
@@ -266,24 +293,29 @@ inline expected<void> count_matches(const flat_query& q, std::uint32_t* counts,
 }
 
 //! Stores the saved registers of row i's matches from match `offsets[i]` on (the exclusive
-//! scan of `count_matches`' counts); `out` holds `total * q.saved_count` u32.
+//! scan of `count_matches`' counts); `out` holds `total * q.saved_count` u32. With a
+//! `capacity` (in matches), the matches from it on are not stored: a caller that sized `out`
+//! before the total was known checks the total against it afterwards.
 inline expected<void> write_matches(const flat_query& q, const std::uint32_t* offsets,
-                                    std::uint32_t* out, cudaStream_t stream) {
+                                    std::uint32_t* out, cudaStream_t stream,
+                                    std::uint64_t capacity = ~std::uint64_t{0}) {
   if (q.atoms[0].rows == 0) return {};
   detail::write_matches_kernel<>
-      <<<detail::grid(q.atoms[0].rows), detail::block, 0, stream>>>(q, offsets, out);
+      <<<detail::grid(q.atoms[0].rows), detail::block, 0, stream>>>(q, offsets, out, capacity);
   return algorithms::detail::launched("eqsat::device::write_matches");
 }
 
 //! The index of a table sorted by its arguments (`rebuild.cuh`'s `sort_rows`) by column 0: the
-//! table itself. @pre `t.width > 1` (a nullary constructor has no column 0 argument).
+//! table itself (its rows in use, with `live`). @pre `t.width > 1` (a nullary constructor has
+//! no column 0 argument).
 inline column_index sorted_index(const table_ref& t) noexcept {
-  return column_index{t.cells, nullptr, t.width, t.rows};
+  return column_index{t.cells, nullptr, t.width, t.rows, t.live};
 }
 
 //! The index of `t` by `column`, built in `scratch` (`4 * t.rows` u32, which the index then
 //! points into: keep it while the index is used). `bits`: the value range of the column's
-//! values (`key_bits::of`). Uses CUB scratch from `memory`.
+//! values (`key_bits::of`). Uses CUB scratch from `memory`. With `t.live`, the index covers
+//! the capacity and its rows past those in use get the key ~0u, which no search looks for.
 inline expected<column_index> build_index(device_resource_ref memory, const table_ref& t,
                                           std::uint32_t column, int bits, std::uint32_t* scratch,
                                           cudaStream_t stream) {
