@@ -8,7 +8,7 @@ one launch) save against launching them step by step. One term: the program adds
 rebuild, so the run is its iterations.
 
     python3 bench/eqsat/chain_program.py 500 > /tmp/chain.egg
-    bench_eqsat --program /tmp/chain.egg --iterations 40 --engines gpu,gpu-launched,cpu
+    bench_eqsat --program /tmp/chain.egg --iterations 40 --engines gpu,gpu-captured,cpu
 """
 import sys
 

@@ -299,6 +299,7 @@ TEST_CASE("gpu engine: a failed device allocation keeps the last committed itera
     try {
       scoped_allocation_fault fault(allocation_kind::device, n);
       auto engine = eq::gpu_engine<gpu_backend>::create(gpu, prog);
+      engine.capture_iterations(true);
       const eq::execution got = eq::execute(prog, engine, options);
       fired = fault.fired();
       if (!fired) {

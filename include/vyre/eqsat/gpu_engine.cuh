@@ -47,7 +47,7 @@
 //!    away (as `cpu_engine`); the iteration changed the e-graph when that is not zero or rows
 //!    were added.
 //!
-//! Captured iterations (below the class limit, `capture_iterations`, counters in
+//! Captured iterations (opt-in, `capture_iterations(true)`; below the class limit; counters in
 //! `iteration_graph_stats`): a shape (the rebuild's shape and the active rules) launched twice
 //! that has room for `capture_payback` more iterations like its last is captured whole, then
 //! replayed: one upload of the rows in use and the class-id count, one launch, one read back.
@@ -337,8 +337,12 @@ class gpu_engine {
   //! Counters of the captured iterations (search, apply and rebuild in one launch): a hit
   //! replayed the graph of an earlier iteration of the same shape, a capture made one.
   graph::cache_stats iteration_graph_stats() const noexcept { return iteration_graphs_.stats(); }
-  //! Whether iterations of a shape met before run as one captured graph (the default) or are
-  //! always launched step by step (to compare the two; the results are the same).
+  //! Whether iterations of a shape met before run as one captured graph, or are launched step
+  //! by step (the default; the results are the same). Off by default because it measured
+  //! slower end to end: on 500 chains of `bench/eqsat/chain_program.py`, 40 iterations on an
+  //! H100, a replayed iteration takes 0.36 ms against 0.47 launched, but the captures and the
+  //! graphs' upkeep cost more than the replays save (26-32 ms a run against 24-29 ms,
+  //! docs/bench/eqsat-2026-11-25-h100-s16.jsonl); math.egg grows too fast to capture at all.
   void capture_iterations(bool on) noexcept { capture_iterations_ = on; }
 
   //! Adds a ground term; returns its canonical e-class (0 after a failure, see `failure()`).
@@ -950,12 +954,16 @@ class gpu_engine {
   expected<void> iterate(const std::vector<std::uint32_t>& active, iteration_stats& stats,
                          bool& changed) {
     std::optional<detail::gpu_iteration_shape> shape = iteration_shape(active);
+    double tried = 0;  // a captured launch that did not fit: its time counts in the search's
     if (shape) {
+      const auto start = clock::now();
       VYRE_TRY_ASSIGN(const bool done, iterate_captured(*shape, stats, changed));
       if (done) return {};
+      tried = std::chrono::duration<double>(clock::now() - start).count();
     }
     std::vector<unsigned long long> totals;
     VYRE_TRY(iterate_launched(active, stats, changed, totals));
+    stats.search_seconds += tried;
     if (shape) {
       if (iterations_seen_.size() >= 64 && !iterations_seen_.contains(*shape))
         iterations_seen_.clear();
@@ -1299,11 +1307,11 @@ class gpu_engine {
   //! of a small e-graph, a replay saves about a fifth of one (docs/bench, session 16).
   static constexpr std::uint64_t capture_payback = 6;
 
-  //! Whether the shape now is likely to hold for `capture_payback` more iterations like the
-  //! last launched one, whose match totals are `totals`: its fresh class ids fit that often,
-  //! and the next apply's rows fit.
-  bool lasting(const std::vector<std::uint32_t>& active,
-               const std::vector<unsigned long long>& totals) const {
+  //! Whether the shape now has room for `times` more iterations like the last one, whose
+  //! match totals are `totals`: its fresh class ids fit that often, and the next apply's rows
+  //! fit.
+  bool has_room(const std::vector<std::uint32_t>& active,
+                const std::vector<unsigned long long>& totals, std::uint64_t times) const {
     std::uint64_t fresh = 0;
     std::vector<std::uint64_t> rows(tables_.size());
     for (std::size_t c = 0; c < tables_.size(); ++c) rows[c] = tables_[c].rows;
@@ -1314,25 +1322,44 @@ class gpu_engine {
       }
     for (std::size_t c = 0; c < tables_.size(); ++c)
       if (rows[c] > tables_[c].capacity) return false;
-    return ids_ + capture_payback * fresh <= parent_capacity_;
+    return ids_ + times * fresh <= parent_capacity_;
+  }
+
+  //! Whether matches as many as `totals` fit the match buffers of `shape`'s captured graph.
+  bool matches_fit(const detail::gpu_iteration_shape& shape,
+                   const std::vector<unsigned long long>& totals) const {
+    const std::vector<std::uint32_t>& inputs = iteration_inputs_.find(shape)->second;
+    for (std::size_t r = 0; r < shape.active.size(); ++r) {
+      detail::gpu_rule_shape rule{};
+      std::memcpy(static_cast<void*>(&rule), inputs.data() + input_rules() + r * rule_shape_words,
+                  sizeof(rule));
+      if (totals[r] > rule.match_capacity) return false;
+    }
+    return true;
   }
 
   //! The iteration as one launch of the captured graph of `shape` and one read back. A shape
-  //! is captured at its third meeting, after two launched iterations, when it is `lasting`: a
-  //! fast-growing e-graph (math.egg's) leaves each shape after one or two iterations, and a
-  //! capture costs more than the launches of a few. False, the e-graph unchanged, when the
-  //! shape is not captured (yet), or when this iteration's matches, rows or classes outgrew the
-  //! graph's buffers (the graph is dropped): the caller then runs it launched, which grows
-  //! them. The capture's time counts in the search's.
+  //! is captured at its third meeting, after two launched iterations, when it `has_room` for
+  //! `capture_payback` more: a fast-growing e-graph (math.egg's) leaves each shape after one
+  //! or two iterations, and a capture costs more than the launches of a few. False, the
+  //! e-graph unchanged, when the shape is not captured (yet), or when this iteration's matches,
+  //! rows or classes would outgrow (by the last iteration's) or did outgrow the graph's
+  //! buffers (the graph is dropped): the caller then runs it launched, which grows them. The
+  //! capture's time counts in the search's.
   expected<bool> iterate_captured(const detail::gpu_iteration_shape& shape, iteration_stats& stats,
                                   bool& changed) {
     const auto seen = iterations_seen_.find(shape);
     if (seen == iterations_seen_.end() || seen->second.launched < 2) return false;
-    if (!iteration_graphs_.contains(shape) && !lasting(shape.active, seen->second.totals))
+    std::vector<unsigned long long>& last = seen->second.totals;
+    if (!iteration_graphs_.contains(shape) && !has_room(shape.active, last, capture_payback))
       return false;
     const auto before_capture = clock::now();
-    VYRE_TRY_ASSIGN(graph_type * graph, iteration_graph(shape, seen->second.totals));
+    VYRE_TRY_ASSIGN(graph_type * graph, iteration_graph(shape, last));
     if (graph == nullptr) return false;
+    if (!has_room(shape.active, last, 1) || !matches_fit(shape, last)) {
+      iteration_graphs_.erase(shape);  // outgrown, most likely: spare the launch that tells
+      return false;
+    }
     const double capture_seconds =
         std::chrono::duration<double>(clock::now() - before_capture).count();
     const char* what = "eqsat: captured iteration";
@@ -1363,8 +1390,10 @@ class gpu_engine {
     VYRE_TRY(take_kept(report, true));
     ids_ = status[1];
     eclasses_ = report[report_roots] - (ids_cap - ids_);  // the padding ids are roots too
-    for (std::size_t r = 0; r < shape.active.size(); ++r)
-      stats.matches += report[report_totals() + r];
+    for (std::size_t r = 0; r < shape.active.size(); ++r) {
+      last[r] = report[report_totals() + r];
+      stats.matches += last[r];
+    }
     VYRE_TRY_ASSIGN(stats.search_seconds, phase_events_.seconds(0, 1));
     stats.search_seconds += capture_seconds;
     VYRE_TRY_ASSIGN(stats.apply_seconds, phase_events_.seconds(1, 2));
@@ -1649,7 +1678,7 @@ class gpu_engine {
                      detail::gpu_iteration_shape_hash>
       iterations_seen_;
   detail::gpu_phase_events phase_events_;
-  bool capture_iterations_ = true;
+  bool capture_iterations_ = false;
   std::uint32_t ids_ = 0;
   std::uint64_t eclasses_ = 0;
   std::vector<query_plan> plans_;
