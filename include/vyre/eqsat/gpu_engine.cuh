@@ -338,11 +338,10 @@ class gpu_engine {
   //! replayed the graph of an earlier iteration of the same shape, a capture made one.
   graph::cache_stats iteration_graph_stats() const noexcept { return iteration_graphs_.stats(); }
   //! Whether iterations of a shape met before run as one captured graph, or are launched step
-  //! by step (the default; the results are the same). Off by default because it measured
-  //! slower end to end: on 500 chains of `bench/eqsat/chain_program.py`, 40 iterations on an
-  //! H100, a replayed iteration takes 0.36 ms against 0.47 launched, but the captures and the
-  //! graphs' upkeep cost more than the replays save (26-32 ms a run against 24-29 ms,
-  //! docs/bench/eqsat-2026-11-25-h100-s16.jsonl); math.egg grows too fast to capture at all.
+  //! by step (the default; the results are the same). Off by default because it measured no
+  //! faster: on `bench/eqsat/chain_program.py` (H100, docs/bench/eqsat-2026-11-25-h100-s16.*)
+  //! a replayed iteration takes what a launched one takes, whose launches overlap the device's
+  //! work, and more once its capacities run ahead of the rows; the captures cost about 0.9 ms.
   void capture_iterations(bool on) noexcept { capture_iterations_ = on; }
 
   //! Adds a ground term; returns its canonical e-class (0 after a failure, see `failure()`).
@@ -1360,8 +1359,9 @@ class gpu_engine {
       iteration_graphs_.erase(shape);  // outgrown, most likely: spare the launch that tells
       return false;
     }
+    const auto launch_start = clock::now();
     const double capture_seconds =
-        std::chrono::duration<double>(clock::now() - before_capture).count();
+        std::chrono::duration<double>(launch_start - before_capture).count();
     const char* what = "eqsat: captured iteration";
     const std::uint64_t rows_before = total_rows();
     const std::uint32_t old_ids = ids_;
@@ -1394,12 +1394,17 @@ class gpu_engine {
       last[r] = report[report_totals() + r];
       stats.matches += last[r];
     }
-    VYRE_TRY_ASSIGN(stats.search_seconds, phase_events_.seconds(0, 1));
-    stats.search_seconds += capture_seconds;
-    VYRE_TRY_ASSIGN(stats.apply_seconds, phase_events_.seconds(1, 2));
-    VYRE_TRY_ASSIGN(stats.rebuild_seconds, phase_events_.seconds(2, 3));
     drop_big_arena();
     VYRE_TRY(fit());
+    // The phases add up to the iteration's wall time, as a launched iteration's do: the search
+    // and the apply are the device's times between the graph's events (plus the capture), the
+    // rebuild is the rest (its device time, the upload, the launch and the read back).
+    const double wall = std::chrono::duration<double>(clock::now() - launch_start).count();
+    VYRE_TRY_ASSIGN(const double search, phase_events_.seconds(0, 1));
+    VYRE_TRY_ASSIGN(const double apply, phase_events_.seconds(1, 2));
+    stats.search_seconds = capture_seconds + search;
+    stats.apply_seconds = apply;
+    stats.rebuild_seconds = (std::max)(wall - search - apply, 0.0);
     const iteration_stats now = counts();
     stats.enodes = now.enodes;
     stats.eclasses = now.eclasses;
