@@ -1432,6 +1432,8 @@ class gpu_engine {
                                         const std::vector<unsigned long long>& totals) {
     if (iteration_graphs_.contains(shape) && iteration_inputs_.contains(shape))
       return iteration_graphs_.find(shape);  // one hit
+    // A graph whose inputs were forgotten is captured again: its buffers match its inputs.
+    iteration_graphs_.erase(shape);
     const char* what = "eqsat: capture an iteration";
     const std::vector<std::uint32_t>& active = shape.active;
     const std::size_t rules = active.size(), tables = tables_.size();
