@@ -93,6 +93,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -168,9 +169,7 @@ inline constexpr std::uint64_t gpu_class_limit = std::uint64_t{1} << 20;
 inline std::size_t gpu_capacity_class(std::uint64_t n) noexcept {
   if (n == 0) return 0;
   if (n > gpu_class_limit) return static_cast<std::size_t>(n);
-  std::size_t cap = 1024;
-  while (cap < n) cap *= 2;
-  return cap;
+  return static_cast<std::size_t>(std::bit_ceil((std::max)(n, std::uint64_t{1024})));
 }
 
 //! What a captured rebuild bakes in: every table's capacity, the union-find's, and the
@@ -217,10 +216,10 @@ struct gpu_shape_meetings {
   std::uint32_t launched = 0;
 };
 
-//! Timing events (CUDA's default flags) recorded by the nodes of a captured iteration at the
-//! ends of its search, apply and rebuild; owned here because the graphs only name them.
+//! Timing events (CUDA's default flags) recorded by the nodes of a captured iteration at its
+//! start and the ends of its search and apply; owned here because the graphs only name them.
 struct gpu_phase_events {
-  static constexpr std::size_t count = 4;
+  static constexpr std::size_t count = 3;
   cudaEvent_t at[count] = {};
 
   gpu_phase_events() noexcept = default;
@@ -1425,9 +1424,9 @@ class gpu_engine {
   //!           fit); the rows in use after it, into `live_rows_`;
   //!   rebuild: behind the gate the placing set, the device loop of `rebuild_round`s, then
   //!           `rebuild_dedupe` either way (it keeps every row of an unchanged e-graph).
-  //! Timing events close each phase. Everything the graph writes besides the e-graph lives in
-  //! `search_block_` (grown: every captured iteration dropped), `cub_scratch_`, the arena and
-  //! the report.
+  //! Timing events mark the start and the ends of the search and apply. Everything the graph writes
+  //! besides the e-graph lives in `search_block_` (grown: every captured iteration dropped),
+  //! `cub_scratch_`, the arena and the report.
   expected<graph_type*> iteration_graph(const detail::gpu_iteration_shape& shape,
                                         const std::vector<unsigned long long>& totals) {
     if (iteration_graphs_.contains(shape) && iteration_inputs_.contains(shape))
@@ -1602,10 +1601,7 @@ class gpu_engine {
     auto round = [&](cudaStream_t s) {
       return rebuild_round(s, at_capacity, uf_cap, bits, memory);
     };
-    auto dedupe = [&](cudaStream_t s) -> expected<void> {
-      VYRE_TRY(rebuild_dedupe(s, at_capacity, memory));
-      return mark(s, 3);
-    };
+    auto dedupe = [&](cudaStream_t s) { return rebuild_dedupe(s, at_capacity, memory); };
     if (iteration_inputs_.size() >= 64) iteration_inputs_.clear();
     iteration_inputs_.insert_or_assign(shape, std::move(inputs));
     VYRE_TRY_ASSIGN(graph_type * graph, iteration_graphs_.get_or_build(shape, 0, [&] {

@@ -84,6 +84,13 @@ struct flat_atom {
   std::uint32_t key_column;
   std::uint32_t value[max_width];
   std::uint8_t op[max_width];
+
+#if defined(__CUDACC__)
+  //! Rows in use (`*live`, or `rows`).
+  __device__ std::uint32_t in_use() const noexcept {
+    return live != nullptr ? *live : rows;
+  }
+#endif
 };
 
 //! A `query_plan` flattened against tables: what the count and write kernels take by value.
@@ -252,15 +259,10 @@ __device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, st
 
 namespace detail {
 
-//! Rows of atom 0 in use: `*live`, or every row.
-__device__ inline std::uint32_t first_rows(const flat_query& q) {
-  return q.atoms[0].live != nullptr ? *q.atoms[0].live : q.atoms[0].rows;
-}
-
 //! Rows past those in use count 0 matches (so a scan over the capacity stays exact).
 template <int = 0>
 VYRE_KERNEL void count_matches_kernel(flat_query q, std::uint32_t* counts) {
-  const std::uint32_t used = first_rows(q);
+  const std::uint32_t used = q.atoms[0].in_use();
   VYRE_DETAIL_GRID_LOOP(i, q.atoms[0].rows) {
     counts[i] = i < used ? match_from<false>(q, static_cast<std::uint32_t>(i), nullptr) : 0u;
   }
@@ -269,12 +271,12 @@ VYRE_KERNEL void count_matches_kernel(flat_query q, std::uint32_t* counts) {
 template <int = 0>
 VYRE_KERNEL void write_matches_kernel(flat_query q, const std::uint32_t* offsets,
                                       std::uint32_t* matches, std::uint64_t capacity) {
-  const std::uint32_t used = first_rows(q);
+  const std::uint32_t used = q.atoms[0].in_use();
   VYRE_DETAIL_GRID_LOOP(i, used) {
     const std::uint64_t at = offsets[i];
     if (at >= capacity) continue;
-    (void)match_from<true>(q, static_cast<std::uint32_t>(i),
-                           matches + std::size_t{offsets[i]} * q.saved_count, capacity - at);
+    (void)match_from<true>(q, static_cast<std::uint32_t>(i), matches + at * q.saved_count,
+                           capacity - at);
   }
 }
 
