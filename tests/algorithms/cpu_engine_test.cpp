@@ -166,6 +166,63 @@ TEST_CASE("cpu engine: zero-cost cycles and ties between classes", "[cpu_engine]
   check_identical(rows, {0.5, 0.5, 0.25, 0.75, 0, 0}, roots);
 }
 
+TEST_CASE("cpu engine: a negative-cost cycle is found in a pass or two, not #classes + 1",
+          "[cpu_engine]") {
+  // A two-class negative cycle (0 -> 1 -> 0, costs 1 and -2) under a chain of 100 k classes: the
+  // worklist used to run #classes + 1 passes over the chain (quadratic: minutes) before calling
+  // it a cycle; the rows that lowered the costs form a cycle after the first pass. The cycle's
+  // rows first (each pass lowers the chain too) or last (the chain waits for them).
+  constexpr std::uint32_t chain = 100000;
+  for (const bool cycle_first : {true, false}) {
+    INFO("cycle first " << cycle_first);
+    raw_rows rows;
+    std::vector<double> cost;
+    const auto add_cycle = [&] {
+      add_row(rows, 0, 0, {});   // leaf
+      add_row(rows, 1, 1, {0});  // lowers 1 below 0
+      add_row(rows, 0, 2, {1});  // and 0 below its leaf
+      cost.insert(cost.end(), {1, -2, 1});
+    };
+    if (cycle_first) add_cycle();
+    for (std::uint32_t c = 2; c < chain; ++c) {
+      add_row(rows, c, 3, {c - 1});
+      cost.push_back(1);
+    }
+    if (!cycle_first) add_cycle();
+    const std::vector<std::uint32_t> roots{chain - 1};
+    check_identical(rows, cost, roots);  // the same error as the reference
+    const auto found = cpu_engine::extract(rows.ref(), span_of(cost), span_of(roots), 2);
+    REQUIRE_FALSE(found.has_value());
+    CHECK(found.error().code() == errc::invalid_argument);
+    CHECK_THAT(found.error().message(), Catch::Contains("negative-cost cycle"));
+    CHECK(found.error().value_or("rounds", 0) <= 2);
+    CHECK(found.error().value_or("eclass", 99) <= 1);  // on the cycle
+  }
+}
+
+TEST_CASE("cpu engine: negative costs without a negative cycle, over many passes", "[cpu_engine]") {
+  // No false cycle: a zero-cost cycle next to a negative leaf, and a deep chain of negative
+  // costs in reverse row order (a pass per class, so cycle checks after passes 1, 2, 4, ...).
+  raw_rows loop;
+  add_row(loop, 0, 0, {});   // A leaf, -1
+  add_row(loop, 0, 1, {1});  // A <- B, 0
+  add_row(loop, 1, 2, {0});  // B <- A, 0
+  check_identical(loop, {-1, 0, 0}, {1});
+  check_identical(loop, {-1, 0, 0.5}, {1});
+  raw_rows rows;
+  for (std::uint32_t i = 3000; i > 0; --i) add_row(rows, i, 1, {i - 1});
+  add_row(rows, 0, 0, {});
+  add_row(rows, 1500, 2, {1500});  // a self loop that costs more than it saves
+  std::vector<double> cost(rows.row_count(), -0.5);
+  cost.back() = 0.25;
+  check_identical(rows, cost, {3000, 1500});
+  const std::vector<std::uint32_t> root{3000};
+  const auto found = cpu_engine::extract(rows.ref(), span_of(cost), span_of(root), 1);
+  REQUIRE(found.has_value());
+  CHECK(found->rounds > 1000);
+  CHECK(found->root_cost == -0.5 * 3001);
+}
+
 TEST_CASE("cpu engine: a tie that becomes ready after its class is final", "[cpu_engine]") {
   // C's leaf (row 3) makes C final at 2; row 2 (C <- D, cost 0) is ready only once D is final,
   // also at 2, one zero-cost step later (E -> D). The reference picks row 2, the smaller index.

@@ -9,11 +9,13 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include <vyre/io/egraph_json.hpp>
+#include <vyre/io/json_text.hpp>
 
 namespace eg = vyre::egraph;
 using expect = vyre::on_error::return_expected;
@@ -226,6 +228,62 @@ TEST_CASE("egraph JSON: the scanner reads what simdjson's DOM parser reads", "[e
   }
 }
 
+TEST_CASE("egraph JSON: a field read twice is refused alike by every reader", "[egraph][json]") {
+  // Which duplicate counts differs between readers; the sliced reader took the first "nodes"
+  // object's nodes plus those of a later one past its first slice (1 node against 65,672 for one
+  // file). Now every reader refuses, with one message: one piece or slices, one thread or two,
+  // the scanner or the DOM parser alone.
+  std::string later_nodes;
+  for (int i = 0; i < 200; ++i)
+    later_nodes += std::string(i == 0 ? "" : ", ") + "\"b" + std::to_string(i) +
+                   "\": {\"op\": \"f\", \"eclass\": \"c" + std::to_string(i) + "\"}";
+  const std::pair<std::string, std::string> documents[] = {
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "nodes": {)" + later_nodes + "}}",
+       "the top-level field \"nodes\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "comment": "c", "nodes": {)" + later_nodes +
+           "}}",
+       "the top-level field \"nodes\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0"}}, "root_eclasses": ["0"],
+          "root_eclasses": []})",
+       "the top-level field \"root_eclasses\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "op": "y", "eclass": "0"}}})",
+       "node field \"op\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0", "eclass": "1"}}})",
+       "node field \"eclass\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0", "cost": 1, "cost": 2}}})",
+       "node field \"cost\" appears twice"},
+      {R"({"nodes": {"a": {"op": "x", "eclass": "0", "children": [], "children": ["a"]}}})",
+       "node field \"children\" appears twice"},
+  };
+  for (const auto& [document, what] : documents) {
+    INFO(document);
+    std::string first_message;
+    for (const std::size_t slice : {std::size_t{64}, std::size_t{256}, std::size_t{4} << 20}) {
+      for (const int mode : {0, 1, 2}) {
+        INFO("slice " << slice << " mode " << mode);
+        const vyre::io::json_load_options options{slice, mode == 1, mode != 2};
+        const auto result = vyre::io::parse_egraph_json<expect>(document, "dup.json", options);
+        REQUIRE_FALSE(result.has_value());
+        CHECK(result.error().code() == vyre::errc::duplicate);
+        CHECK_THAT(result.error().message(), Catch::Contains(what));
+        CHECK_THAT(std::string(result.error().subject()), Catch::StartsWith("dup.json"));
+        if (first_message.empty()) first_message = result.error().message();
+        CHECK(result.error().message() == first_message);
+      }
+    }
+  }
+  // The node named in a node's duplicate field.
+  CHECK_THAT(std::string(refused(R"({"nodes": {"n7": {"op": "x", "eclass": "0", "cost": 1,
+      "cost": 1}}})")
+                             .subject()),
+             Catch::Contains("node \"n7\""));
+  // Fields the loader does not read may repeat (they are ignored), at either level.
+  const auto loaded = vyre::io::parse_egraph_json(
+      R"({"nodes": {"a": {"op": "x", "eclass": "0", "k": 1, "k": 2}}, "comment": 1,
+          "comment": 2})");
+  CHECK(loaded.graph.row_count() == 1);
+}
+
 TEST_CASE("egraph JSON: every error names the source and the offending id", "[egraph][json]") {
   SECTION("malformed JSON") {
     const auto err = refused(R"({"nodes": {"a": )");
@@ -341,4 +399,33 @@ TEST_CASE("egraph JSON: every corpus file loads with the expected counts", "[.da
     seen.insert(name);
   }
   CHECK(seen.size() == expected.size());
+}
+
+TEST_CASE("json_string: escapes, keeps well-formed UTF-8, replaces every other byte",
+          "[egraph][json]") {
+  using vyre::io::json_string;
+  const std::string bad = "\xEF\xBF\xBD";  // U+FFFD
+  CHECK(json_string("a\"b\\c") == "\"a\\\"b\\\\c\"");
+  CHECK(json_string(std::string("\n\t\x01\x1f", 4)) == "\"\\u000a\\u0009\\u0001\\u001f\"");
+  CHECK(json_string(std::string("a\0b", 3)) == "\"a\\u0000b\"");
+  // Kept: 2, 3 and 4 byte sequences at their edges.
+  for (const char* ok : {"\xC3\xA9", "\xE2\x82\xAC", "\xF0\x9F\x98\x80", "\xEF\xBF\xBF",
+                         "\xF4\x8F\xBF\xBF", "\xED\x9F\xBF", "\xE0\xA0\x80"}) {
+    INFO(ok);
+    std::string want = "\"";  // built step by step: GCC 12's -Wrestrict misfires on "\"" + s
+    want += ok;
+    want += '"';
+    CHECK(json_string(ok) == want);
+  }
+  // Replaced byte by byte: overlong forms, surrogates, past U+10FFFF, stray continuation
+  // bytes, bytes never in UTF-8, a sequence cut short.
+  const std::pair<const char*, int> replaced[] = {
+      {"\xC0\xAF", 2}, {"\xE0\x80\x80", 3}, {"\xED\xA0\x80", 3},     {"\xF4\x90\x80\x80", 4},
+      {"\x80", 1},     {"\xFF", 1},         {"\xF5\x80\x80\x80", 4}, {"\xE2\x82", 2}};
+  for (const auto& [text, count] : replaced) {
+    INFO(text);
+    std::string want = "\"";
+    for (int i = 0; i < count; ++i) want += bad;
+    CHECK(json_string(text) == want + "\"");
+  }
 }

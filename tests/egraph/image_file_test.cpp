@@ -10,6 +10,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__unix__)
+#include <sys/stat.h>  // mkfifo
+#endif
+
 #include <catch2/catch.hpp>
 
 #include <vyre/egraph.hpp>
@@ -125,6 +129,47 @@ TEST_CASE("image file: write and read a file", "[egraph][file]") {
   CHECK_THROWS_AS(eg::read_image_file(path), vyre::error_exception);
 }
 
+TEST_CASE("image file: a link, a directory or a FIFO destination is refused, never replaced",
+          "[egraph][file]") {
+  // A rename over the destination would replace a symbolic link (and, run as root, a device such
+  // as /dev/null) instead of writing where it points: such destinations are refused, naming the
+  // path, and a regular one is replaced through a new temporary file beside it.
+  namespace fs = std::filesystem;
+  const auto image = sample_image();
+  const fs::path folder = fs::temp_directory_path() / "vyre_egraph_image_file_destinations";
+  fs::remove_all(folder);
+  fs::create_directories(folder / "directory");
+  const fs::path target = folder / "target";
+  std::ofstream(target) << "keep";
+  fs::create_symlink(target, folder / "link");
+  fs::create_symlink(folder / "missing", folder / "dangling");
+  std::vector<fs::path> refused_paths{folder / "link", folder / "dangling", folder / "directory"};
+#if defined(__unix__)
+  if (::mkfifo((folder / "fifo").c_str(), 0600) == 0) refused_paths.push_back(folder / "fifo");
+#endif
+  for (const fs::path& path : refused_paths) {
+    INFO(path);
+    const auto written = eg::write_image_file<expect>(path, image.ref());
+    REQUIRE_FALSE(written.has_value());
+    CHECK(written.error().code() == vyre::errc::invalid_argument);
+    CHECK(written.error().subject() == path.string());
+    CHECK_THAT(written.error().message(),
+               Catch::Contains("symbolic link") || Catch::Contains("not a regular file"));
+  }
+  CHECK(fs::read_symlink(folder / "link") == target);
+  CHECK(fs::file_size(target) == 4);
+  CHECK_FALSE(fs::exists(folder / "missing"));
+  CHECK(fs::is_empty(folder / "directory"));
+  const fs::path regular = folder / "regular.vyreimg";
+  eg::write_image_file(regular, image.ref());  // created
+  eg::write_image_file(regular, image.ref());  // replaced
+  CHECK(fs::is_regular_file(regular));
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& entry : fs::directory_iterator(folder)) ++entries;
+  CHECK(entries == refused_paths.size() + 2);  // + target and regular: no temporary file left
+  fs::remove_all(folder);
+}
+
 TEST_CASE("image file: staging policy decides the byte order", "[egraph][file]") {
   const auto image = sample_image();
   const auto swapped =
@@ -168,7 +213,9 @@ TEST_CASE("image file: truncated, corrupt, wrong-version and inconsistent files 
       auto bytes = good;
       set_word(bytes, 2, version);
       const auto err = refused(bytes);
-      CHECK(err.code() == vyre::errc::unsupported);
+      // Bad input (corrupt_data), not a missing feature of the machine (unsupported).
+      CHECK(err.code() == vyre::errc::corrupt_data);
+      CHECK_THAT(err.message(), Catch::Contains("unsupported format version"));
       CHECK(err.value_or("version", 7) == version);
       CHECK(err.value_or("oldest_supported", 0) == 1);
       CHECK(err.value_or("newest_supported", 0) == 2);
@@ -321,7 +368,7 @@ TEST_CASE("image file: a file that is truncated or too long is refused as its by
   SECTION("a header refusal and a checksum mismatch in the last chunk") {
     auto bytes = good;
     set_word(bytes, 2, 3);
-    CHECK(file_refused(path, bytes).code() == vyre::errc::unsupported);
+    CHECK(file_refused(path, bytes).code() == vyre::errc::corrupt_data);
     bytes = good;
     set_word(bytes, bytes.size() / 4 - 1, word_of(bytes, bytes.size() / 4 - 1) ^ 1u);
     CHECK_THAT(file_refused(path, bytes).message(), Catch::Contains("checksum mismatch"));

@@ -9,7 +9,10 @@ MODE:
   data        real e-graphs from DATA_DIR: extraction against expected_tree_cost.tsv,
               congruence against an independent Python congruence closure
   roundtrip   pack -> image file -> inspect/congruence; congruence -o -> rebuilt image
-  bad_input   every bad input: exit status 2 and one stderr line naming the file
+  bad_input   every bad input: exit status 2 and one stderr line naming the file; an unknown
+              image version, duplicate JSON fields (one-piece and sliced reader), a large
+              negative-cost cycle, tree costs that overflow, surplus arguments, an unknown
+              subcommand, outputs onto links and non-regular files, the exit codes in --help
   gpu         --device gpu against --device cpu on the same inputs (exit 77: no device)
 
 Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no GPU for MODE gpu).
@@ -17,6 +20,7 @@ Exit status: 0 pass, 1 fail, 77 skipped (no data folder, or no GPU for MODE gpu)
 import json
 import math
 import os
+import shutil
 import sys
 
 from tool_check import SMALL_EGRAPHS, arguments, check, finish, has_data, run, skip
@@ -277,6 +281,185 @@ def mode_bad_input(tool, data_dir, work):
     code, _, err = run(tool, "pack", "-o", target)
     check(code == 2 and target in err and err.count("\n") == 1,
           f"pack to a missing directory: exit {code}, stderr {err!r}")
+    check_image_version(tool, work, image if os.path.isfile(image) else None)
+    check_duplicate_fields(tool, work, write)
+    check_negative_cycle(tool, work, write)
+    check_overflow(tool, work, write)
+    check_arguments(tool, work)
+    check_outputs(tool, work)
+
+
+def one_line_status_2(label, code, out, err):
+    """Bad input or usage: exit status 2, nothing on stdout, one line on stderr."""
+    check(code == 2, f"{label}: exit {code}, want 2; stderr {err!r}")
+    check(err.count("\n") == 1 and err.endswith("\n"), f"{label}: stderr not one line: {err!r}")
+    check(out == "", f"{label}: printed on stdout: {out!r}")
+
+
+def check_image_version(tool, work, image):
+    """An image file of an unknown format version is bad input (2), not a machine failure (1)."""
+    if not image:
+        return
+    with open(image, "rb") as f:
+        data = bytearray(f.read())
+    for version in (0, 3, 0xFFFFFFFF):
+        data[8:12] = version.to_bytes(4, "little")
+        path = os.path.join(work, f"version_{version}.vyreimg")
+        with open(path, "wb") as f:
+            f.write(data)
+        for command in (["inspect"], ["congruence", "--device", "cpu"]):
+            code, out, err = run(tool, *command, path)
+            label = f"image version {version} ({command[0]})"
+            one_line_status_2(label, code, out, err)
+            check(path in err and f"version={version}" in err and "Fix:" in err,
+                  f"{label}: stderr does not name the file, the version and the fix: {err!r}")
+
+
+def check_duplicate_fields(tool, work, write):
+    """A field read twice is refused with the same line by the one-piece reader (a file below the
+    4 MiB slice) and the sliced, threaded one (a file above twice the slice): both used to take
+    different "nodes" objects (1 node against 65,672)."""
+    def nodes(count, prefix):
+        return ", ".join(f'"{prefix}{i}": {{"op": "f", "cost": 1, "eclass": "{prefix}c{i}", '
+                         f'"children": []}}' for i in range(count))
+    small = write("dup_nodes_small.json",
+                  '{"nodes": {' + nodes(1, "a") + '}, "nodes": {' + nodes(100, "b") + '}}')
+    # Above 2 x the loader's 4 MiB slice (its threaded threshold, fixed): read in slices on two
+    # threads.
+    large = write("dup_nodes_large.json",
+                  '{"nodes": {' + nodes(1, "a") + '}, "nodes": {' + nodes(150000, "b") + '}}')
+    check(os.path.getsize(large) > 9 << 20, f"{large} is not above 9 MiB")
+    lines = []
+    for path in (small, large):
+        code, out, err = run(tool, "inspect", path, timeout=120)
+        one_line_status_2(f"duplicate nodes ({os.path.basename(path)})", code, out, err)
+        check("\"nodes\" appears twice" in err and path in err and "Fix:" in err,
+              f"duplicate nodes: stderr {err!r}")
+        lines.append(err.replace(path, "FILE"))
+    check(lines[0] == lines[1], f"duplicate nodes: the two readers differ: {lines}")
+    for what, text in (
+            ("root_eclasses", '{"nodes": {' + nodes(1, "a") + '}, "root_eclasses": ["ac0"], '
+                              '"root_eclasses": []}'),
+            ("cost", '{"nodes": {"a": {"op": "x", "eclass": "c", "cost": 1, "cost": 2}}}')):
+        path = write(f"dup_{what}.json", text)
+        code, out, err = run(tool, "inspect", path)
+        one_line_status_2(f"duplicate {what}", code, out, err)
+        check(f'"{what}" appears twice' in err and path in err, f"duplicate {what}: {err!r}")
+
+
+def check_negative_cycle(tool, work, write):
+    """A negative-cost cycle under a 50,000-class chain: found after a pass or two, not after
+    #classes + 1 passes over the chain (quadratic: minutes). Checks the answer, not the time."""
+    count = 50000
+    parts = ['"x": {"op": "leaf", "cost": 1, "eclass": "c0"}',
+             '"y": {"op": "g", "cost": -2, "eclass": "c1", "children": ["z"]}',
+             '"z": {"op": "h", "cost": 1, "eclass": "c0", "children": ["y"]}',
+             '"w": {"op": "k", "cost": 1, "eclass": "c1", "children": ["x"]}']
+    for i in range(2, count):
+        child = "w" if i == 2 else f"n{i - 1}"
+        parts.append(f'"n{i}": {{"op": "f", "cost": 1, "eclass": "c{i}", "children": ["{child}"]}}')
+    path = write("negative_cycle.json",
+                 '{"nodes": {' + ", ".join(parts) + f'}}, "root_eclasses": ["c{count - 1}"]}}')
+    for command in (["extract", "--device", "cpu"], ["--device", "cpu"]):
+        code, out, err = run(tool, *command, path, timeout=60)
+        label = f"negative-cost cycle ({command[0]})"
+        one_line_status_2(label, code, out, err)
+        check("negative-cost cycle" in err and path in err and
+              ('e-class "c0"' in err or 'e-class "c1"' in err),
+              f"{label}: stderr does not name the cycle's e-class: {err!r}")
+
+
+def check_overflow(tool, work, write):
+    """Costs whose sums overflow a double are bad input naming the node, not e-classes
+    "reachable only through cycles" with exit status 0."""
+    cases = {
+        "overflow": ('{"nodes": {"a": {"op": "x", "cost": 1e308, "eclass": "A"}, '
+                     '"b": {"op": "f", "cost": 1e308, "eclass": "B", "children": ["a"]}}, '
+                     '"root_eclasses": ["B"]}', 'node "b" (e-class "B")'),
+        "negative_overflow": ('{"nodes": {"a": {"op": "x", "cost": -1e308, "eclass": "A"}, '
+                              '"b": {"op": "f", "cost": -1e308, "eclass": "B", '
+                              '"children": ["a", "a"]}}, "root_eclasses": ["B"]}',
+                              'node "b" (e-class "B")'),
+        "root_overflow": ('{"nodes": {"a": {"op": "x", "cost": 1e308, "eclass": "A"}, '
+                          '"c": {"op": "y", "cost": 1e308, "eclass": "C"}}, '
+                          '"root_eclasses": ["A", "C"]}', "roots' total"),
+    }
+    for name, (text, named) in cases.items():
+        path = write(name + ".json", text)
+        for command in (["extract", "--device", "cpu"], ["--device", "cpu"]):
+            code, out, err = run(tool, *command, path)
+            label = f"{name} ({command[0]})"
+            one_line_status_2(label, code, out, err)
+            check("overflows" in err and named in err and path in err and "Fix:" in err and
+                  "only through cycles" not in out, f"{label}: stderr {err!r}")
+    # Just below the limit is fine.
+    path = write("no_overflow.json", '{"nodes": {"a": {"op": "x", "cost": 8e307, "eclass": "A"}, '
+                 '"b": {"op": "f", "cost": 8e307, "eclass": "B", "children": ["a"]}}, '
+                 '"root_eclasses": ["B"]}')
+    value = run_json(tool, "extract", path, "--device", "cpu")
+    if value:
+        check(value["root_tree_cost"] == 1.6e308 and value["unextractable_classes"] == 0,
+              f"no overflow: {value}")
+
+
+def check_arguments(tool, work):
+    """Every command takes one FILE; a surplus argument is refused naming it, and an unknown
+    subcommand is named as such with the list of subcommands."""
+    first, second = os.path.join(work, "empty.json"), os.path.join(work, "surplus.json")
+    for command in ([], ["inspect"], ["pack", "-o", os.path.join(work, "x.vyreimg")], ["extract"],
+                    ["congruence"]):
+        code, out, err = run(tool, *command, first, second)
+        label = f"surplus argument ({' '.join(command[:1]) or 'summary'})"
+        one_line_status_2(label, code, out, err)
+        check("unexpected argument" in err and second in err, f"{label}: stderr {err!r}")
+    check(not os.path.exists(os.path.join(work, "x.vyreimg")), "pack with a surplus wrote")
+    for args in (["frobnicate", first], ["frobnicate"]):
+        code, out, err = run(tool, *args)
+        one_line_status_2(f"unknown subcommand {args}", code, out, err)
+        check("unknown subcommand 'frobnicate'" in err and
+              all(name in err for name in ("inspect", "pack", "extract", "congruence")),
+              f"unknown subcommand {args}: stderr {err!r}")
+    code, out, _ = run(tool, "--help")
+    for text in ("0 ok", "1 the machine failed", "2 bad input or usage", "3 --device gpu",
+                 "symbolic link"):
+        check(code == 0 and text in out, f"--help does not say {text!r}")
+
+
+def check_outputs(tool, work):
+    """-o and --selection never replace or write through a symbolic link, a directory or a FIFO:
+    they are refused (2) naming the path; a regular file is replaced through a temporary file."""
+    folder = os.path.join(work, "outputs")
+    shutil.rmtree(folder, ignore_errors=True)  # from an earlier run
+    directory = os.path.join(folder, "directory")
+    os.makedirs(directory)
+    target = os.path.join(folder, "target")
+    with open(target, "w") as f:
+        f.write("keep")
+    link = os.path.join(folder, "link")
+    os.symlink(target, link)
+    fifo = os.path.join(folder, "fifo")
+    os.mkfifo(fifo)
+    for path in (link, directory, fifo):
+        for args in (["pack", "-o", path], ["congruence", "--device", "cpu", "-o", path],
+                     ["extract", "--device", "cpu", "--selection", path]):
+            code, out, err = run(tool, *args, timeout=60)
+            label = f"{args[0]} to {os.path.basename(path)}"
+            one_line_status_2(label, code, out, err)
+            check(path in err and ("symbolic link" in err or "not a regular file" in err),
+                  f"{label}: stderr {err!r}")
+    check(os.path.islink(link) and os.readlink(link) == target, "the link was replaced")
+    with open(target) as f:
+        check(f.read() == "keep", "the link's target was written through")
+    check(os.path.isdir(directory) and not os.listdir(directory), "the directory changed")
+    check(os.path.exists(fifo) and not os.path.isfile(fifo), "the FIFO was replaced")
+    regular = os.path.join(folder, "regular.vyreimg")
+    for _ in range(2):  # created, then replaced
+        code, _, err = run(tool, "pack", "-o", regular)
+        check(code == 0 and os.path.isfile(regular) and os.path.getsize(regular) > 48,
+              f"pack to a regular file: {err!r}")
+    left = sorted(set(os.listdir(folder)) - {"target", "link", "directory", "fifo",
+                                             "regular.vyreimg"})
+    check(left == [], f"temporary files left behind: {left}")
 
 
 def mode_gpu(tool, data_dir, work):

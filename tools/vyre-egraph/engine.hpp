@@ -87,6 +87,12 @@ struct dag_summary {
 
 //! Extraction needs node costs and roots: an image file has neither (`errc::invalid_argument`).
 vyre::expected<void> check_extractable(const graph_input& input);
+//! After extraction (`class_cost` per image group, `root_cost` their roots' sum): refuses a sum
+//! that overflowed (`errc::overflow`, naming the node and its e-class), which the engines cannot
+//! tell from an e-class reachable only through cycles (both +infinity), and a roots' total that
+//! overflowed.
+vyre::expected<void> check_cost_overflow(const graph_input& input,
+                                         const std::vector<double>& class_cost, double root_cost);
 
 //! Congruence closure and tree-cost extraction on the CPU engine (`vyre::algorithms::cpu_engine`,
 //! results identical to the references) with `threads` workers (0: every core).

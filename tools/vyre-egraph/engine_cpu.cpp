@@ -4,11 +4,14 @@
 // lives here, never in the nvcc translation unit.
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +24,7 @@
 #endif
 #include <vyre/egraph.hpp>
 #include <vyre/io/egraph_json.hpp>
+#include <vyre/io/json_text.hpp>
 
 #include "default_egraph.hpp"
 #include "engine.hpp"
@@ -81,6 +85,46 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
 
 vyre::algorithms::image_columns packed_view(const vyre::egraph::host_image& image) noexcept {
   return image.ref().columns();
+}
+
+//! `node "<id>" (e-class "<id>")` of row `row`, with the file's ids (rows and e-classes by
+//! number for an image file).
+std::string node_and_class(const graph_input& input, std::uint32_t row) {
+  const std::uint32_t eclass = input.image.column(vyre::egraph::image_column::row_eclass_ids)[row];
+  const std::string node =
+      row < input.node_names.size() ? std::string(input.node_names[row]) : std::to_string(row);
+  const std::string name = eclass < input.eclass_names.size()
+                               ? std::string(input.eclass_names[eclass])
+                               : std::to_string(eclass);
+  return "node \"" + node + "\" (e-class \"" + name + "\")";
+}
+
+//! An extraction error with the file's e-class id in its subject when it carries one (the
+//! engines name e-classes by the image's ids: dense ids for JSON input).
+error with_eclass_name(const graph_input& input, error err) {
+  const std::uint64_t eclass = err.value_or("eclass", ~std::uint64_t{0});
+  if (eclass < input.eclass_names.size())
+    err.about(input.file + ": e-class \"" + std::string(input.eclass_names[eclass]) + "\"");
+  return err;
+}
+
+//! A new file beside `path`, opened exclusively (an existing file or link of that name is never
+//! followed), for an output renamed over `path` when complete; null when none can be made.
+std::FILE* create_beside(const std::string& path, std::string& temporary) {
+  static unsigned counter = 0;
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const auto clock = static_cast<unsigned long long>(
+        std::chrono::steady_clock::now().time_since_epoch().count());
+    char suffix[48];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%llx-%u", clock, counter++);
+    // C11's "x": create the file, or fail if anything of that name exists.
+    if (std::FILE* file = std::fopen((path + suffix).c_str(), "wbx")) {
+      temporary = path + suffix;
+      return file;
+    }
+    if (errno != EEXIST) return nullptr;
+  }
+  return nullptr;
 }
 
 }  // namespace
@@ -168,10 +212,12 @@ expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_
 expected<extraction_summary> extract_cpu(const graph_input& input, unsigned threads) {
   VYRE_TRY(check_extractable(input));
   const auto start = std::chrono::steady_clock::now();
-  VYRE_TRY_ASSIGN(const auto found,
-                  vyre::algorithms::cpu_engine::extract(
-                      packed_view(input.image), {input.node_cost.data(), input.node_cost.size()},
-                      {input.roots.data(), input.roots.size()}, threads));
+  auto extracted = vyre::algorithms::cpu_engine::extract(
+      packed_view(input.image), {input.node_cost.data(), input.node_cost.size()},
+      {input.roots.data(), input.roots.size()}, threads);
+  if (!extracted) return fail(with_eclass_name(input, extracted.error()));
+  const vyre::algorithms::extraction_result& found = *extracted;
+  VYRE_TRY(check_cost_overflow(input, found.cost, found.root_cost));
   extraction_summary summary;
   summary.root_tree_cost = found.root_cost;
   summary.rounds = found.rounds;
@@ -199,9 +245,67 @@ expected<extraction_summary> extract_cpu(const graph_input& input, unsigned thre
       total += input.node_cost[row];
       stack.insert(stack.end(), children + offsets[row], children + offsets[row] + lengths[row]);
     }
+    // Finite tree costs can still give an infinite DAG cost where negative costs cancel.
+    if (!std::isfinite(total))
+      return fail(error(errc::overflow,
+                        "extract: the tree selection's DAG cost overflows a double (a sum "
+                        "beyond +-1.8e308)")
+                      .about(input.file)
+                      .fix("scale the node costs down so that every total stays within "
+                           "+-1.8e308"));
     summary.dag_cost = total;
   }
   return summary;
+}
+
+expected<void> check_cost_overflow(const graph_input& input, const std::vector<double>& class_cost,
+                                   double root_cost) {
+  const auto columns = packed_view(input.image);
+  const std::uint32_t* group_offsets = columns.group_offsets();
+  const std::uint32_t* group_rows = columns.group_rows();
+  const std::uint32_t* offsets = columns.row_children_offsets();
+  const std::uint32_t* lengths = columns.row_children_lens();
+  const std::uint32_t* children = columns.children();
+  const auto child_cost = [&](std::uint32_t eclass) {
+    const auto g = group_of(input.image, eclass);
+    return g ? class_cost[*g] : std::numeric_limits<double>::infinity();
+  };
+  // Only classes without a finite cost can hide an overflow; most have one.
+  for (std::size_t g = 0; g < class_cost.size(); ++g) {
+    if (std::isfinite(class_cost[g])) continue;
+    for (std::uint32_t i = group_offsets[g]; i < group_offsets[g + 1]; ++i) {
+      const std::uint32_t r = group_rows[i];
+      double total = input.node_cost[r];  // in the engines' order: children left to right
+      bool children_finite = true;
+      for (std::uint32_t k = 0; k < lengths[r] && children_finite; ++k) {
+        const double c = child_cost(children[offsets[r] + k]);
+        children_finite = std::isfinite(c);
+        total += c;
+      }
+      // Every child has a finite tree, so only the sum itself can have left the doubles.
+      if (children_finite && !std::isfinite(total))
+        return fail(error(errc::overflow,
+                          "extract: a tree cost overflows a double (its node costs sum beyond "
+                          "+-1.8e308; not an e-class reachable only through cycles)")
+                        .with("row", r)
+                        .about(input.file + ": " + node_and_class(input, r))
+                        .fix("scale the node costs down so that every tree's total stays "
+                             "within +-1.8e308"));
+    }
+  }
+  bool roots_finite = true;
+  for (const std::uint32_t root : input.roots) {
+    const auto g = group_of(input.image, root);
+    roots_finite = roots_finite && g && std::isfinite(class_cost[*g]);
+  }
+  if (roots_finite && !std::isfinite(root_cost))
+    return fail(error(errc::overflow,
+                      "extract: the roots' total tree cost overflows a double (a sum beyond "
+                      "+-1.8e308)")
+                    .with("roots", input.roots.size())
+                    .about(input.file)
+                    .fix("scale the node costs down, or extract fewer roots at a time (--root)"));
+  return {};
 }
 
 bool ilp_available() noexcept {
@@ -281,23 +385,7 @@ expected<dag_summary> extract_dag_cpu(const graph_input& input, extract_method m
 
 namespace {
 
-void append_json_string(std::string& out, std::string_view text) {
-  out += '"';
-  for (const char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (u < 0x20) {
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\u%04x", u);
-      out += escaped;
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-}
+using vyre::io::append_json_string;
 
 }  // namespace
 
@@ -319,11 +407,32 @@ expected<void> write_selection(const graph_input& input,
     append_json_string(text, input.node_names[choice[g]]);
   }
   text += first ? "}}\n" : "\n}}\n";
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out || !out.write(text.data(), static_cast<std::streamsize>(text.size())) || !out.flush())
+  // As image files are written (vyre::egraph::write_image_file): never through a symbolic link
+  // or onto a device, directory or FIFO; a new file beside the destination, renamed over it.
+  std::error_code ec;
+  const std::filesystem::file_type type = std::filesystem::symlink_status(path, ec).type();
+  if (type != std::filesystem::file_type::regular &&
+      type != std::filesystem::file_type::not_found && type != std::filesystem::file_type::none)
+    return fail(error(errc::invalid_argument,
+                      type == std::filesystem::file_type::symlink
+                          ? "--selection: the destination is a symbolic link (it is neither "
+                            "replaced nor written through)"
+                          : "--selection: the destination is not a regular file (a directory, "
+                            "device, FIFO or socket)")
+                    .about(path)
+                    .fix("pass the path of a regular file or of a new one (for a link, the path "
+                         "it points to)"));
+  std::string temporary;
+  std::FILE* const out = create_beside(path, temporary);
+  bool written = out != nullptr && std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  if (out != nullptr) written = std::fclose(out) == 0 && written;
+  if (written) std::filesystem::rename(temporary, path, ec);
+  if (!written || ec) {
+    if (out != nullptr) std::filesystem::remove(temporary, ec);
     return fail(error(errc::io, "--selection: cannot write the file")
                     .about(path)
-                    .fix("check the path and permissions"));
+                    .fix("check the path, its directory's permissions and free disk space"));
+  }
   return {};
 }
 

@@ -134,6 +134,7 @@ expected<extraction_summary> extract_gpu(const graph_input& input) {
   const std::uint32_t classes = input.image.layout().group_count;
   VYRE_TRY_ASSIGN(const auto cost,
                   download(found.cost.get(), classes, stream, "extract: download class costs"));
+  VYRE_TRY(check_cost_overflow(input, cost, found.root_cost));
   extraction_summary summary;
   summary.root_tree_cost = found.root_cost;
   summary.rounds = found.rounds;

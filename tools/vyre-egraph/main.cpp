@@ -13,6 +13,11 @@
 //                                          --selection writes {"choices": {class: node}}
 //   vyre-egraph congruence [FILE] [-o OUT] congruence closure; -o writes the rebuilt image
 //
+// Each command takes one FILE at most; a second positional argument is refused, and so is an
+// unknown subcommand. An output (-o, --selection) is written to a new file beside it and renamed
+// into place; a destination that is a symbolic link or not a regular file (a directory, device,
+// FIFO) is refused, never replaced or written through.
+//
 // FILE is egraph-serialize JSON (egg, egglog, extraction-gym) or a vyre image file (recognised
 // by its magic); without FILE the tool runs on a built-in e-graph. `--device auto|gpu|cpu` picks
 // where extract and congruence run (auto, the default: the CPU below 2^20 e-nodes, without
@@ -22,8 +27,11 @@
 // file with none (egglog writes `[]` when given no roots) has every e-class extracted.
 //
 // Exit status: 0 success; 1 the machine failed (a CUDA error, out of memory); 2 bad input or
-// bad usage (one line on stderr naming the file and the problem); 3 `--device gpu` without a
-// usable CUDA device.
+// bad usage (one line on stderr naming the file and the problem: a malformed or unsupported
+// file, a cost that is negative where it must not be or whose sum overflows, a negative-cost
+// cycle, a surplus argument, an output path that is not a regular file); 3 `--device gpu`
+// without a usable CUDA device. No limit stops a run with a status of its own (--time-limit only
+// ends the ILP solver's search, which then reports whether it proved its result optimal).
 #include <algorithm>
 #include <charconv>
 #include <chrono>
@@ -32,6 +40,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <mutex>
@@ -46,6 +55,7 @@
 #include <CLI/CLI.hpp>
 
 #include <vyre/egraph.hpp>
+#include <vyre/io/json_text.hpp>
 
 #include "common/cli.hpp"
 #include "common/device.hpp"
@@ -136,37 +146,7 @@ class progress_note {
 
 // ---- JSON output ------------------------------------------------------------------------------
 
-std::string json_string(std::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + '"';
-}
+using vyre::io::json_string;
 
 //! Shortest text that reads back as the same double; `null` for infinity (no tree).
 std::string json_number(double value) {
@@ -216,6 +196,9 @@ struct options {
   vyre::algorithms::dag_options dag;
   std::string selection;  //!< extract --selection: where to write the chosen nodes
   unsigned threads = 0;   //!< --threads: CPU engine workers (0: every core)
+  //! Positional arguments before or without a subcommand, and after it: one FILE in all (what
+  //! else is given is refused by `take_file`, not silently dropped).
+  std::vector<std::string> top_positionals, command_positionals;
 };
 
 enum class device_kind { cpu, gpu };
@@ -634,12 +617,59 @@ int command_congruence(const options& opts) {
   return exit_ok;
 }
 
+//! A usage error: exit status 2 and "vyre-egraph: <problem> (run with --help for usage)", the
+//! line `parse_command_line` prints for CLI11's own.
+tool_failure usage_failure(const std::string& problem) {
+  return {exit_bad_input, one_line("vyre-egraph: " + problem + " (run with --help for usage)")};
+}
+
+//! Sets `opts.file` from the positional arguments: one FILE at most. Without a subcommand, two or
+//! more whose first names no file mean it was meant as a subcommand; a lone word that names no
+//! file, likewise.
+void take_file(options& opts, const CLI::App& app) {
+  const std::vector<CLI::App*> chosen = app.get_subcommands();
+  std::string names;  // "inspect, pack, extract, congruence"
+  for (const CLI::App* command : app.get_subcommands({}))
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  const auto unknown = [&](const std::string& word, const char* what) {
+    return usage_failure("unknown subcommand '" + word + "'" + what + "; the subcommands are " +
+                         names + ", or give one FILE alone for its summary");
+  };
+  std::vector<std::string> given = opts.top_positionals;
+  given.insert(given.end(), opts.command_positionals.begin(), opts.command_positionals.end());
+  if (given.empty()) return;
+  std::error_code ignored;
+  const bool no_such_file = std::filesystem::symlink_status(given[0], ignored).type() ==
+                            std::filesystem::file_type::not_found;
+  if (chosen.empty() && given.size() > 1 && no_such_file) throw unknown(given[0], "");
+  if (given.size() > 1) {
+    std::string surplus;
+    for (std::size_t i = 1; i < given.size(); ++i)
+      surplus += (i == 1 ? "'" : ", '") + given[i] + "'";
+    throw usage_failure((chosen.empty() ? app.get_name() : chosen[0]->get_name()) +
+                        " takes one FILE; unexpected argument" + (given.size() > 2 ? "s " : " ") +
+                        surplus);
+  }
+  opts.file = given[0];
+  // "vyre-egraph extarct": a plain word that names no file is a mistyped subcommand, most likely.
+  const bool plain_word = std::all_of(opts.file.begin(), opts.file.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+           c == '_';
+  });
+  if (chosen.empty() && plain_word && !opts.file.empty() && no_such_file)
+    throw unknown(opts.file, " (and no file has that name)");
+}
+
 int run(int argc, char** argv) {
   CLI::App app{
       "vyre-egraph: inspect, pack, extract and run congruence closure on an e-graph, on the GPU "
       "(vyre) or the CPU.\nFILE is egraph-serialize JSON or a vyre image file; without FILE a "
-      "built-in e-graph is used.\nExit status: 0 ok, 1 the machine failed, 2 bad input or "
-      "usage, 3 --device gpu without a CUDA device.",
+      "built-in e-graph is used. Each command takes one FILE at most.\nOutputs (-o, "
+      "--selection) go to a new file renamed into place; a destination that is a symbolic link "
+      "or not a regular file (directory, device, FIFO) is refused, never replaced.\nExit "
+      "status: 0 ok; 1 the machine failed (CUDA error, out of memory); 2 bad input or usage "
+      "(one line on stderr naming the file or argument and the fix); 3 --device gpu without a "
+      "usable CUDA device.",
       "vyre-egraph"};
   options opts;
   app.add_option("--device", opts.device,
@@ -654,11 +684,18 @@ int run(int argc, char** argv) {
                  "extract this e-class (a JSON e-class id; repeatable); default: the file's "
                  "root_eclasses, or every e-class when it has none")
       ->allow_extra_args(false);
-  app.add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
+  // Positionals go to vectors, so that a surplus one is seen (and refused) rather than falling
+  // through to the top level or being dropped.
+  app.add_option("file", opts.top_positionals,
+                 "egraph-serialize JSON or vyre image file (one at most)")
+      ->type_name("FILE");
   app.require_subcommand(0, 1);
 
   const auto add_file = [&opts](CLI::App* command) {
-    command->add_option("file", opts.file, "egraph-serialize JSON or vyre image file");
+    command
+        ->add_option("file", opts.command_positionals,
+                     "egraph-serialize JSON or vyre image file (one at most)")
+        ->type_name("FILE");
     command->fallthrough();  // --device and --json may follow the subcommand
   };
   CLI::App* inspect = app.add_subcommand("inspect",
@@ -667,7 +704,10 @@ int run(int argc, char** argv) {
   add_file(inspect);
   CLI::App* pack = app.add_subcommand("pack", "write a vyre image file");
   add_file(pack);
-  pack->add_option("-o,--output", opts.output, "image file to write")->required();
+  pack->add_option("-o,--output", opts.output,
+                   "image file to write (a new file renamed into place; a symbolic link or a "
+                   "path that is not a regular file is refused)")
+      ->required();
   CLI::App* extract = app.add_subcommand(
       "extract", "bottom-up tree-cost extraction (needs node costs: JSON input)");
   add_file(extract);
@@ -703,13 +743,18 @@ int run(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   extract->add_option("--selection", opts.selection,
                       "write the chosen e-node of every needed e-class here, as "
-                      "{\"choices\": {\"<e-class id>\": \"<node id>\"}}");
+                      "{\"choices\": {\"<e-class id>\": \"<node id>\"}} (a new file renamed "
+                      "into place; a symbolic link or a path that is not a regular file is "
+                      "refused)");
   CLI::App* congruence = app.add_subcommand(
       "congruence", "congruence closure: merges, rounds, e-classes before and after");
   add_file(congruence);
-  congruence->add_option("-o,--output", opts.output, "write the rebuilt image file here");
+  congruence->add_option("-o,--output", opts.output,
+                         "write the rebuilt image file here (a new file renamed into place; a "
+                         "symbolic link or a path that is not a regular file is refused)");
 
   if (const auto status = parse_command_line(app, argc, argv)) return *status;
+  take_file(opts, app);
 
   if (*inspect) return command_inspect(opts);
   if (*pack) return command_pack(opts);

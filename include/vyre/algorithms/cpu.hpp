@@ -439,6 +439,75 @@ inline error negative_cycle_error(std::uint64_t rounds, std::uint32_t classes) {
       .fix("make node costs non-negative, or at least free of negative cycles");
 }
 
+//! The same, found early (`lowering_cycle_class`): `eclass` (an e-class id) is on the cycle.
+inline error negative_cycle_error(std::uint64_t rounds, std::uint32_t classes,
+                                  std::uint32_t eclass) {
+  return error(errc::invalid_argument,
+               "extract: the rows that lowered the costs form a cycle, which lowers them without "
+               "end (a negative-cost cycle makes the tree cost unbounded)")
+      .with("rounds", rounds)
+      .with("classes", classes)
+      .with("eclass", eclass)
+      .fix("make node costs non-negative, or at least free of negative cycles");
+}
+
+//! Whether the worklist checks for a lowering cycle after `passes` passes: after 1, 2, 4, 8, ...,
+//! so that the checks (each linear) cost O((classes + children) log passes) in all, and a cycle
+//! is seen at most twice as many passes after it formed.
+constexpr bool check_lowering_cycle_after(std::uint64_t passes) noexcept {
+  return passes != 0 && (passes & (passes - 1)) == 0;
+}
+
+//! A class (dense index) on a cycle of the rows that last lowered the classes' costs, or
+//! `no_row` when they form none. `via[g]` is the row whose total last lowered class g's cost
+//! (`no_row`: none), `of_row` / `of_child` the class of each row / child entry, `parent_start` /
+//! `parent_rows` the rows naming each class as a child (one entry per occurrence, CSR).
+//!
+//! Such a cycle is a negative-cost cycle: each cost on it is at least its row's cost plus its
+//! children's (they only fell since), strictly for the class lowered last, so summing round the
+//! cycle leaves its rows' costs plus their other children's below zero, and each trip round it
+//! lowers the costs again (Bellman-Ford's predecessor cycle, rows having several children). That
+//! is exact arithmetic; in doubles a cycle lowered by rounding alone (sums past 2^53 that cancel)
+//! is refused as well. So the worklist stops at the first one instead of after #classes + 1
+//! passes, which takes quadratic time. Peels, leaves first, the classes whose lowering row's
+//! children are all peeled (Kahn's algorithm); every class left has a child left, so following
+//! children from one reaches a class twice, on a cycle. O(classes + children), no recursion.
+inline expected<std::uint32_t> lowering_cycle_class(
+    const host_rows& rows, std::uint32_t class_count, const std::uint32_t* via,
+    const std::uint32_t* of_row, const std::uint32_t* of_child, const std::uint32_t* parent_start,
+    const std::uint32_t* parent_rows) {
+  constexpr std::uint32_t visited = 0xFFFFFFFFu;  // a `waiting` mark of the final walk
+  std::vector<std::uint32_t> waiting, ready;      // children not yet peeled; classes to peel
+  VYRE_TRY(try_resize(waiting, class_count, "extract: cycle check"));
+  VYRE_TRY(try_reserve(ready, class_count, "extract: cycle check"));
+  for (std::uint32_t g = 0; g < class_count; ++g) {
+    waiting[g] = via[g] == no_row ? 0 : rows.row_children_lens[via[g]];
+    if (waiting[g] == 0) ready.push_back(g);
+  }
+  std::uint32_t peeled = 0;
+  while (!ready.empty()) {
+    const std::uint32_t h = ready.back();
+    ready.pop_back();
+    ++peeled;
+    for (std::uint32_t i = parent_start[h]; i < parent_start[h + 1]; ++i) {
+      const std::uint32_t p = parent_rows[i];
+      const std::uint32_t g = of_row[p];
+      if (via[g] == p && --waiting[g] == 0) ready.push_back(g);
+    }
+  }
+  if (peeled == class_count) return no_row;
+  std::uint32_t g = 0;
+  while (waiting[g] == 0) ++g;
+  for (;;) {
+    waiting[g] = visited;
+    const std::uint32_t* child = of_child + rows.row_children_offsets[via[g]];
+    std::uint32_t next = *child;
+    while (waiting[next] == 0) next = *++child;  // a class left (one is: g was not peeled)
+    if (waiting[next] == visited) return next;
+    g = next;
+  }
+}
+
 inline expected<extraction_result> extract(const host_rows& rows, const dense_classes& dense,
                                            cuda::std::span<const double> node_cost,
                                            cuda::std::span<const std::uint32_t> roots) {
@@ -496,15 +565,27 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
   // monotone map from the top reaches the same fixpoint as round-synchronous iteration, and
   // pass k is at least as far as synchronous round k. Without a negative-cost cycle an optimal
   // tree has height <= #classes, so #classes + 1 passes always suffice.
+  // A negative-cost cycle is caught early, when the rows that lowered the costs form a cycle
+  // (`lowering_cycle_class`); the pass limit stays as the backstop.
   const std::uint64_t round_limit = std::uint64_t{class_count} + 1;
-  std::vector<std::uint32_t> pending, next;
+  std::vector<std::uint32_t> pending, next, via;
   std::vector<char> queued;
   VYRE_TRY(try_resize(pending, rows.row_count, "extract: worklist"));
   VYRE_TRY(try_reserve(next, rows.row_count, "extract: worklist"));
   VYRE_TRY(try_resize(queued, rows.row_count, "extract: worklist membership"));
+  VYRE_TRY(try_resize(via, class_count, "extract: lowering rows"));
+  std::fill(via.begin(), via.end(), no_row);
   for (std::uint32_t r = 0; r < rows.row_count; ++r) pending[r] = r;
   while (!pending.empty()) {
     if (result.rounds == round_limit) return fail(negative_cycle_error(result.rounds, class_count));
+    if (check_lowering_cycle_after(result.rounds)) {
+      VYRE_TRY_ASSIGN(
+          const std::uint32_t on_cycle,
+          lowering_cycle_class(rows, class_count, via.data(), dense.of_row.data(),
+                               dense.of_child.data(), parent_start.data(), parent_rows.data()));
+      if (on_cycle != no_row)
+        return fail(negative_cycle_error(result.rounds, class_count, dense.ids[on_cycle]));
+    }
     ++result.rounds;
     next.clear();
     for (const std::uint32_t r : pending) {
@@ -513,6 +594,7 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
       const std::uint32_t g = dense.of_row[r];
       if (!(total < result.cost[g])) continue;
       result.cost[g] = total;
+      via[g] = r;
       for (std::uint32_t k = parent_start[g]; k < parent_start[g + 1]; ++k) {
         const std::uint32_t p = parent_rows[k];
         if (queued[p] == 0) {
@@ -550,8 +632,10 @@ inline expected<extraction_result> extract(const host_rows& rows, const dense_cl
 //! @param node_cost one finite cost per row, in row order.
 //! @param roots e-class ids (each must have rows).
 //! @throws nothing; errors: wrong cost count or a non-finite cost (`errc::invalid_argument`),
-//!         an unknown root or child class (`errc::not_found`), costs that keep decreasing after
-//!         #classes + 1 rounds, i.e. a negative-cost cycle (`errc::invalid_argument`).
+//!         an unknown root or child class (`errc::not_found`), a negative-cost cycle
+//!         (`errc::invalid_argument`): the rows that lowered the costs forming a cycle (checked
+//!         after passes 1, 2, 4, ...; the error names an e-class on it, `eclass`), or costs that
+//!         keep decreasing after #classes + 1 passes.
 inline expected<extraction_result> extract_reference(const raw_rows_ref& rows,
                                                      cuda::std::span<const double> node_cost,
                                                      cuda::std::span<const std::uint32_t> roots) {

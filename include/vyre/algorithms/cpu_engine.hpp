@@ -17,7 +17,8 @@
 //! - extraction runs Knuth's generalisation of Dijkstra when every node cost is non-negative
 //!   (sign bit clear): a monotone radix heap keyed by the cost's bits hands out classes a batch
 //!   of equal costs at a time, and a row is evaluated once, when its last child class becomes
-//!   final. Negative costs (and -0.0) run the reference's worklist.
+//!   final. Negative costs (and -0.0) run the reference's worklist, which stops at a
+//!   negative-cost cycle once the rows that lowered the costs form a cycle.
 //!
 //! Threads (`threads`, 0 = every core): densify, signatures, per-round canonicalisation, the
 //! first hash-cons pass (sharded by signature, one shard per thread), the rebuild's output, the
@@ -748,15 +749,26 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
       result.rounds = 1;
     } else {
       // The reference's worklist (passes in the same order, so -0.0 and negative costs give
-      // the same bits).
+      // the same bits), and its early stop at a cycle of lowering rows (a negative-cost cycle).
+      namespace reference = vyre::algorithms::detail;
       const u64 round_limit = u64{class_count} + 1;
       std::vector<u32> pending(rows.row_count), next;
       next.reserve(rows.row_count);
       std::vector<char> queued(rows.row_count, 0);
+      std::vector<u32> via(class_count, no_row);  // the row whose total last lowered each cost
       for (u32 r = 0; r < rows.row_count; ++r) pending[r] = r;
       while (!pending.empty()) {
         if (result.rounds == round_limit)
-          return fail(vyre::algorithms::detail::negative_cycle_error(result.rounds, class_count));
+          return fail(reference::negative_cycle_error(result.rounds, class_count));
+        if (reference::check_lowering_cycle_after(result.rounds)) {
+          VYRE_TRY_ASSIGN(
+              const u32 on_cycle,
+              reference::lowering_cycle_class(rows, class_count, via.data(), dense.of_row.data(),
+                                              of_child, parent_start.data(), parent_rows.data()));
+          if (on_cycle != no_row)
+            return fail(
+                reference::negative_cycle_error(result.rounds, class_count, dense.ids[on_cycle]));
+        }
         ++result.rounds;
         next.clear();
         for (const u32 r : pending) {
@@ -765,6 +777,7 @@ inline expected<extraction_result> extract(const rows_view& rows, const dense_ma
           const u32 g = dense.of_row[r];
           if (!(total < cost[g])) continue;
           cost[g] = total;
+          via[g] = r;
           for (u32 i = parent_start[g]; i < parent_start[g + 1]; ++i) {
             const u32 p = parent_rows[i];
             if (queued[p] == 0) {
@@ -835,7 +848,8 @@ inline expected<congruence_result> congruence(const image_columns& image, unsign
 //! @param threads worker threads; 0 = every core.
 //! @throws nothing; errors as `extract_reference`: wrong cost count or a non-finite cost
 //!         (`errc::invalid_argument`), an unknown root or child class (`errc::not_found`), a
-//!         negative-cost cycle (`errc::invalid_argument`), host memory (`errc::out_of_memory`).
+//!         negative-cost cycle (`errc::invalid_argument`, found as early and named as there),
+//!         host memory (`errc::out_of_memory`).
 inline expected<extraction_result> extract(const raw_rows_ref& rows,
                                            cuda::std::span<const double> node_cost,
                                            cuda::std::span<const std::uint32_t> roots,

@@ -24,15 +24,19 @@
 //! 1's checksum continued one FNV-1a chain over every image word: a serial chain.)
 //!
 //! A reader refuses, with an error naming the file and the values, a file that is truncated or
-//! has trailing bytes, a bad magic (and says so when it is byte-swapped), an unknown version,
+//! has trailing bytes, a bad magic (and says so when it is byte-swapped), an unknown version
+//! (`errc::corrupt_data`, like the other header checks: it is the file that is unreadable here),
 //! counts that do not add up, a checksum mismatch, and an image that fails `validate_image`.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -249,8 +253,9 @@ expected<checked_image_file_header> check_image_file_header(cuda::std::span<cons
                                    "the staging policy it was written with"
                                  : "pass a file written by write_image_file"));
   }
+  // A property of the file, not of this machine or build: callers report it as bad input.
   if (header[2] < image_file_oldest_version || header[2] > image_file_version)
-    return fail(file_error(errc::unsupported, "image file: unsupported format version", source)
+    return fail(file_error(errc::corrupt_data, "image file: unsupported format version", source)
                     .with("version", header[2])
                     .with("oldest_supported", image_file_oldest_version)
                     .with("newest_supported", image_file_version)
@@ -320,11 +325,61 @@ expected<host_image> parse_image(cuda::std::span<const std::byte> bytes, std::st
                                threads, source);
 }
 
-//! Writes the file for `image` to `path` through `path` + ".tmp" and a rename; the words go
-//! out in chunks, staged through a chunk-sized buffer only when `Staging` swaps bytes.
+//! Refuses a destination that exists and is not a regular file: renaming over it would replace
+//! a symbolic link (not the file it names) or, run as root, a device such as /dev/null, and a
+//! directory cannot be replaced. A missing destination is fine; one whose type cannot be read is
+//! left to the open, which names the problem.
+inline expected<void> check_destination(const std::filesystem::path& path,
+                                        const std::string& name) {
+  std::error_code ignored;
+  const std::filesystem::file_type type = std::filesystem::symlink_status(path, ignored).type();
+  if (type == std::filesystem::file_type::regular ||
+      type == std::filesystem::file_type::not_found || type == std::filesystem::file_type::none)
+    return {};
+  return fail(file_error(errc::invalid_argument,
+                         type == std::filesystem::file_type::symlink
+                             ? "write_image_file: the destination is a symbolic link (it is "
+                               "neither replaced nor written through)"
+                             : "write_image_file: the destination is not a regular file (a "
+                               "directory, device, FIFO or socket)",
+                         name)
+                  .fix("pass the path of a regular file or of a new one (for a link, the path "
+                       "it points to)"));
+}
+
+//! Creates and opens a new file beside `path` (same directory, so the rename stays on one file
+//! system), named `path` + ".tmp-" + a unique suffix, exclusively: an existing file or link of
+//! that name is never opened or followed. Null (errno set) when none can be made.
+inline std::FILE* create_temporary_beside(const std::filesystem::path& path,
+                                          std::filesystem::path& temporary) {
+  static std::atomic<std::uint64_t> counter{0};
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    const auto clock =
+        static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    const std::uint64_t mix =
+        (clock ^ (counter.fetch_add(1, std::memory_order_relaxed) << 48)) * 0x9E3779B97F4A7C15ull;
+    char suffix[32];
+    std::snprintf(suffix, sizeof suffix, ".tmp-%016llx", static_cast<unsigned long long>(mix));
+    std::filesystem::path candidate = path;
+    candidate += suffix;
+    // C11's "x": create the file, or fail if anything of that name exists.
+    if (std::FILE* file = std::fopen(candidate.string().c_str(), "wbx")) {
+      temporary = std::move(candidate);
+      return file;
+    }
+    if (errno != EEXIST) return nullptr;
+  }
+  return nullptr;
+}
+
+//! Writes the file for `image` to `path` through a new temporary file beside it and a rename
+//! (`check_destination` first); the words go out in chunks, staged through a chunk-sized buffer
+//! only when `Staging` swaps bytes.
 template <class Staging>
 expected<void> write_file(const std::filesystem::path& path, const image_ref& image,
                           unsigned threads) {
+  const std::string name = path.string();
+  VYRE_TRY(check_destination(path, name));
   VYRE_TRY(validate_image(image, threads));
   VYRE_TRY_ASSIGN(const image_file_header_t header, signed_image_file_header(image, threads));
   VYRE_TRY_ASSIGN(const std::uint64_t total, image_file_bytes(image));
@@ -337,43 +392,38 @@ expected<void> write_file(const std::filesystem::path& path, const image_ref& im
                                 (std::min)(image.words.size(), image_file_chunk_words),
                                 "write_image_file: staging buffer"));
   }
-  const std::string name = path.string();
-  std::filesystem::path temporary = path;
-  temporary += ".tmp";
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out)
-      return fail(file_error(errc::io, "write_image_file: cannot open for writing", name)
-                      .fix("check that the directory exists and is writable"));
-    const auto put = [&](const std::uint32_t* words, std::size_t count) {
-      out.write(reinterpret_cast<const char*>(words),
-                static_cast<std::streamsize>(count * sizeof(std::uint32_t)));
-    };
-    put(staged_header.data(), staged_header.size());
-    if constexpr (staging::swaps_bytes<Staging>) {
-      for (std::size_t at = 0; at < image.words.size() && out; at += buffer.size()) {
-        const auto chunk =
-            image.words.subspan(at, (std::min)(buffer.size(), image.words.size() - at));
-        // The buffer holds a whole chunk, so staging cannot fail; were it to, the write fails.
-        if (!staging::stage_words<Staging>(chunk, {buffer.data(), buffer.size()})) {
-          out.setstate(std::ios::badbit);
-          break;
-        }
-        put(buffer.data(), chunk.size());
+  std::filesystem::path temporary;
+  std::FILE* const out = create_temporary_beside(path, temporary);
+  if (out == nullptr)
+    return fail(file_error(errc::io, "write_image_file: cannot open for writing", name)
+                    .fix("check that the directory exists and is writable"));
+  bool written = true;
+  const auto put = [&](const std::uint32_t* words, std::size_t count) {
+    written = written && std::fwrite(words, sizeof(std::uint32_t), count, out) == count;
+  };
+  put(staged_header.data(), staged_header.size());
+  if constexpr (staging::swaps_bytes<Staging>) {
+    for (std::size_t at = 0; at < image.words.size() && written; at += buffer.size()) {
+      const auto chunk =
+          image.words.subspan(at, (std::min)(buffer.size(), image.words.size() - at));
+      // The buffer holds a whole chunk, so staging cannot fail; were it to, the write fails.
+      if (!staging::stage_words<Staging>(chunk, {buffer.data(), buffer.size()})) {
+        written = false;
+        break;
       }
-    } else {
-      put(image.words.data(), image.words.size());
+      put(buffer.data(), chunk.size());
     }
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      return fail(file_error(errc::io, "write_image_file: write failed", name)
-                      .with("bytes", total)
-                      .fix("check free disk space"));
-    }
+  } else {
+    put(image.words.data(), image.words.size());
   }
+  written = std::fclose(out) == 0 && written;  // fclose flushes: a full disk shows here
   std::error_code ec;
+  if (!written) {
+    std::filesystem::remove(temporary, ec);
+    return fail(file_error(errc::io, "write_image_file: write failed", name)
+                    .with("bytes", total)
+                    .fix("check free disk space"));
+  }
   std::filesystem::rename(temporary, path, ec);  // readers never see a partial file
   if (ec) {
     std::filesystem::remove(temporary, ec);
@@ -457,9 +507,11 @@ result_t<OnError, host_image> parse_image_file(cuda::std::span<const std::byte> 
   return apply_error_policy<OnError>(detail::parse_image<Staging>(bytes, source, threads));
 }
 
-//! Writes `image` to `path` (through a temporary file and a rename, so a reader never sees a
-//! partial file).
-//! @throws vyre::error_exception `errc::io` naming the path, or `validate_image`'s errors.
+//! Writes `image` to `path` (through a new temporary file beside it and a rename, so a reader
+//! never sees a partial file). `path` must be a regular file or not exist: a symbolic link, a
+//! directory, a device, a FIFO or a socket there is refused, never replaced or written through.
+//! @throws vyre::error_exception `errc::invalid_argument` naming the path when it exists and is
+//!         not a regular file, `errc::io` naming the path, or `validate_image`'s errors.
 template <class OnError = on_error::throw_exception,
           staging::policy Staging = staging::little_endian>
 result_t<OnError, void> write_image_file(const std::filesystem::path& path, const image_ref& image,

@@ -8,9 +8,11 @@
 //! `eclass` is the child e-class; `root_eclasses` lists the roots. As in egraph-serialize,
 //! `children` defaults to `[]`, `cost` to 1 and `root_eclasses` to `[]` (egglog writes `[]`
 //! when it was given no roots); other fields are accepted and ignored: egglog >= 13's
-//! `subsumed` and `class_data`, `comment`, ... Primitive values (egglog's `i64`, `String`, ...)
-//! are ordinary nodes whose op is the value's text. Ids may be strings or non-negative
-//! integers (an integer id is its decimal spelling).
+//! `subsumed` and `class_data`, `comment`, ... A field the loader reads (`nodes`,
+//! `root_eclasses`, a node's `op`, `eclass`, `cost`, `children`) given twice in one object is
+//! refused: JSON readers disagree on which duplicate counts. Primitive values (egglog's `i64`,
+//! `String`, ...) are ordinary nodes whose op is the value's text. Ids may be strings or
+//! non-negative integers (an integer id is its decimal spelling).
 //!
 //! Row `i` of the snapshot is the `i`-th node of `nodes` in file order; e-class and op ids are
 //! dense u32 in first-seen order.
@@ -404,7 +406,10 @@ class slice_parser {
     bool seen_roots = false;
     for (const auto field : top) {
       if (field.key == "nodes") {
-        if (seen_nodes) continue;  // the first "nodes" counts
+        // Refused, not skipped: which duplicate counts differs between JSON readers, and a sliced
+        // read would take nodes from both.
+        if (seen_nodes)
+          return fail(duplicate_field("egraph JSON: the top-level field \"nodes\" appears twice"));
         seen_nodes = true;
         simdjson::dom::object nodes;
         if (field.value.get_object().get(nodes) != simdjson::SUCCESS)
@@ -413,7 +418,10 @@ class slice_parser {
         VYRE_TRY(parse_nodes(nodes));
       } else {
         others_ = true;
-        if (field.key == "root_eclasses" && !seen_roots) {
+        if (field.key == "root_eclasses") {
+          if (seen_roots)
+            return fail(duplicate_field(
+                "egraph JSON: the top-level field \"root_eclasses\" appears twice"));
           seen_roots = true;
           VYRE_TRY(parse_roots(field.value));
         }
@@ -430,6 +438,12 @@ class slice_parser {
   bool saw_other_fields() const noexcept { return others_; }
 
  private:
+  //! A top-level field the loader reads, given twice (`context` names it).
+  error duplicate_field(const char* context) const {
+    return json_error(errc::duplicate, context, source_)
+        .fix("write each top-level field once (JSON readers differ on which duplicate counts)");
+  }
+
   //! An id that is a string or a non-negative integer, as text (integers in `numbers`).
   bool id_text(simdjson::dom::element value, std::string_view& out) {
     if (value.get_string().get(out) == simdjson::SUCCESS) return true;
@@ -459,32 +473,37 @@ class slice_parser {
       bool seen_cost = false;
       bool seen_children = false;
       std::uint32_t child_count = 0;
+      // A field the loader reads, given twice in one node (refused, as at the top level).
+      const auto twice = [&](const char* context) {
+        return fail(json_error(errc::duplicate, context, source_, "node", node_id)
+                        .fix("write each field of a node once"));
+      };
       for (const auto node_field : node) {
         const std::string_view key = node_field.key;
         const simdjson::dom::element value = node_field.value;
         if (key == "op") {
-          if (op) continue;
+          if (op) return twice("egraph JSON: node field \"op\" appears twice");
           std::string_view text;
           if (value.get_string().get(text) != simdjson::SUCCESS)
             return node_error("egraph JSON: node \"op\" is not a string",
                               "give every node an \"op\" string");
           op = text;
         } else if (key == "eclass") {
-          if (eclass) continue;
+          if (eclass) return twice("egraph JSON: node field \"eclass\" appears twice");
           std::string_view text;
           if (!id_text(value, text))
             return node_error("egraph JSON: node \"eclass\" is not a string or unsigned integer",
                               "give every node the id of its e-class");
           eclass = text;
         } else if (key == "cost") {
-          if (seen_cost) continue;
+          if (seen_cost) return twice("egraph JSON: node field \"cost\" appears twice");
           seen_cost = true;
           if (!value.is_number() || value.get_double().get(cost) != simdjson::SUCCESS ||
               !std::isfinite(cost))
             return node_error("egraph JSON: node cost is not a finite number",
                               "give every node a finite numeric cost");
         } else if (key == "children") {
-          if (seen_children) continue;
+          if (seen_children) return twice("egraph JSON: node field \"children\" appears twice");
           seen_children = true;
           simdjson::dom::array children;
           if (value.get_array().get(children) != simdjson::SUCCESS)
@@ -965,8 +984,10 @@ inline expected<loaded_egraph> load_slices(const json_source& input, std::string
 //! Parses egraph-serialize JSON text; `source` names it in errors (a file name).
 //! @throws vyre::error_exception naming the source and the offending id: `errc::parse`
 //!         (malformed JSON, a missing or mistyped field, a cost that is not a finite number),
-//!         `errc::duplicate` (a node id twice), `errc::not_found` (a child naming an unknown
-//!         node, a root naming an e-class with no node), `errc::abi_limit`, `errc::out_of_memory`.
+//!         `errc::duplicate` (a node id twice, a field the loader reads twice in one object:
+//!         `nodes`, `root_eclasses`, a node's `op`, `eclass`, `cost`, `children`),
+//!         `errc::not_found` (a child naming an unknown node, a root naming an e-class with no
+//!         node), `errc::abi_limit`, `errc::out_of_memory`.
 template <class OnError = on_error::throw_exception>
 result_t<OnError, loaded_egraph> parse_egraph_json(std::string_view json,
                                                    std::string_view source = "JSON text",

@@ -471,7 +471,8 @@ class json_scanner {
     return true;
   }
 
-  //! The whole document: an object whose first "nodes" field is the nodes object.
+  //! The whole document: an object with one "nodes" field, the nodes object, and at most one
+  //! "root_eclasses".
   bool document(bool& others) {
     skip_space();
     if (*p_ != '{') return false;
@@ -483,16 +484,15 @@ class json_scanner {
     while (more) {
       std::string_view key;
       if (!string(key) || !colon()) return false;
+      // A field read twice: declined, the DOM parser names it.
       if (key == "nodes") {
-        if (seen_nodes) {
-          if (!skip_value(1)) return false;
-        } else {
-          seen_nodes = true;
-          if (!nodes()) return false;
-        }
+        if (seen_nodes) return false;
+        seen_nodes = true;
+        if (!nodes()) return false;
       } else {
         others = true;
-        if (key == "root_eclasses" && !seen_roots) {
+        if (key == "root_eclasses") {
+          if (seen_roots) return false;
           seen_roots = true;
           if (!roots()) return false;
         } else if (!skip_value(1)) {
@@ -575,15 +575,19 @@ class json_scanner {
     while (more) {
       field which = field::other;
       if (!node_key(which) || !colon()) return false;
-      if (which == field::op && !seen_op) {
+      // A field read twice: declined, the DOM parser names it.
+      if ((which == field::op && seen_op) || (which == field::eclass && seen_eclass) ||
+          (which == field::cost && seen_cost) || (which == field::children && seen_children))
+        return false;
+      if (which == field::op) {
         seen_op = true;
         if (*p_ != '"') return false;
         ++p_;
         if (!string(record.op)) return false;
-      } else if (which == field::eclass && !seen_eclass) {
+      } else if (which == field::eclass) {
         seen_eclass = true;
         if (!id(record.eclass)) return false;
-      } else if (which == field::cost && !seen_cost) {
+      } else if (which == field::cost) {
         seen_cost = true;
         number n;
         if (!read_number(n)) return false;
@@ -598,7 +602,7 @@ class json_scanner {
           last_cost_text_ = text;
           last_cost_ = record.cost;
         }
-      } else if (which == field::children && !seen_children) {
+      } else if (which == field::children) {
         seen_children = true;
         if (!children(record.child_count)) return false;
       } else if (!skip_value(3)) {
