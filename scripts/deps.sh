@@ -36,6 +36,7 @@ vyre_ensure_deps() {
   vyre_need libcli11-dev test -f /usr/include/CLI/CLI.hpp
   vyre_need pkg-config command -v pkg-config
   vyre_need coinor-libcbc-dev test -f /usr/include/coin/Cbc_C_Interface.h  # --method ilp
+  vyre_need libgmp-dev sh -c 'ls /usr/include/gmp.h /usr/include/*/gmp.h'  # egglog's BigInt
   vyre_need clang command -v clang++
   vyre_need clang-format command -v clang-format
   vyre_need python3-venv python3 -c 'import ensurepip, venv'  # scripts/check-cuda12.sh

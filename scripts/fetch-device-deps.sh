@@ -7,12 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .deps && mkdir -p .deps/debs
-(cd .deps/debs && apt-get download catch2 libsimdjson-dev libsimdjson14 libcli11-dev)
+(cd .deps/debs && apt-get download catch2 libsimdjson-dev libsimdjson14 libcli11-dev libgmp-dev \
+  libgmp10)
 for deb in .deps/debs/*.deb; do dpkg -x "$deb" .deps/root; done
 rm -rf .deps/debs
 # ../shared does not travel to the GPU machine: carry the real e-graphs the tests walk.
 if [ -d ../shared/data/egraphs ]; then cp -r ../shared/data/egraphs .deps/egraphs; fi
 if [ -d ../shared/data/egglog ]; then cp -r ../shared/data/egglog .deps/egglog; fi
+if [ -d ../shared/data/egglog-tests ]; then cp -r ../shared/data/egglog-tests .deps/egglog-tests; fi
 # The RMM peer of bench/runtime (optional: without it the benchmark prints a skipped line).
 # The librmm-cu13 wheel carries RMM's headers, the CCCL they need (include/rapids) and
 # librmm.so (RMM's pools are compiled there; cudart inside is static); rapids-logger carries

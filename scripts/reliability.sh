@@ -92,6 +92,12 @@ sanitize_one() {
     racecheck | synccheck)
       env+=(VYRE_TEST_LOOP_DRIVERS=flag_readback)
       [ "$name" = vyre_algorithms_gpu_tests ] && args+=("~[sort_in_while]")
+      # The eqsat rebuilds launch their rounds under VYRE_TEST_LOOP_DRIVERS=flag_readback; the
+      # one test of the captured rebuild is left out, and racecheck skips the long fault sweep.
+      if [ "$name" = vyre_eqsat_gpu_tests ]; then
+        args+=("~[captured_rebuild]")
+        [ "$tool" = racecheck ] && args+=("~[fault_sweep]")
+      fi
       ;;
   esac
   [ "$tool" = racecheck ] && env+=(VYRE_RUNTIME_STRESS_THREADS=2)

@@ -3,12 +3,12 @@
 """An egglog program of N chains (F (V "vi")), held in one balanced term of P nodes, and the rule
 (F x) -> (F (G x)) (stdout): every iteration adds a G row and an F row per chain and matches
 every F row, so the e-graph grows slowly and keeps its capacity classes for several iterations
-at a time. It measures what the GPU engine's captured iterations (search, apply and rebuild in
-one launch) save against launching them step by step. One term: the program adds it with one
-rebuild, so the run is its iterations.
+at a time: it measures what an iteration costs the GPU engine beside its work (launches, the
+captured rebuild a shape replays) against the CPU engine. One term: the program adds it with
+one rebuild, so the run is its iterations.
 
     python3 bench/eqsat/chain_program.py 500 > /tmp/chain.egg
-    bench_eqsat --program /tmp/chain.egg --iterations 40 --engines gpu,gpu-captured,cpu
+    bench_eqsat --program /tmp/chain.egg --iterations 40 --engines gpu,cpu
 """
 import sys
 

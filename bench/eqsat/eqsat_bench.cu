@@ -1,24 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-// bench_eqsat: equality saturation on an egglog program (math.egg by default), program text to
-// final counts, on the GPU engine and the all-core CPU engine in one process. JSON lines.
+// bench_eqsat: equality saturation on an egglog program (math.egg by default; the chains of
+// chain_program.py, the terms of terms_program.py), program text to final counts through
+// vyre::eqsat::session, with its iterations on the GPU engine (gpu_offload, every iteration)
+// and on the all-core CPU engine, in one process. JSON lines.
 //
 //   bench_eqsat [--program PATH] [--iterations N[,N...]] [--repeats R] [--engines gpu,cpu]
 //
-// Per engine and iteration count: one warm-up run, then R timed runs. Each run reads the
-// program text, makes the engine, runs the program's commands plus N iterations (as a final
-// `(run N)`; math.egg has no run of its own) and reads the final counts: "median_s" is that
-// end-to-end time. "phases_s" sums the engine's own search/apply/rebuild times of the median
-// run (the kernel path on the GPU, with its per-iteration count readback), "per_iteration"
-// lists them. The GPU line adds the peak device memory of the run (the backend's telemetry)
-// per final e-node, and how many rebuilds replayed a captured graph and how many captured one.
-// "agrees" says whether the per-constructor counts equal the other engine's after every iteration.
+// Per engine and iteration count: one warm-up run, then R timed runs. Each run makes a
+// session, runs the program's text plus a final `(run N)` (math.egg has no run of its own) and
+// reads the final counts (the last iteration's record): "median_s" is that end-to-end time.
+// "sync_s" is what bringing the state back to the host database then takes (`session::finish`:
+// on the GPU the download of the rows, which the host tables index one by one, and the
+// union-find; what a program pays before its next command that reads the host). "phases_s"
+// sums the engine's own search/apply/rebuild times of the median run (the kernel path on the
+// GPU, with its per-iteration count readback), "per_iteration" lists them. The GPU line adds
+// the peak device memory of the run (the backend's telemetry) per final e-node, and how many
+// rebuilds replayed a captured graph and how many captured one. The backend is made once
+// (the offload keeps it between sessions). "agrees" says whether the rows of every function
+// and the e-classes equal the other engine's after every iteration.
 // egglog itself is bench/eqsat/egglog_peer.py, run beside this by bench/eqsat/run.sh.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
-#include <optional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -27,7 +34,7 @@
 #include <CLI/CLI.hpp>
 
 #include <vyre/eqsat.hpp>
-#include <vyre/eqsat/gpu_engine.cuh>
+#include <vyre/eqsat/gpu_offload.cuh>
 #include <vyre/runtime.cuh>
 
 #include "bench_cuda.cuh"
@@ -37,42 +44,49 @@ namespace {
 
 constexpr const char* bench = "bench_eqsat";
 
+using policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::native,
+                                vyre::on_error::return_expected>;
+using backend_type = vyre::backend<policies>;
+using offload_type = vyre::eqsat::gpu_offload<backend_type>;
+
 struct run_record {
   double seconds = 0;
-  vyre::eqsat::execution execution;
+  double sync_seconds = 0;
+  std::vector<vyre::eqsat::iteration_record> iterations;
+  vyre::eqsat::run_stop stopped = vyre::eqsat::run_stop::none;
   std::uint64_t peak_device_bytes = 0;
-  vyre::graph::cache_stats rebuild_graphs;    //!< the GPU engine's captured rebuilds
-  vyre::graph::cache_stats iteration_graphs;  //!< and its captured iterations
+  vyre::graph::cache_stats rebuild_graphs;  //!< the GPU engine's captured rebuilds
 };
 
-std::string per_iteration_json(const vyre::eqsat::execution& ex) {
+std::string per_iteration_json(const run_record& run) {
   std::string out = "[";
-  for (std::size_t i = 0; i < ex.iterations.size(); ++i) {
-    const auto& s = ex.iterations[i];
-    char line[320];
+  for (std::size_t i = 0; i < run.iterations.size(); ++i) {
+    const auto& s = run.iterations[i];
+    char line[360];
     std::snprintf(line, sizeof line,
                   "%s{\"iteration\": %llu, \"enodes\": %llu, \"eclasses\": %llu, \"matches\": "
-                  "%llu, \"search_s\": %.6f, \"apply_s\": %.6f, \"rebuild_s\": %.6f}",
+                  "%llu, \"search_s\": %.6f, \"apply_s\": %.6f, \"rebuild_s\": %.6f, "
+                  "\"device\": \"%s\"}",
                   i != 0 ? ", " : "", static_cast<unsigned long long>(s.iteration),
-                  static_cast<unsigned long long>(s.enodes),
+                  static_cast<unsigned long long>(s.rows),
                   static_cast<unsigned long long>(s.eclasses),
                   static_cast<unsigned long long>(s.matches), s.search_seconds, s.apply_seconds,
-                  s.rebuild_seconds);
+                  s.rebuild_seconds, s.device.c_str());
     out += line;
   }
   return out + "]";
 }
 
-bool same_counts(const vyre::eqsat::execution& a, const vyre::eqsat::execution& b) {
+bool same_counts(const run_record& a, const run_record& b) {
   if (a.iterations.size() != b.iterations.size()) return false;
   for (std::size_t i = 0; i < a.iterations.size(); ++i)
-    if (a.iterations[i].per_constructor != b.iterations[i].per_constructor ||
+    if (a.iterations[i].sizes != b.iterations[i].sizes ||
         a.iterations[i].eclasses != b.iterations[i].eclasses)
       return false;
   return true;
 }
 
-//! Warm-up plus `repeats` timed runs of `one()`; the record of the median run.
+//! Warm-up plus `repeats` timed runs of `one()`, sorted by time (the median in the middle).
 template <class One>
 std::vector<run_record> timed_runs(int repeats, One&& one) {
   std::vector<run_record> runs;
@@ -87,22 +101,54 @@ void print_line(const char* engine, const std::string& program, std::uint64_t it
                 const std::vector<run_record>& runs, const std::string& extra, int agrees) {
   const run_record& median = runs[runs.size() / 2];
   double phases = 0;
-  for (const auto& s : median.execution.iterations)
+  for (const auto& s : median.iterations)
     phases += s.search_seconds + s.apply_seconds + s.rebuild_seconds;
-  const std::uint64_t enodes =
-      median.execution.iterations.empty() ? 0 : median.execution.iterations.back().enodes;
+  const std::uint64_t enodes = median.iterations.empty() ? 0 : median.iterations.back().rows;
   std::string samples;
   for (const auto& r : runs) samples += (samples.empty() ? "" : ", ") + std::to_string(r.seconds);
   std::printf(
       "{\"name\": \"eqsat.%s\", \"program\": \"%s\", \"iterations\": %llu, \"enodes\": %llu, "
-      "\"median_s\": %.6f, \"min_s\": %.6f, \"samples_s\": [%s], \"phases_s\": %.6f, "
+      "\"median_s\": %.6f, \"min_s\": %.6f, \"samples_s\": [%s], \"sync_s\": %.6f, "
+      "\"phases_s\": %.6f, "
       "\"stopped\": \"%s\", \"agrees\": %s, %s\"per_iteration\": %s}\n",
       engine, program.c_str(), static_cast<unsigned long long>(iterations),
       static_cast<unsigned long long>(enodes), median.seconds, runs.front().seconds,
-      samples.c_str(), phases, vyre::eqsat::stop_reason_name(median.execution.stopped),
+      samples.c_str(), median.sync_seconds, phases, vyre::eqsat::run_stop_name(median.stopped),
       agrees < 0 ? "null" : (agrees != 0 ? "true" : "false"), extra.c_str(),
-      per_iteration_json(median.execution).c_str());
+      per_iteration_json(median).c_str());
   std::fflush(stdout);
+}
+
+//! One run of `text` on a session (`offload`: the GPU; null: the CPU engine on `threads`).
+run_record run_session(const std::string& text, const std::string& name, unsigned threads,
+                       const std::shared_ptr<offload_type>& offload) {
+  run_record rec;
+  vyre::eqsat::session_options options;
+  options.threads = threads;
+  options.offload = offload;
+  if (offload && offload->backend() != nullptr) {
+    offload->backend()->telemetry().reset();
+    vyre_bench::require(bench, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
+  const auto start = std::chrono::steady_clock::now();
+  vyre::eqsat::session s(options);
+  auto ran = s.run_text(text, name);
+  if (ran && offload && offload->engine() != nullptr)
+    rec.rebuild_graphs = offload->engine()->rebuild_graph_stats();
+  rec.iterations = s.iterations();
+  const auto ran_at = std::chrono::steady_clock::now();
+  rec.seconds = std::chrono::duration<double>(ran_at - start).count();
+  if (ran) ran = s.finish();
+  if (!ran) {
+    std::fprintf(stderr, "%s: %s\n", bench, s.describe(ran.error()).c_str());
+    std::exit(1);
+  }
+  rec.sync_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - ran_at).count();
+  rec.stopped = s.stopped();
+  if (offload && offload->backend() != nullptr)
+    rec.peak_device_bytes = offload->backend()->telemetry().snapshot().peak_device_bytes;
+  return rec;
 }
 
 }  // namespace
@@ -116,10 +162,9 @@ int main(int argc, char** argv) {
   app.add_option("--program", program_path, "egglog program");
   app.add_option("--iterations", iteration_counts, "iterations to run (a list)")->delimiter(',');
   app.add_option("--repeats", repeats, "timed runs after one warm-up")->check(CLI::Range(1, 100));
-  app.add_option("--engines", engines,
-                 "gpu, gpu-captured (the GPU engine with capture_iterations(true)), cpu")
+  app.add_option("--engines", engines, "gpu (the GPU engine under the session), cpu")
       ->delimiter(',')
-      ->check(CLI::IsMember({"gpu", "gpu-captured", "cpu"}));
+      ->check(CLI::IsMember({"gpu", "cpu"}));
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(program_path);
@@ -132,33 +177,17 @@ int main(int argc, char** argv) {
   text_stream << in.rdbuf();
   const std::string text = text_stream.str();
   const std::string name = program_path.substr(program_path.find_last_of('/') + 1);
-  auto read = [&] {
-    auto prog = vyre::eqsat::read_program(text, program_path);
-    if (!prog) {
-      std::fprintf(stderr, "%s\n", vyre::eqsat::diagnostic(program_path, prog.error()).c_str());
-      std::exit(1);
-    }
-    return std::move(*prog);
-  };
 
-  using policies = vyre::policies<vyre::alloc::caching_pool, vyre::staging::native,
-                                  vyre::on_error::return_expected>;
-  using backend_type = vyre::backend<policies>;
-  std::optional<backend_type> gpu;
   const auto wanted = [&](const char* engine) {
     return std::find(engines.begin(), engines.end(), engine) != engines.end();
   };
-  const bool want_gpu = wanted("gpu") || wanted("gpu-captured"), want_cpu = wanted("cpu");
+  std::shared_ptr<offload_type> offload;
   std::string device = "none";
-  if (want_gpu) {
+  if (wanted("gpu")) {
     const auto named = vyre_bench::device_name(bench);
     if (named) {
-      auto acquired = backend_type::acquire(0);
-      if (!acquired) {
-        std::fprintf(stderr, "%s: %s\n", bench, acquired.error().message().c_str());
-        return 1;
-      }
-      gpu.emplace(std::move(*acquired));
+      offload = std::make_shared<offload_type>([] { return backend_type::acquire(0); },
+                                               vyre::eqsat::offload_mode::always);
       device = *named;
     }
   }
@@ -167,86 +196,40 @@ int main(int argc, char** argv) {
                vyre_bench::cpu_name().c_str(), threads);
 
   for (const std::uint64_t iterations : iteration_counts) {
-    vyre::eqsat::execute_options options;
-    options.extra_iterations = iterations;
-    // The GPU engine as it runs by default, or with `capture`: iterations of a shape met
-    // before run as one captured graph.
-    const auto gpu_runs_of = [&](bool capture) {
-      return timed_runs(repeats, [&] {
-        run_record rec;
-        gpu->telemetry().reset();
-        vyre_bench::require(bench, cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-        const auto start = std::chrono::steady_clock::now();
-        const vyre::eqsat::program prog = read();
-        auto engine = vyre::eqsat::gpu_engine<backend_type>::create(*gpu, prog);
-        if (!engine) {
-          std::fprintf(stderr, "%s: %s\n", bench, engine.error().message().c_str());
-          std::exit(1);
-        }
-        engine->capture_iterations(capture);
-        rec.execution = vyre::eqsat::execute(prog, *engine, options);
-        if (engine->failure()) {
-          std::fprintf(stderr, "%s: %s\n", bench, engine->failure()->message().c_str());
-          std::exit(1);
-        }
-        rec.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        rec.peak_device_bytes = gpu->telemetry().snapshot().peak_device_bytes;
-        rec.rebuild_graphs = engine->rebuild_graph_stats();
-        rec.iteration_graphs = engine->iteration_graph_stats();
-        return rec;
-      });
-    };
+    const std::string program = text + "\n(run " + std::to_string(iterations) + ")\n";
     // In the order `--engines` gives (swap it to see whether the order matters).
-    std::vector<run_record> gpu_runs, captured_runs, cpu_runs;
+    std::vector<run_record> gpu_runs, cpu_runs;
     for (const std::string& engine : engines) {
-      if (gpu && engine == "gpu" && gpu_runs.empty()) gpu_runs = gpu_runs_of(false);
-      if (gpu && engine == "gpu-captured" && captured_runs.empty())
-        captured_runs = gpu_runs_of(true);
+      if (engine == "gpu" && offload)
+        gpu_runs =
+            timed_runs(repeats, [&] { return run_session(program, name, threads, offload); });
+      if (engine == "cpu")
+        cpu_runs =
+            timed_runs(repeats, [&] { return run_session(program, name, threads, nullptr); });
     }
-    if (want_cpu) {
-      cpu_runs = timed_runs(repeats, [&] {
-        run_record rec;
-        const auto start = std::chrono::steady_clock::now();
-        const vyre::eqsat::program prog = read();
-        vyre::eqsat::cpu_engine engine(prog, threads);
-        rec.execution = vyre::eqsat::execute(prog, engine, options);
-        rec.seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        return rec;
-      });
-    }
-    // Whether a GPU run's counts equal the CPU engine's (null without both).
-    const auto agrees = [&](const std::vector<run_record>& runs) {
-      if (runs.empty() || !want_cpu) return -1;
-      return same_counts(runs[repeats / 2].execution, cpu_runs[repeats / 2].execution) ? 1 : 0;
-    };
-    const auto print_gpu = [&](const char* engine, const std::vector<run_record>& runs) {
-      if (runs.empty()) return;
-      const run_record& m = runs[runs.size() / 2];
-      const std::uint64_t enodes =
-          m.execution.iterations.empty() ? 1 : m.execution.iterations.back().enodes;
+    // Whether one engine's counts equal the other's (null without both).
+    const int agrees =
+        gpu_runs.empty() || cpu_runs.empty()
+            ? -1
+            : (same_counts(gpu_runs[gpu_runs.size() / 2], cpu_runs[cpu_runs.size() / 2]) ? 1 : 0);
+    if (!gpu_runs.empty()) {
+      const run_record& m = gpu_runs[gpu_runs.size() / 2];
+      const std::uint64_t enodes = m.iterations.empty() ? 1 : m.iterations.back().rows;
       char extra[512];
       std::snprintf(extra, sizeof extra,
                     "\"device\": \"%s\", \"peak_device_bytes\": %llu, "
                     "\"device_bytes_per_enode\": %.2f, \"rebuild_graphs\": {\"replays\": %llu, "
-                    "\"captures\": %llu}, \"iteration_graphs\": {\"replays\": %llu, "
                     "\"captures\": %llu}, ",
                     device.c_str(), static_cast<unsigned long long>(m.peak_device_bytes),
                     static_cast<double>(m.peak_device_bytes) / static_cast<double>(enodes),
                     static_cast<unsigned long long>(m.rebuild_graphs.hits),
-                    static_cast<unsigned long long>(m.rebuild_graphs.captures),
-                    static_cast<unsigned long long>(m.iteration_graphs.hits),
-                    static_cast<unsigned long long>(m.iteration_graphs.captures));
-      print_line(engine, name, iterations, runs, extra, agrees(runs));
-    };
-    print_gpu("gpu", gpu_runs);
-    print_gpu("gpu-captured", captured_runs);
-    if (want_cpu) {
+                    static_cast<unsigned long long>(m.rebuild_graphs.captures));
+      print_line("gpu", name, iterations, gpu_runs, extra, agrees);
+    }
+    if (!cpu_runs.empty()) {
       const std::string extra = "\"cpu\": \"" + vyre_bench::cpu_name() +
                                 "\", \"threads\": " + std::to_string(threads) + ", ";
-      print_line("cpu", name, iterations, cpu_runs, extra,
-                 agrees(gpu_runs.empty() ? captured_runs : gpu_runs));
+      print_line("cpu", name, iterations, cpu_runs, extra, agrees);
     }
   }
   return 0;

@@ -1,19 +1,27 @@
 // SPDX-License-Identifier: Apache-2.0
-// Equality saturation from C++: a small algebra's rewrite rules and a term, six iterations
-// on the GPU engine, checked against the CPU engine, then the cheapest equivalent term.
+// Equality saturation from C++: a small algebra's rewrite rules, a constant-folding analysis
+// (a function with a :merge) and two terms in egglog's language, run by a
+// `vyre::eqsat::session` with its iterations on the GPU engine where the device runs them,
+// checked against the same session on the CPU engine, then the cheapest equivalent terms.
 //
-//   1. Write the program in egglog's syntax (a datatype, rewrites, terms) and read it: errors
-//      come back as `file:line:col: ...` with what is supported.
-//   2. Make an engine: `gpu_engine` on a backend's device memory, or `cpu_engine` on all
-//      cores. Both take the same calls, so `execute` runs the program on either.
-//   3. Read the per-iteration counts and the `(extract ...)` results.
+//   1. Write the program in egglog's syntax (a datatype, rewrites, a term, `run`, `extract`)
+//      and run it on a session: errors come back as `file:line:col: ...` with a fix.
+//   2. Give the session a `gpu_offload` (the GPU engine, on a backend it acquires at the first
+//      iteration): every iteration the device can run goes there; the session syncs the state
+//      back before anything reads it (checks, extraction, `finish`).
+//   3. Read the per-iteration records (rows, e-classes, where each ran) and the outputs.
 //
-// The term is (a * 2) / 2 + 0 * b: the rules find that it equals a.
+// The first six iterations (rewrites over constructors) run on the GPU engine. Then the
+// analysis is declared: `value`, a function merged by min and read by rules with primitives in
+// their queries. The GPU engine holds constructor tables only, so from there the session syncs
+// the state back and runs every iteration on the CPU engine; the records say where each ran.
+// The terms are (a * 2) / 2 + 0 * b, which the rules find equal to a, and (3 + 4) * c, which
+// the analysis folds to 7 * c.
 #include <cstdio>
-#include <string>
+#include <memory>
 
 #include <vyre/eqsat.hpp>
-#include <vyre/eqsat/gpu_engine.cuh>
+#include <vyre/eqsat/gpu_offload.cuh>
 #include <vyre/runtime.cuh>
 
 namespace {
@@ -35,48 +43,64 @@ constexpr const char* program_text = R"egg(
 (rewrite (Mul a (Num 0)) (Num 0))
 (rewrite (Add a (Num 0)) a)
 
-(let start (Add (Div (Mul (Sym "a") (Num 2)) (Num 2)) (Mul (Num 0) (Sym "b"))))
+(let $start (Add (Div (Mul (Sym "a") (Num 2)) (Num 2)) (Mul (Num 0) (Sym "b"))))
 (run 6)
-(extract start)
+(extract $start)
+
+(ruleset fold)
+(function value (Expr) i64 :merge (min old new))
+(rule ((= e (Num n))) ((set (value e) n)) :ruleset fold)
+(rule ((= e (Add a b)) (= x (value a)) (= y (value b))) ((set (value e) (+ x y))) :ruleset fold)
+(rule ((= e (Mul a b)) (= x (value a)) (= y (value b))) ((set (value e) (* x y))) :ruleset fold)
+(rule ((= v (value e))) ((union e (Num v))) :ruleset fold)
+
+(let $folded (Mul (Add (Num 3) (Num 4)) (Sym "c")))
+(run-schedule (repeat 2 (saturate (run fold)) (run)))
+(extract $folded)
 )egg";
 
-void print(const char* engine, const vyre::eqsat::execution& ex) {
-  std::printf("%s: %zu iterations, stopped: %s\n", engine, ex.iterations.size(),
-              vyre::eqsat::stop_reason_name(ex.stopped));
-  for (const auto& it : ex.iterations)
-    std::printf(
-        "  iteration %llu: %llu e-nodes, %llu e-classes, %llu matches\n",
-        static_cast<unsigned long long>(it.iteration), static_cast<unsigned long long>(it.enodes),
-        static_cast<unsigned long long>(it.eclasses), static_cast<unsigned long long>(it.matches));
-  for (const auto& e : ex.extracts)
-    std::printf("  extract %s -> %s (cost %llu)\n", e.source.c_str(), e.best.term.c_str(),
-                static_cast<unsigned long long>(e.best.cost));
+using gpu_backend = vyre::backend<vyre::policies<>>;  // errors thrown
+
+//! Runs the program on a session (`offload`: where iterations may run besides the CPU).
+//! @returns false, having said why, when the program fails.
+bool run(const char* engine, vyre::eqsat::session& s) {
+  auto ran = s.run_text(program_text, "example.egg");
+  if (ran) ran = s.finish();  // the state back on the host (the GPU engine held it)
+  if (!ran) {
+    std::fprintf(stderr, "%s: %s\n", engine, s.describe(ran.error()).c_str());
+    return false;
+  }
+  std::printf("%s: %zu iterations, stopped: %s\n", engine, s.iterations().size(),
+              vyre::eqsat::run_stop_name(s.stopped()));
+  for (const auto& it : s.iterations())
+    std::printf("  iteration %llu (%s): %llu e-nodes, %llu e-classes, %llu matches\n",
+                static_cast<unsigned long long>(it.iteration), it.device.c_str(),
+                static_cast<unsigned long long>(it.rows),
+                static_cast<unsigned long long>(it.eclasses),
+                static_cast<unsigned long long>(it.matches));
+  for (const auto& out : s.outputs()) std::printf("  %s", out.text.c_str());
+  return true;
 }
 
-bool same_counts(const vyre::eqsat::execution& a, const vyre::eqsat::execution& b) {
-  if (a.iterations.size() != b.iterations.size() || a.extracts.size() != b.extracts.size())
+//! The same iterations (rows of every function, e-classes) and outputs on both sessions.
+bool same_results(const vyre::eqsat::session& a, const vyre::eqsat::session& b) {
+  if (a.iterations().size() != b.iterations().size() || a.outputs().size() != b.outputs().size())
     return false;
-  for (std::size_t i = 0; i < a.iterations.size(); ++i)
-    if (a.iterations[i].per_constructor != b.iterations[i].per_constructor) return false;
-  for (std::size_t i = 0; i < a.extracts.size(); ++i)
-    if (a.extracts[i].best.cost != b.extracts[i].best.cost) return false;
+  for (std::size_t i = 0; i < a.iterations().size(); ++i)
+    if (a.iterations()[i].sizes != b.iterations()[i].sizes ||
+        a.iterations()[i].eclasses != b.iterations()[i].eclasses)
+      return false;
+  for (std::size_t i = 0; i < a.outputs().size(); ++i)
+    if (a.outputs()[i].text != b.outputs()[i].text) return false;
   return true;
 }
 
 }  // namespace
 
 int main() {
-  // 1. The program (a bad one would print e.g. "example.egg:9:2: unknown command ...").
-  auto prog = vyre::eqsat::read_program(program_text, "example.egg");
-  if (!prog) {
-    std::fprintf(stderr, "%s\n", vyre::eqsat::diagnostic("example.egg", prog.error()).c_str());
-    return 2;
-  }
-
-  // 2a. The CPU engine, all cores: the reference, and the engine to use without a GPU.
-  vyre::eqsat::cpu_engine cpu(*prog);
-  const vyre::eqsat::execution on_cpu = vyre::eqsat::execute(*prog, cpu);
-  print("cpu", on_cpu);
+  // 1. The CPU engine, all cores: the reference, and the engine to use without a GPU.
+  vyre::eqsat::session on_cpu;
+  if (!run("cpu", on_cpu)) return 2;
 
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
@@ -84,26 +108,34 @@ int main() {
     return 0;
   }
 
-  // 2b. The GPU engine on a backend (exceptions on error: the default policy).
-  auto gpu = vyre::backend<vyre::policies<>>::acquire(0);
-  auto engine = vyre::eqsat::gpu_engine<vyre::backend<vyre::policies<>>>::create(gpu, *prog);
-  const vyre::eqsat::execution on_gpu = vyre::eqsat::execute(*prog, engine);
-  if (engine.failure()) {  // out of device memory or a CUDA error mid-run: the last
-                           // committed iteration is kept, the run stops as `failed`
-    std::fprintf(stderr, "equality_saturation: %s\n", engine.failure()->message().c_str());
-    return 1;
-  }
-  print("gpu", on_gpu);
+  // 2. The GPU engine under the session: `offload_mode::always` sends it every iteration it
+  // can run (`automatic` only those past a crossover, and none without a device).
+  auto offload = std::make_shared<vyre::eqsat::gpu_offload<gpu_backend>>(
+      [] { return gpu_backend::acquire(0); }, vyre::eqsat::offload_mode::always);
+  vyre::eqsat::session_options options;
+  options.offload = offload;
+  vyre::eqsat::session on_gpu(options);
+  if (!run("gpu", on_gpu)) return 1;  // out of device memory, a CUDA error
 
-  // 3. Same semantics, same counts: the GPU engine matches the CPU engine exactly.
-  if (!same_counts(on_cpu, on_gpu)) {
+  // 3. Same semantics, same counts: the GPU engine's iterations give the CPU engine's e-graph.
+  if (!same_results(on_cpu, on_gpu)) {
     std::fprintf(stderr, "equality_saturation: the GPU and CPU engines disagree\n");
     return 1;
   }
-  if (on_gpu.extracts.empty() || on_gpu.extracts[0].best.term != "(Sym \"a\")") {
-    std::fprintf(stderr, "equality_saturation: expected (Sym \"a\") as the cheapest term\n");
+  // The rewrites' iterations ran on the device, the analysis' on the CPU engine.
+  std::size_t on_device = 0;
+  for (const auto& it : on_gpu.iterations()) on_device += it.device == "gpu" ? 1 : 0;
+  if (on_device == 0 || on_device == on_gpu.iterations().size()) {
+    std::fprintf(stderr, "equality_saturation: expected iterations on both engines\n");
     return 1;
   }
-  std::printf("GPU and CPU agree; (a * 2) / 2 + 0 * b = a\n");
+  const auto& outs = on_gpu.outputs();
+  if (outs.size() != 2 || outs[0].text != "(Sym \"a\")\n" ||
+      outs[1].text != "(Mul (Num 7) (Sym \"c\"))\n") {
+    std::fprintf(stderr,
+                 "equality_saturation: expected (Sym \"a\") and (Mul (Num 7) (Sym \"c\"))\n");
+    return 1;
+  }
+  std::printf("GPU and CPU agree; (a * 2) / 2 + 0 * b = a, (3 + 4) * c = 7 * c\n");
   return 0;
 }

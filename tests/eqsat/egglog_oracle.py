@@ -1,15 +1,23 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""egglog (PyPI egglog==13.2.0) as the oracle of vyre-eqsat.
+"""egglog (PyPI egglog==13.2.0) as the oracle of vyre-eqsat, on programs written and generated
+here.
 
-  egglog_oracle.py counts PROGRAM.egg ITERATIONS   print egglog's per-iteration counts as JSON
-  egglog_oracle.py check VYRE_EQSAT VENV_DIR DATA_DIR WORK_DIR
-      installs egglog==13.2.0 into VENV_DIR (SKIPPED, exit 77, when it cannot), then compares
-      vyre-eqsat --json with egglog on math.egg (iterations 1-8) and on small programs written
-      here: per-iteration per-constructor counts and extract costs.
+  egglog_oracle.py check VYRE_EQSAT VENV_DIR DATA_DIR WORK_DIR [--random N] [--seed S]
+      installs egglog==13.2.0 into VENV_DIR (SKIPPED, exit 77, when it cannot), then runs each
+      program on egglog and on vyre-eqsat --device cpu and compares every output: the
+      per-function sizes after every iteration (the programs run `(run 1)` then `(print-size)`
+      again and again) and every extract's cost. The programs: a few written here, math.egg
+      (DATA_DIR) for 8 iterations, and N (default 40) random programs: random rewrite sets
+      over a small datatype, plus an i64 analysis (`lo`, `:merge (min old new)`) whose rules
+      read and set it, and random terms.
+  egglog_oracle.py outputs PROGRAM.egg
+      (run by the venv's python) prints egglog's outputs of PROGRAM as JSON.
 """
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 
@@ -17,47 +25,41 @@ SKIP = 77
 VERSION = "13.2.0"
 
 
-def egglog_counts(path, iterations):
-    """Runs PROGRAM then `(run 1)` ITERATIONS times; egglog's counts and extract costs."""
+def egglog_outputs(path):
+    """egglog's outputs: ["size", {name: n}] per print-size, ["cost", c] per extract."""
     from egglog import bindings as b
 
-    src = open(path).read()
     eg = b.EGraph()
-    extract_forms = []
-    body = []
-    # Extracts run after the iterations, as vyre-eqsat --run N does with them.
-    for line in src.splitlines():
-        if line.strip().startswith("(extract "):
-            extract_forms.append(line.strip())
-        else:
-            body.append(line)
-    eg.run_program(*eg.parse_program("\n".join(body)))
-
-    def sizes():
-        out = eg.run_program(*eg.parse_program("(print-size)"))
-        return {name: n for name, n in out[0].sizes}
-
-    result = {"iterations": [], "extract": []}
-    for i in range(1, iterations + 1):
-        before = sizes()
-        eg.run_program(*eg.parse_program("(run 1)"))
-        after = sizes()
-        result["iterations"].append({"iteration": i, "functions": after})
-        if after == before and i > 1:
-            break
-    for form in extract_forms:
-        out = eg.run_program(*eg.parse_program(form))
-        result["extract"].append(out[0].cost)
-    return result
+    out = []
+    for o in eg.run_program(*eg.parse_program(open(path).read())):
+        name = type(o).__name__
+        if hasattr(o, "cost"):
+            out.append(["cost", o.cost])
+        elif "Size" in name or hasattr(o, "sizes"):
+            out.append(["size", {n: s for n, s in o.sizes}])
+    return out
 
 
-SMALL = {
+def vyre_outputs(tool, path):
+    p = subprocess.run([tool, path, "--device", "cpu", "--json", "--quiet"], capture_output=True,
+                       text=True, timeout=600)
+    if p.returncode != 0:
+        return None, p.stderr.strip()
+    out = []
+    for o in json.loads(p.stdout)["outputs"]:
+        if o["kind"] == "extract":
+            out.append(["cost", o["cost"]])
+        elif o["kind"] == "print-size":
+            out.append(["size", {n: int(s) for n, s in re.findall(r"\(([^()\s]+) (\d+)\)", o["text"])}])
+    return out, ""
+
+
+FIXED = {
     "repeated_vars": """(datatype M (Add M M) (Mul M M) (Num i64) (V String))
 (rewrite (Add x x) (Mul (Num 2) x))
 (rewrite (Mul a b) (Mul b a))
 (Add (V "a") (V "a"))
-(Add (Add (V "a") (V "b")) (Add (V "a") (V "b")))
-(extract (Add (V "a") (V "a")))""",
+(Add (Add (V "a") (V "b")) (Add (V "a") (V "b")))""",
     "literals_in_patterns": """(datatype M (Add M M) (Num i64) (V String))
 (rewrite (Add a (Num 0)) a)
 (rewrite (Add (Num 1) (Num 1)) (Num 2))
@@ -65,94 +67,91 @@ SMALL = {
 (rewrite (V "zero") (Num 0))
 (Add (V "x") (Num 0))
 (Add (Num 1) (Num 1))
-(Add (V "y") (V "zero"))
-(extract (Add (V "y") (V "zero")))""",
-    "birewrite": """(datatype M (Add M M) (Mul M M) (V String))
+(Add (V "y") (V "zero"))""",
+    "birewrite_and_lets": """(datatype M (Add M M) (Mul M M) (Neg M) (V String))
 (birewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
-(Mul (V "x") (Add (V "y") (V "z")))
-(extract (Add (Mul (V "x") (V "y")) (Mul (V "x") (V "z"))))""",
-    "let": """(datatype M (Add M M) (Neg M) (V String))
-(let $x (V "x"))
-(let y (Neg $x))
 (rewrite (Neg (Neg a)) a)
+(let $x (V "x"))
+(let $y (Neg (Neg $x)))
+(Mul $y (Add (V "y") (V "z")))""",
+    "constant_folding": """(datatype M (Add M M) (Mul M M) (Num i64))
+(rewrite (Add (Num a) (Num b)) (Num (+ a b)))
+(rewrite (Mul (Num a) (Num b)) (Num (* a b)))
 (rewrite (Add a b) (Add b a))
-(Add $x (Neg y))
-(extract (Add $x (Neg y)))""",
-    "depth3": """(datatype M (Add M M) (Mul M M) (Neg M) (V String))
-(rewrite (Neg (Add (Mul a b) c)) (Add (Neg (Mul a b)) (Neg c)))
-(rewrite (Neg (Neg (Neg a))) (Neg a))
-(Neg (Add (Mul (V "a") (V "b")) (V "c")))
-(Neg (Neg (Neg (V "q"))))
-(extract (Neg (Neg (Neg (V "q")))))""",
-    "never_matches": """(datatype M (F M) (G M) (Leaf))
-(rewrite (G (G (G x))) x)
-(F (F (Leaf)))
-(extract (F (F (Leaf))))""",
-    "early_saturation": """(datatype M (Add M M) (Num i64))
-(rewrite (Add a b) (Add b a))
-(Add (Num 1) (Add (Num 2) (Num 3)))
-(extract (Add (Num 1) (Add (Num 2) (Num 3))))""",
-    "two_datatypes": """(datatype E (Lit i64) (Plus E E))
-(datatype S (Assign String E) (Seq S S))
-(rewrite (Plus a b) (Plus b a))
-(rewrite (Seq (Assign v e) (Assign v e)) (Assign v e))
-(rewrite (Plus (Lit 0) e) e)
-(Seq (Assign "x" (Plus (Lit 0) (Lit 5))) (Assign "x" (Plus (Lit 5) (Lit 0))))
-(extract (Seq (Assign "x" (Plus (Lit 0) (Lit 5))) (Assign "x" (Plus (Lit 5) (Lit 0)))))""",
-    "assoc_growth": """(datatype M (Add M M) (Mul M M) (V String))
-(rewrite (Add a (Add b c)) (Add (Add a b) c))
-(rewrite (Add a b) (Add b a))
-(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
-(Mul (V "k") (Add (V "a") (Add (V "b") (V "c"))))
-(extract (Mul (V "k") (Add (V "a") (Add (V "b") (V "c")))))""",
+(Add (Mul (Num 2) (Num 3)) (Add (Num 4) (Num 5)))""",
+    "relation_and_rule": """(datatype N (Z) (S N))
+(relation lt (N N))
+(rule ((= a (S b))) ((lt b a)))
+(rule ((lt a b) (lt b c)) ((lt a c)))
+(S (S (S (S (Z)))))""",
 }
 
 
-def vyre_run(tool, path, iterations, work):
-    # The same order as the oracle: the program without its extracts, (run N), the extracts.
-    lines = open(path).read().splitlines()
-    extracts = [l.strip() for l in lines if l.strip().startswith("(extract ")]
-    body = [l for l in lines if not l.strip().startswith("(extract ")]
-    variant = os.path.join(work, os.path.basename(path) + ".vyre.egg")
-    with open(variant, "w") as f:
-        f.write("\n".join(body + [f"(run {iterations})"] + extracts) + "\n")
-    out = subprocess.run([tool, variant, "--json", "--threads", "2"],
-                         capture_output=True, text=True, timeout=600)
-    if out.returncode != 0:
-        raise SystemExit(f"FAIL {path}: vyre-eqsat exited {out.returncode}: {out.stderr.strip()}")
-    return json.loads(out.stdout)
+def random_program(rng):
+    """A random rewrite set over Add/Mul/Neg/Num/V with an i64 analysis `lo` (min merge)."""
+    pats = [
+        ("(Add a b)", "(Add b a)"), ("(Mul a b)", "(Mul b a)"),
+        ("(Add a (Add b c))", "(Add (Add a b) c)"), ("(Mul a (Mul b c))", "(Mul (Mul a b) c)"),
+        ("(Mul a (Add b c))", "(Add (Mul a b) (Mul a c))"), ("(Neg (Neg a))", "a"),
+        ("(Add a (Num 0))", "a"), ("(Mul a (Num 1))", "a"), ("(Mul a (Num 0))", "(Num 0)"),
+        ("(Add (Num a) (Num b))", "(Num (+ a b))"), ("(Mul (Num a) (Num b))", "(Num (* a b))"),
+        ("(Neg (Add a b))", "(Add (Neg a) (Neg b))"), ("(Add a (Neg a))", "(Num 0)"),
+        ("(Add (Mul a b) (Mul a c))", "(Mul a (Add b c))"),
+    ]
+    chosen = rng.sample(pats, rng.randint(3, 8))
+    lines = ["(datatype M (Add M M) (Mul M M) (Neg M) (Num i64) (V String))",
+             "(function lo (M) i64 :merge (min old new))",
+             "(rule ((= e (Num n))) ((set (lo e) n)))",
+             "(rule ((= e (Add a b)) (= x (lo a)) (= y (lo b))) ((set (lo e) (+ x y))))"]
+    for lhs, rhs in chosen:
+        lines.append(f"(rewrite {lhs} {rhs})")
+
+    def term(depth):
+        if depth == 0 or rng.random() < 0.3:
+            return rng.choice([f"(Num {rng.randint(0, 3)})", f'(V "{rng.choice("xyz")}")'])
+        op = rng.choice(["Add", "Mul", "Neg"])
+        if op == "Neg":
+            return f"(Neg {term(depth - 1)})"
+        return f"({op} {term(depth - 1)} {term(depth - 1)})"
+
+    roots = [term(rng.randint(1, 4)) for _ in range(rng.randint(1, 3))]
+    for i, t in enumerate(roots):
+        lines.append(f"(let $t{i} {t})")
+    return "\n".join(lines), [f"$t{i}" for i in range(len(roots))]
 
 
-def compare(name, tool, path, iterations, python, work):
-    oracle = subprocess.run([python, __file__, "counts", path, str(iterations)],
-                            capture_output=True, text=True, timeout=600)
+def instrumented(src, roots, iterations):
+    body = src + "\n(print-size)\n" + "(run 1)\n(print-size)\n" * iterations
+    return body + "".join(f"(extract {r})\n" for r in roots)
+
+
+def compare(name, tool, python, path):
+    oracle = subprocess.run([python, __file__, "outputs", path], capture_output=True, text=True,
+                            timeout=900)
     if oracle.returncode != 0:
-        raise SystemExit(f"FAIL {name}: the oracle failed: {oracle.stderr.strip()}")
+        print(f"FAIL {name}: egglog failed: {oracle.stderr.strip()[-400:]}")
+        return 1
     want = json.loads(oracle.stdout)
-    got = vyre_run(tool, path, iterations, work)
-    failures = 0
-    egglog_iters = want["iterations"]
-    vyre_iters = got["iterations"]
-    # egglog keeps running idle iterations; vyre stops at the first one that changes nothing.
-    for i, w in enumerate(egglog_iters):
-        g = vyre_iters[min(i, len(vyre_iters) - 1)]["functions"] if vyre_iters else got[
-            "initial"]["functions"]
-        wf = {k: v for k, v in w["functions"].items()}
-        gf = {k: v for k, v in g.items() if v != 0 or k in wf}
-        wf = {k: v for k, v in wf.items() if v != 0 or k in gf}
-        if gf != wf:
-            print(f"FAIL {name} iteration {w['iteration']}: egglog {wf} vyre {gf}")
-            failures += 1
-    costs = [e["cost"] for e in got["extract"]]
-    if costs != want["extract"]:
-        print(f"FAIL {name} extract costs: egglog {want['extract']} vyre {costs}")
-        failures += 1
-    print(f"{'ok  ' if failures == 0 else 'FAIL'} {name}: {len(egglog_iters)} iterations, "
-          f"extract costs {costs}, stopped {got['stopped']}")
-    return failures
+    got, err = vyre_outputs(tool, path)
+    if got is None:
+        print(f"FAIL {name}: vyre-eqsat failed: {err}")
+        return 1
+    # egglog lists every function, vyre too; compare the non-zero sizes and the costs.
+    def norm(outs):
+        return [[k, {n: s for n, s in v.items() if s != 0} if k == "size" else v] for k, v in outs]
+    if norm(want) != norm(got):
+        for i, (w, g) in enumerate(zip(norm(want), norm(got))):
+            if w != g:
+                print(f"FAIL {name}: output {i} differs: egglog {w} vyre {g}")
+                break
+        else:
+            print(f"FAIL {name}: {len(want)} outputs from egglog, {len(got)} from vyre")
+        return 1
+    print(f"ok   {name}: {len(want)} outputs equal")
+    return 0
 
 
-def check(tool, venv, data_dir, work):
+def check(tool, venv, data_dir, work, count, seed):
     python = os.path.join(venv, "bin", "python")
     try:
         if not os.path.exists(python):
@@ -167,24 +166,38 @@ def check(tool, venv, data_dir, work):
         return SKIP
     os.makedirs(work, exist_ok=True)
     failures = 0
-    for name, src in SMALL.items():
-        path = os.path.join(work, name + ".egg")
-        with open(path, "w") as f:
-            f.write(src + "\n")
-        failures += compare(name, tool, path, 6, python, work)
+    programs = []
+    for name, src in FIXED.items():
+        programs.append((name, instrumented(src, [], 6)))
     math = os.path.join(data_dir, "math.egg")
     if not os.path.exists(math):
         print(f"FAIL: {math} is missing (set VYRE_EGGLOG_DATA_DIR)")
         return 1
-    failures += compare("math.egg", tool, math, 8, python, work)
+    programs.append(("math.egg", instrumented(open(math).read(), [], 8)))
+    rng = random.Random(seed)
+    for i in range(count):
+        src, roots = random_program(rng)
+        programs.append((f"random-{seed}-{i}", instrumented(src, roots, rng.randint(3, 7))))
+    for name, text in programs:
+        path = os.path.join(work, name + ".egg")
+        with open(path, "w") as f:
+            f.write(text)
+        failures += compare(name, tool, python, path)
+    print(f"egglog oracle: {len(programs) - failures} of {len(programs)} programs equal")
     return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "counts":
-        print(json.dumps(egglog_counts(sys.argv[2], int(sys.argv[3]))))
-    elif len(sys.argv) == 6 and sys.argv[1] == "check":
-        sys.exit(check(*sys.argv[2:]))
+    if len(sys.argv) == 3 and sys.argv[1] == "outputs":
+        print(json.dumps(egglog_outputs(sys.argv[2])))
+    elif len(sys.argv) >= 6 and sys.argv[1] == "check":
+        args = sys.argv[2:]
+        count, seed = 40, 1
+        if "--random" in args:
+            count = int(args[args.index("--random") + 1])
+        if "--seed" in args:
+            seed = int(args[args.index("--seed") + 1])
+        sys.exit(check(args[0], args[1], args[2], args[3], count, seed))
     else:
         print(__doc__)
         sys.exit(2)

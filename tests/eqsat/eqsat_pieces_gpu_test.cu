@@ -11,7 +11,6 @@
 #include <random>
 #include <set>
 #include <span>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
@@ -100,12 +99,6 @@ __global__ void hashcons_insert_kernel(dev::hashcons_ref h, const u32* rows, u32
 constexpr unsigned blocks = 120;
 constexpr unsigned threads_per_block = 256;
 
-eq::program read_test_program(const char* text) {
-  auto prog = eq::read_program(text, "t.egg");
-  if (!prog) throw std::runtime_error(eq::diagnostic("t.egg", prog.error()));
-  return std::move(*prog);
-}
-
 //! Rows of `width` sorted lexicographically (the arguments first, then the class).
 std::vector<u32> sorted_rows(std::vector<u32> cells, u32 width) {
   std::vector<std::vector<u32>> rows;
@@ -178,20 +171,29 @@ TEST_CASE("eqsat device union_find: concurrent unites equal a host union-find",
 }
 
 TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsat][gpu][pieces]") {
-  // x repeated, Mul nested, the literal 2: `Add(x, Mul(x, Num(2)))`.
-  const eq::program prog = read_test_program(R"((datatype M (Add M M) (Mul M M) (Num i64))
-(rewrite (Add x (Mul x (Num 2))) (Mul x (Num 3)))
-(Num 0) (Num 1) (Num 3))");
-  const std::vector<eq::query_plan> plans = eq::compile_rules(prog);
-  REQUIRE(plans.size() == 1);
-  const eq::query_plan& plan = plans[0];
-  REQUIRE(plan.saved == std::vector<u32>{0, 1});  // root, x
-  u32 two = 0;
-  for (u32 l = 0; l < prog.literals.size(); ++l)
-    if (prog.literals[l].integer == 2) two = l;
-  const auto literals = static_cast<u32>(prog.literals.size());
-  const u32 add = 0, mul = 1, num = 2;
-  REQUIRE(prog.find_constructor("Mul") == mul);
+  // x repeated, Mul nested, the literal 2: `Add(x, Mul(x, Num(2)))`, planned from the rule a
+  // session compiled (`device::plan_rule`).
+  eq::session program;
+  REQUIRE(program.run_text(R"((datatype M (Add M M) (Mul M M) (Num i64))
+(rewrite (Add x (Mul x (Num 2))) (Mul x (Num 3))))",
+                           "t.egg"));
+  const eq::declarations& decl = program.decl();
+  REQUIRE(decl.rules.size() == 1);
+  auto planned = dev::plan_rule(decl, program.db(), decl.rules[0]);
+  REQUIRE_OK(planned);
+  const dev::rule_plan& plan = *planned;
+  const auto add = static_cast<u32>(decl.find_function("Add"));
+  const auto mul = static_cast<u32>(decl.find_function("Mul"));
+  const auto num = static_cast<u32>(decl.find_function("Num"));
+  REQUIRE(decl.functions.size() == 3);
+  // Saved: the root (the set's value) first, then x.
+  const auto add_atom = std::find_if(plan.atoms.begin(), plan.atoms.end(),
+                                     [&](const dev::plan_atom& a) { return a.table == add; });
+  REQUIRE(add_atom != plan.atoms.end());
+  REQUIRE(plan.saved == std::vector<u32>{add_atom->columns[2].value, add_atom->columns[0].value});
+  REQUIRE(plan.end == dev::head_end::set);
+  const u32 two = 2;         // i64 2 is its own encoding
+  constexpr u32 values = 8;  // the Num rows hold values below it
 
   // A small random e-graph: 24 classes, rows with distinct arguments per table, sorted by them.
   constexpr u32 classes = 24;
@@ -205,9 +207,12 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
     if (!seen.insert(key).second) continue;
     cells[t].insert(cells[t].end(), {key[1], key[2], cls(rng)});
   }
-  for (u32 c = 0; c < classes; c += 2)  // Num rows: literal ids, several per class
-    cells[num].insert(cells[num].end(), {c % 4 == 0 ? two : (c / 2) % literals, c});
-  const u32 widths[3] = {3, 3, 2};
+  for (u32 c = 0; c < classes; c += 2)  // Num rows: i64 values, several per class
+    cells[num].insert(cells[num].end(), {c % 4 == 0 ? two : (c / 2) % values, c});
+  u32 widths[3] = {};
+  widths[add] = 3;
+  widths[mul] = 3;
+  widths[num] = 2;
   for (u32 t = 0; t < 3; ++t) cells[t] = sorted_rows(cells[t], widths[t]);
 
   // Brute force: every (Add row, Mul row, Num row) triple that satisfies the pattern.
@@ -245,19 +250,20 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
                       widths[t], mask, at_capacity ? live.get() + t : nullptr});
     scratch.push_back(make_array<u32>(4 * std::size_t{tables.back().rows}, s));
   }
-  const dev::key_bits bits{classes, literals};
+  const dev::key_bits bits{classes, values};
   std::vector<dev::column_index> indexes;  // keeps them for the checks below
-  auto q = dev::flatten(plan, std::span<const dev::table_ref>(tables), [&](u32 ctor, u32 column) {
-    if (column == 0) return vyre::expected<dev::column_index>(dev::sorted_index(tables[ctor]));
-    return dev::build_index(test_gpu().memory_ref(), tables[ctor], column,
-                            bits.of(tables[ctor], column), scratch[ctor].get(), s);
+  auto q = dev::flatten(plan, std::span<const dev::table_ref>(tables), [&](u32 f, u32 column) {
+    if (column == 0) return vyre::expected<dev::column_index>(dev::sorted_index(tables[f]));
+    return dev::build_index(test_gpu().memory_ref(), tables[f], column, bits.of(tables[f], column),
+                            scratch[f].get(), s);
   });
   REQUIRE_OK(q);
   const u32 first_rows = q->atoms[0].rows;
   auto counts = make_array<u32>(first_rows, s);
   REQUIRE_OK(dev::count_matches(*q, counts.get(), s));
   std::vector<u32> offsets = download(counts.get(), first_rows, s);
-  for (u32 i = in_use[add]; i < first_rows; ++i) CHECK(offsets[i] == 0);  // padding: no matches
+  for (u32 i = in_use[plan.atoms[0].table]; i < first_rows; ++i)
+    CHECK(offsets[i] == 0);  // padding: no matches
   u32 total = 0;
   for (u32& o : offsets) total += std::exchange(o, total);
   CHECK(total == want.size());
@@ -282,7 +288,7 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
                     [](u32 v) { return v == 0xdeadbeefu; }));
 
   // A plan beyond the flat query's arrays is refused with the counts named.
-  eq::query_plan big = plan;
+  dev::rule_plan big = plan;
   big.atoms.resize(dev::max_atoms + 1, plan.atoms.back());
   CHECK_FALSE(dev::fits(big).has_value());
 }

@@ -1,42 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! Where vyre-eqsat's engine runs: the CPU engine is host code (`main.cpp`), the GPU engine and
-//! the auto engine (CPU below the crossover, then GPU) the tool's one nvcc translation unit
-//! (`engine_gpu.cu`).
+//! Where vyre-eqsat's iterations run: the session and its CPU engine are host code
+//! (`main.cpp`); the GPU engine, as the session's iteration offload, is the tool's one nvcc
+//! translation unit (`engine_gpu.cu`). Host-only: nothing here needs CUDA headers.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
-#include "vyre/core/error.hpp"
-#include "vyre/eqsat/execute.hpp"
-#include "vyre/eqsat/program.hpp"
+#include "vyre/eqsat/session.hpp"
 
 namespace vyre_tool {
 
-//! Runs `prog` on the GPU engine (device 0) into `out` and, when `emit` is not empty, writes
-//! the final e-graph there as egraph-serialize JSON. Errors: no device, out of device memory,
-//! a CUDA error (`out` then holds what ran before it). `out` is a parameter, not the result:
-//! an `expected<execution>` in the nvcc translation unit would get host-device special members.
-vyre::expected<void> execute_on_gpu(const vyre::eqsat::program& prog,
-                                    const vyre::eqsat::execute_options& options,
-                                    const std::string& emit, vyre::eqsat::execution& out);
+//! The GPU engine (device 0) as a session's iteration offload. `automatic`: only iterations
+//! that start on at least `crossover` rows go to the device, and without a usable device the
+//! run stays on the CPU (`gpu_unavailable` says why); otherwise every iteration the GPU engine
+//! can run goes there, and a missing device is the iteration's error. No CUDA call is made
+//! before the first iteration it accepts.
+std::shared_ptr<vyre::eqsat::iteration_offload> make_gpu_offload(bool automatic,
+                                                                 std::uint64_t crossover);
 
-//! What `--device auto` did besides the execution.
-struct auto_report {
-  unsigned threads = 0;         //!< the CPU engine's threads
-  std::string gpu_unavailable;  //!< why it stayed on the CPU at the crossover (empty: it did not)
-  double handoff_seconds = -1;  //!< acquiring the GPU and loading the state (-1: not tried)
-};
-
-//! Runs `prog` on `vyre::eqsat::auto_engine` into `out`: the CPU engine (`threads`, 0 = every
-//! core) for iterations that start below `crossover` e-nodes, device 0 from the first that does
-//! not (no CUDA call before it; without a usable device the run stays on the CPU and `report`
-//! says why). `emit` as `execute_on_gpu`. Errors: the GPU engine's, after the handoff.
-vyre::expected<void> execute_auto(const vyre::eqsat::program& prog,
-                                  const vyre::eqsat::execute_options& options,
-                                  std::uint64_t crossover, unsigned threads,
-                                  const std::string& emit, vyre::eqsat::execution& out,
-                                  auto_report& report);
+//! Why an offload of `make_gpu_offload` stayed on the CPU for good (no usable device); empty
+//! when it did not.
+std::string gpu_unavailable(const vyre::eqsat::iteration_offload& offload);
 
 }  // namespace vyre_tool

@@ -1,48 +1,51 @@
 // SPDX-License-Identifier: Apache-2.0
-// vyre-eqsat: equality saturation on an egglog program, from the command line.
+// vyre-eqsat: runs an egglog program, from the command line.
 //
-//   vyre-eqsat PROGRAM.egg [--device auto|gpu|cpu] [--crossover N] [--json] [--node-limit N]
-//              [--time-limit S] [--emit OUT.json] [--threads N] [--run N] [--extract-roots]
+//   vyre-eqsat PROGRAM.egg [--device auto|gpu|cpu] [--crossover N] [--json] [--quiet]
+//              [--node-limit N] [--time-limit S] [--threads N] [--run N] [--emit OUT.json]
 //
-// The program's commands run in order (see vyre/eqsat/program.hpp for the supported subset).
-// Per iteration the tool prints e-nodes, e-classes, matches, unions, the seconds of search,
-// apply and rebuild and where it ran; then the (extract ...) results and why the run stopped.
-// `--json` prints one object instead:
-//   {"iterations": [{"iteration", "enodes", "eclasses", "functions": {ctor: n}, "matches",
-//     "unions", "device": "cpu|gpu", "seconds": {"search", "apply", "rebuild"}}, ...],
-//    "initial": {"enodes", "eclasses", "functions"},
-//    "extract": [{"term", "cost", "best"}, ...], "stopped": "saturated|iterations|node_limit|
-//    time_limit", "threads", "device": "cpu|gpu" (the engine holding the final e-graph),
-//    "crossover": N or null (--device auto), "handoff_seconds": acquiring the GPU and loading
-//    the CPU engine's state into it, or null where auto did not try, "gpu_unavailable": why
-//    auto stayed on the CPU at the crossover, or null}
-// `--run N` runs N more iterations after the program (as a final `(run N)`), `--extract-roots`
-// extracts every top-level term and let at the end, `--emit` writes the final e-graph as
-// egraph-serialize JSON with the top-level terms as roots.
+// stdout holds exactly what `egglog PROGRAM.egg` prints (print-size, print-function, extract,
+// ...); a line per iteration (e-nodes, e-classes, matches, unions, the seconds of search,
+// apply and rebuild, where it ran) goes to stderr unless --quiet. `--json` prints one object
+// instead:
+//   {"iterations": [{"iteration", "ruleset", "enodes", "eclasses", "functions": {name: rows},
+//     "matches", "unions", "device": "cpu|gpu", "seconds": {"search", "apply", "rebuild"}},
+//     ...],
+//    "outputs": [{"kind": "print-size|function-size|extract|variants|print-function|
+//     print-stats", "text", "cost" (extract)}, ...],
+//    "extract": [{"cost", "best"}, ...], "stopped": "none|saturated|iterations|node_limit|
+//    time_limit", "threads", "device": where the last iteration ran ("cpu" when none ran),
+//    "crossover": N (--device auto) or null, "gpu_unavailable": why --device auto stayed on
+//    the CPU (no usable device) or null}
+// A program error ends the JSON with "error": "file:line:col: ..." (exit 2 all the same).
 //
-// `--device gpu` runs the GPU engine (vyre/eqsat/gpu_engine.cuh) on device 0, `cpu` the CPU
-// engine. `auto` (the default) runs vyre/eqsat/auto_engine.cuh: the CPU engine for every
-// iteration that starts below `--crossover` e-nodes (default
-// `eqsat::default_gpu_crossover_enodes`, the measured crossover), then the GPU engine on device 0
-// from the first one that does not, with the CPU engine's state. Below the crossover no CUDA
-// call is made (no context); without a usable device there the run stays on the CPU and says
-// why (a line after the iterations, or "gpu_unavailable" in the JSON).
+// Devices: --device cpu runs every iteration on the CPU engine. --device gpu runs every
+// iteration the GPU engine can run there (the rest on the CPU engine: a ruleset with a rule the
+// device does not run, a program whose id-holding tables are not constructors over eq and base
+// sorts); --device auto (the default) does so only from the first iteration that starts on at
+// least --crossover rows (default 8192) and stays on the CPU, saying why once on stderr, when
+// there is no usable CUDA device.
+// `--run N` runs N more iterations of the default ruleset after the program, `--emit` writes
+// the final e-graph as egraph-serialize JSON (what vyre-egraph reads).
 //
-// Exit status: 0 success; 1 the machine failed (out of device memory, a CUDA error); 2 a bad
-// program or bad usage (one line on stderr, `file:line:col: ...` for program errors); 3
-// `--device gpu` without a usable CUDA device.
+// Exit status: 0 success; 1 the machine failed (out of memory, a CUDA error); 2 a bad program
+// or bad usage (one line on stderr: `file:line:col: what (name). Fix: ...`; a failed check or
+// a panic too); 3 `--device gpu` without a usable CUDA device.
+#include <sys/stat.h>
+#include <cerrno>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
-#include <fstream>
 #include <new>
-#include <sstream>
 #include <string>
 #include <utility>
 
 #include <CLI/CLI.hpp>
 
-#include <vyre/eqsat.hpp>
+#include <vyre/eqsat/emit.hpp>
+#include <vyre/eqsat/session.hpp>
+#include <vyre/io/json_text.hpp>
 
 #include "common/cli.hpp"
 #include "common/device.hpp"
@@ -51,191 +54,252 @@
 namespace vyre_tool {
 namespace {
 
-using vyre::eqsat::device_kind;
-
 struct options {
   std::string file;
   std::string device = "auto";
   bool json = false;
-  std::uint64_t node_limit = 0;
-  double time_limit = 0;
+  bool quiet = false;
+  std::string node_limit = "0";
+  std::string time_limit = "0";
   std::string emit;
-  unsigned threads = 0;
-  std::uint64_t run = 0;
-  bool extract_roots = false;
-  std::uint64_t crossover = vyre::eqsat::default_gpu_crossover_enodes;
+  std::string threads = "0";
+  std::string run = "0";
+  std::string crossover = std::to_string(vyre::eqsat::default_gpu_crossover_enodes);
 };
 
-std::string json_text(const std::string& text) {
-  std::string out;
-  vyre::eqsat::detail::json_string(out, text);
-  return out;
+//! A whole number in [0, most], or a usage error naming the option.
+bool parse_count(const std::string& text, const char* option, std::uint64_t most,
+                 std::uint64_t& out) {
+  bool ok = !text.empty() && text.size() <= 20;
+  std::uint64_t v = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') {
+      ok = false;
+      break;
+    }
+    const auto d = static_cast<std::uint64_t>(c - '0');
+    if (v > (most - d) / 10) {
+      ok = false;
+      break;
+    }
+    v = v * 10 + d;
+  }
+  if (!ok) {
+    std::fprintf(stderr,
+                 "vyre-eqsat: %s %s: not a whole number from 0 to %llu. Fix: pass a count such "
+                 "as %s 1000000 (0 means none)\n",
+                 option, text.c_str(), static_cast<unsigned long long>(most), option);
+    return false;
+  }
+  out = v;
+  return true;
 }
 
-std::string functions_json(const vyre::eqsat::program& prog,
-                           const vyre::eqsat::iteration_stats& s) {
+bool parse_seconds(const std::string& text, double& out) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end == nullptr || *end != '\0' || errno != 0 || !std::isfinite(v) || v < 0 ||
+      v > 1e9) {
+    std::fprintf(stderr,
+                 "vyre-eqsat: --time-limit %s: not a number of seconds from 0 to 1e9. Fix: pass "
+                 "seconds such as --time-limit 30 (0 means none)\n",
+                 text.c_str());
+    return false;
+  }
+  out = v;
+  return true;
+}
+
+const char* output_kind(vyre::eqsat::program_output::kind k) {
+  using kind = vyre::eqsat::program_output::kind;
+  switch (k) {
+    case kind::print_size:
+      return "print-size";
+    case kind::function_size:
+      return "function-size";
+    case kind::extract:
+      return "extract";
+    case kind::variants:
+      return "variants";
+    case kind::print_function:
+      return "print-function";
+    case kind::print_stats:
+      return "print-stats";
+  }
+  return "unknown";
+}
+
+std::string functions_json(const vyre::eqsat::iteration_record& r) {
   std::string out = "{";
-  for (std::size_t c = 0; c < s.per_constructor.size(); ++c)
-    out += (c != 0 ? ", " : "") + json_text(prog.constructors[c].name) + ": " +
-           std::to_string(s.per_constructor[c]);
+  bool first = true;
+  for (std::size_t f = 0; f < r.sizes.size() && f < r.names->size(); ++f) {
+    const std::string& name = (*r.names)[f];
+    if (name.empty()) continue;
+    out += (first ? "" : ", ") + vyre::io::json_string(name) + ": " + std::to_string(r.sizes[f]);
+    first = false;
+  }
   return out + "}";
 }
 
 int run(int argc, char** argv) {
   options opts;
-  CLI::App app{"vyre-eqsat: equality saturation on an egglog program", "vyre-eqsat"};
+  CLI::App app{"vyre-eqsat: runs an egglog program (stdout: egglog's outputs)", "vyre-eqsat"};
   app.add_option("program", opts.file, "egglog program (.egg)")->required();
   app.add_option("--device", opts.device,
-                 "where the engine runs (auto: the CPU below --crossover e-nodes, then the GPU "
-                 "when a CUDA device is present)")
+                 "where the engine runs (auto: the GPU when one is present and the program "
+                 "fits it, else the CPU)")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}));
   app.add_option("--crossover", opts.crossover,
-                 "--device auto: e-nodes at the start of an iteration from which it runs on the "
-                 "GPU (0 = every iteration)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+                 "--device auto: the rows an iteration must start on to run on the GPU");
   app.add_flag("--json", opts.json, "print one JSON object with stable keys");
+  app.add_flag("--quiet", opts.quiet, "no per-iteration lines on stderr");
   app.add_option("--node-limit", opts.node_limit,
-                 "never commit more e-nodes than this (the crossing iteration is rolled back)");
-  app.add_option("--time-limit", opts.time_limit, "seconds for all runs; 0 = none")
-      ->check(CLI::NonNegativeNumber);
+                 "never commit more rows than this (the crossing iteration is rolled back); "
+                 "0 = none");
+  app.add_option("--time-limit", opts.time_limit, "seconds for all runs; 0 = none");
   app.add_option("--emit", opts.emit, "write the final e-graph as egraph-serialize JSON");
   app.add_option("--threads", opts.threads, "CPU threads (0 = all cores)");
   app.add_option("--run", opts.run, "run N more iterations after the program");
-  app.add_flag("--extract-roots", opts.extract_roots,
-               "extract every top-level term and let at the end");
+  app.footer(
+      "Exit status: 0 success; 1 the machine failed (out of memory, a CUDA error); 2 a bad "
+      "program or usage (one line on stderr naming the file, line and column, or the option, "
+      "and the fix; a failed check or a panic too); 3 --device gpu without a usable GPU.");
   if (const auto status = parse_command_line(app, argc, argv)) return *status;
-  const bool on_gpu = opts.device == "gpu";
-  if (on_gpu && !gpu_present()) {
+  std::uint64_t node_limit = 0;
+  std::uint64_t threads = 0;
+  std::uint64_t extra_runs = 0;
+  std::uint64_t crossover = 0;
+  double time_limit = 0;
+  if (!parse_count(opts.node_limit, "--node-limit", std::uint64_t{1} << 40, node_limit) ||
+      !parse_count(opts.crossover, "--crossover", std::uint64_t{1} << 40, crossover) ||
+      !parse_count(opts.threads, "--threads", 4096, threads) ||
+      !parse_count(opts.run, "--run", std::uint64_t{1} << 40, extra_runs) ||
+      !parse_seconds(opts.time_limit, time_limit))
+    return exit_bad_input;
+  if (opts.device == "gpu" && !gpu_present()) {
     std::fprintf(stderr,
                  "vyre-eqsat: --device gpu: no usable CUDA device here. Fix: run with --device "
                  "cpu, or on a machine with an NVIDIA GPU and driver.\n");
     return exit_no_device;
   }
-  std::ifstream in(opts.file, std::ios::binary);
-  if (!in) {
+  struct stat st {};
+  if (stat(opts.file.c_str(), &st) != 0) {
     std::fprintf(stderr, "vyre-eqsat: %s: cannot open the program file. Fix: check the path\n",
                  opts.file.c_str());
     return exit_bad_input;
   }
-  std::stringstream text;
-  text << in.rdbuf();
-  auto prog = vyre::eqsat::read_program(text.str(), opts.file);
-  if (!prog) {
-    std::fprintf(stderr, "%s\n", vyre::eqsat::diagnostic(opts.file, prog.error()).c_str());
+  if (!S_ISREG(st.st_mode)) {
+    std::fprintf(stderr,
+                 "vyre-eqsat: %s: not a regular file. Fix: pass the path of an egglog program\n",
+                 opts.file.c_str());
     return exit_bad_input;
   }
-  vyre::eqsat::execute_options xo;
-  xo.limits.node_limit = opts.node_limit;
-  xo.limits.time_limit = opts.time_limit;
-  xo.extra_iterations = opts.run;
-  xo.extract_roots = opts.extract_roots;
-  vyre::eqsat::execution ex;
-  unsigned threads = 0;
-  auto_report automatic;
-  if (opts.device == "auto") {
-    auto done = execute_auto(*prog, xo, opts.crossover, opts.threads, opts.emit, ex, automatic);
-    threads = automatic.threads;
-    if (!done) {
-      std::fprintf(stderr, "vyre-eqsat: %s\n", done.error().message().c_str());
-      return exit_failure;
-    }
-  } else if (on_gpu) {
-    auto done = execute_on_gpu(*prog, xo, opts.emit, ex);
-    if (!done) {
-      std::fprintf(stderr, "vyre-eqsat: %s\n", done.error().message().c_str());
-      return exit_failure;
-    }
-  } else {
-    vyre::eqsat::cpu_engine engine(*prog, opts.threads);
-    threads = engine.threads();
-    ex = vyre::eqsat::execute(*prog, engine, xo);
-    if (!opts.emit.empty()) {
-      auto written = vyre::eqsat::write_egraph_json(engine, ex.roots, opts.emit);
-      if (!written) {
-        std::fprintf(stderr, "vyre-eqsat: %s\n", written.error().message().c_str());
-        return exit_failure;
-      }
+
+  vyre::eqsat::session_options so;
+  so.node_limit = node_limit;
+  so.time_limit = time_limit;
+  so.threads = static_cast<unsigned>(threads);
+  const bool automatic = opts.device == "auto";
+  if (opts.device != "cpu") so.offload = make_gpu_offload(automatic, crossover);
+  so.on_iteration = [&](const vyre::eqsat::iteration_record& r) {
+    if (opts.json || opts.quiet) return;
+    std::fprintf(
+        stderr,
+        "iteration %llu: %llu e-nodes, %llu e-classes, %llu matches, %llu unions; "
+        "search %.4f s, apply %.4f s, rebuild %.4f s (%s)\n",
+        static_cast<unsigned long long>(r.iteration), static_cast<unsigned long long>(r.rows),
+        static_cast<unsigned long long>(r.eclasses), static_cast<unsigned long long>(r.matches),
+        static_cast<unsigned long long>(r.unions), r.search_seconds, r.apply_seconds,
+        r.rebuild_seconds, r.device.c_str());
+  };
+  vyre::eqsat::session s(so);
+  auto result = s.run_file(opts.file);
+  if (result && extra_runs != 0) {
+    const std::string run_text = "(run " + std::to_string(extra_runs) + ")";
+    result = s.run_text(run_text, "--run");
+  }
+  // --emit reads the final state: it comes back from the GPU engine first (the outputs are
+  // made already; without --emit the download is skipped).
+  if (result && !opts.emit.empty()) result = s.finish();
+  std::string error_line;
+  int status = exit_ok;
+  if (!result) {
+    error_line = s.describe(result.error());
+    switch (result.error().code()) {
+      case vyre::errc::out_of_memory:
+      case vyre::errc::abi_limit:
+      case vyre::errc::cuda_runtime:
+      case vyre::errc::cuda_driver:
+        status = exit_failure;
+        break;
+      default:
+        status = exit_bad_input;
     }
   }
-  // The engine holding the final e-graph: auto's is the GPU once an iteration ran there.
-  bool ended_on_gpu = on_gpu;
-  for (const auto& s : ex.iterations) ended_on_gpu = ended_on_gpu || s.device == device_kind::gpu;
-  const char* device = ended_on_gpu ? "gpu" : "cpu";
-  const bool is_auto = opts.device == "auto";
-
-  std::string handoff = "null";
-  if (automatic.handoff_seconds >= 0) {
-    char seconds[32];
-    std::snprintf(seconds, sizeof seconds, "%.6f", automatic.handoff_seconds);
-    handoff = seconds;
+  const std::string unavailable = so.offload ? gpu_unavailable(*so.offload) : std::string();
+  if (!unavailable.empty() && !opts.json && !opts.quiet)
+    std::fprintf(stderr, "vyre-eqsat: --device auto: the run stayed on the CPU: %s\n",
+                 one_line(unavailable).c_str());
+  const auto& its = s.iterations();
+  const std::string last_device = its.empty() ? std::string("cpu") : its.back().device;
+  if (status == exit_ok && !opts.emit.empty()) {
+    auto written = vyre::eqsat::write_egraph_json(s.decl(), s.db(), opts.emit);
+    if (!written) {
+      std::fprintf(stderr, "vyre-eqsat: %s\n", one_line(written.error().message()).c_str());
+      return written.error().code() == vyre::errc::io ? exit_bad_input : exit_failure;
+    }
   }
 
   if (opts.json) {
     std::string out = "{\"iterations\": [";
-    for (std::size_t i = 0; i < ex.iterations.size(); ++i) {
-      const auto& s = ex.iterations[i];
+    for (std::size_t i = 0; i < its.size(); ++i) {
+      const auto& r = its[i];
       char seconds[160];
       std::snprintf(seconds, sizeof seconds,
-                    "{\"search\": %.6f, \"apply\": %.6f, \"rebuild\": %.6f}", s.search_seconds,
-                    s.apply_seconds, s.rebuild_seconds);
+                    "{\"search\": %.6f, \"apply\": %.6f, \"rebuild\": %.6f}", r.search_seconds,
+                    r.apply_seconds, r.rebuild_seconds);
       out += (i != 0 ? ",\n  " : "\n  ") + std::string("{\"iteration\": ") +
-             std::to_string(s.iteration) + ", \"enodes\": " + std::to_string(s.enodes) +
-             ", \"eclasses\": " + std::to_string(s.eclasses) +
-             ", \"functions\": " + functions_json(*prog, s) +
-             ", \"matches\": " + std::to_string(s.matches) +
-             ", \"unions\": " + std::to_string(s.unions) + ", \"device\": \"" +
-             vyre::eqsat::device_name(s.device) + "\", \"seconds\": " + seconds + "}";
+             std::to_string(r.iteration) + ", \"ruleset\": " + vyre::io::json_string(r.ruleset) +
+             ", \"enodes\": " + std::to_string(r.rows) +
+             ", \"eclasses\": " + std::to_string(r.eclasses) +
+             ", \"functions\": " + functions_json(r) +
+             ", \"matches\": " + std::to_string(r.matches) +
+             ", \"unions\": " + std::to_string(r.unions) +
+             ", \"device\": " + vyre::io::json_string(r.device) + ", \"seconds\": " + seconds + "}";
     }
-    out += "],\n \"initial\": {\"enodes\": " + std::to_string(ex.initial.enodes) +
-           ", \"eclasses\": " + std::to_string(ex.initial.eclasses) +
-           ", \"functions\": " + functions_json(*prog, ex.initial) + "},\n \"extract\": [";
-    for (std::size_t i = 0; i < ex.extracts.size(); ++i)
-      out += (i != 0 ? ", " : "") + std::string("{\"term\": ") + json_text(ex.extracts[i].source) +
-             ", \"cost\": " + std::to_string(ex.extracts[i].best.cost) +
-             ", \"best\": " + json_text(ex.extracts[i].best.term) + "}";
-    out += "],\n \"stopped\": \"" + std::string(vyre::eqsat::stop_reason_name(ex.stopped)) +
-           "\", \"threads\": " + std::to_string(threads) + ", \"device\": \"" + device +
-           "\", \"crossover\": " + (is_auto ? std::to_string(opts.crossover) : "null") +
-           ", \"handoff_seconds\": " + handoff + ", \"gpu_unavailable\": " +
-           (automatic.gpu_unavailable.empty() ? "null" : json_text(automatic.gpu_unavailable)) +
-           "}\n";
+    out += "],\n \"outputs\": [";
+    bool first = true;
+    std::string extracts;
+    for (const auto& o : s.outputs()) {
+      out += (first ? "\n  " : ",\n  ") + std::string("{\"kind\": \"") + output_kind(o.type) +
+             "\", \"text\": " + vyre::io::json_string(o.text);
+      if (o.type == vyre::eqsat::program_output::kind::extract) {
+        out += ", \"cost\": " + std::to_string(o.cost);
+        std::string best = o.text;
+        if (!best.empty() && best.back() == '\n') best.pop_back();
+        extracts += (extracts.empty() ? "" : ", ") + std::string("{\"cost\": ") +
+                    std::to_string(o.cost) + ", \"best\": " + vyre::io::json_string(best) + "}";
+      }
+      out += "}";
+      first = false;
+    }
+    out += "],\n \"extract\": [" + extracts + "],\n \"stopped\": \"" +
+           vyre::eqsat::run_stop_name(s.stopped()) +
+           "\", \"threads\": " + std::to_string(s.engine().threads()) +
+           ", \"device\": " + vyre::io::json_string(last_device) +
+           ", \"crossover\": " + (automatic ? std::to_string(crossover) : std::string("null")) +
+           ", \"gpu_unavailable\": " +
+           (unavailable.empty() ? std::string("null") : vyre::io::json_string(unavailable));
+    if (!error_line.empty()) out += ", \"error\": " + vyre::io::json_string(error_line);
+    out += "}\n";
     std::fwrite(out.data(), 1, out.size(), stdout);
   } else {
-    if (is_auto)
-      std::printf(
-          "%s: %zu constructors, %zu rules, %u threads (auto: cpu, gpu from %llu e-nodes)\n",
-          opts.file.c_str(), prog->constructors.size(), prog->rules.size(), threads,
-          static_cast<unsigned long long>(opts.crossover));
-    else if (on_gpu)
-      std::printf("%s: %zu constructors, %zu rules (gpu)\n", opts.file.c_str(),
-                  prog->constructors.size(), prog->rules.size());
-    else
-      std::printf("%s: %zu constructors, %zu rules, %u threads (cpu)\n", opts.file.c_str(),
-                  prog->constructors.size(), prog->rules.size(), threads);
-    std::printf("iteration 0: %llu e-nodes, %llu e-classes\n",
-                static_cast<unsigned long long>(ex.initial.enodes),
-                static_cast<unsigned long long>(ex.initial.eclasses));
-    for (const auto& s : ex.iterations)
-      std::printf(
-          "iteration %llu: %llu e-nodes, %llu e-classes, %llu matches, %llu unions; "
-          "search %.4f s, apply %.4f s, rebuild %.4f s (%s)\n",
-          static_cast<unsigned long long>(s.iteration), static_cast<unsigned long long>(s.enodes),
-          static_cast<unsigned long long>(s.eclasses), static_cast<unsigned long long>(s.matches),
-          static_cast<unsigned long long>(s.unions), s.search_seconds, s.apply_seconds,
-          s.rebuild_seconds, vyre::eqsat::device_name(s.device));
-    if (automatic.handoff_seconds >= 0 && automatic.gpu_unavailable.empty())
-      std::printf("moved to the gpu at the crossover in %.4f s (device, warm-up, state)\n",
-                  automatic.handoff_seconds);
-    if (!automatic.gpu_unavailable.empty())
-      std::printf("gpu unavailable at the crossover, the run stayed on the cpu: %s\n",
-                  automatic.gpu_unavailable.c_str());
-    for (const auto& e : ex.extracts)
-      std::printf("extract %s: cost %llu: %s\n", e.source.c_str(),
-                  static_cast<unsigned long long>(e.best.cost), e.best.term.c_str());
-    std::printf("stopped: %s\n", vyre::eqsat::stop_reason_name(ex.stopped));
+    for (const auto& o : s.outputs()) std::fwrite(o.text.data(), 1, o.text.size(), stdout);
   }
-  return exit_ok;
+  std::fflush(stdout);
+  if (!error_line.empty()) std::fprintf(stderr, "%s\n", error_line.c_str());
+  return status;
 }
 
 }  // namespace

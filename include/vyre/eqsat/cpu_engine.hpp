@@ -1,606 +1,1249 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::eqsat::cpu_engine`: equality saturation on the CPU with egglog's semantics.
+//! `vyre::eqsat::cpu_engine`: the relational core run on the host, with egglog's semantics.
 //!
-//! State. One `table` per constructor: flat rows of u32 `(columns..., eclass)` (see plan.hpp),
-//! a flat open-addressing hash (linear probing, 64-bit slots holding a 32-bit hash tag and the
-//! row index) from a row's columns to the row (hash-consing), and a union-find over e-class ids
-//! (union keeps the smaller id, so the fresh class of a new node joins the older class).
-//!
-//! Iteration (as egglog 13): (1) search every rule against the e-graph left by the last
-//! rebuild, saving the matches (in parallel over the rows of each plan's first atom); (2) apply
-//! every match: look up or insert the right-hand side's nodes and union with the match's root;
-//! (3) rebuild to congruence closure: canonicalize the columns of every row, re-hash the rows
-//! whose columns changed, union the e-classes of rows that now collide and drop the duplicate,
-//! until a pass makes no union; then compact the tables. The e-node count of a constructor is
-//! its table's row count: canonical, deduplicated rows, as egglog's `(print-size)`.
-//!
-//! A run stops when an iteration changes nothing (saturated), after its iteration count, or
-//! when the next iteration would exceed the node limit or the time limit: that iteration is
-//! rolled back to the last committed state.
+//! One iteration of a ruleset (egglog's `run_rules`):
+//! 1. **Search.** Every rule of the ruleset searches the database as the iteration found it.
+//!    Seminaive: a rule last run at timestamp `mid` runs one variant per table atom k of its
+//!    query, atoms before k reading only rows older than `mid`, atom k only rows at or after
+//!    it, later atoms any row; a rule that never ran (`mid` 0) runs once over everything, and a
+//!    query without table atoms matches only on its first run. `:naive` rules match everything
+//!    every time. Each variant is a plan: its new atom first, then at each step the atom with
+//!    the most bound columns, primitive atoms as soon as their arguments are bound. An atom is
+//!    read through its key index when all keys are bound, through a hash index on its bound
+//!    columns (built once per iteration) when some are, by a scan otherwise. The first step's
+//!    candidates are split over the threads; matches keep the serial order.
+//! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
+//!    a constructor row that is not in the database yet gets its fresh id when first asked for
+//!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
+//! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
+//!    appended, an existing key's value is merged (constructors: the ids are united and the
+//!    smaller kept; `:merge`: its expression over `old` and `new`; `:no-merge`: must be equal).
+//!    A merge that changes nothing leaves the row (and its timestamp) alone. Repeated until a
+//!    merge stages nothing more (a `:merge` may build rows).
+//! 4. **Rebuild** (when ids were united): containers holding ids are canonicalized (two that
+//!    become equal are united), then every row with a non-canonical id is written again
+//!    canonical through the merge, which unites colliding constructor rows (congruence); rounds
+//!    until one changes nothing.
+//! The iteration changed the database when a row was added or changed or ids were united
+//! (deletions alone do not count, as in egglog).
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "vyre/detail/enum_name.hpp"
+#include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/parallel.hpp"
+#include "vyre/eqsat/database.hpp"
 #include "vyre/eqsat/detail/row_hash.hpp"
-#include "vyre/eqsat/detail/tree_cost.hpp"
-#include "vyre/eqsat/plan.hpp"
-#include "vyre/eqsat/program.hpp"
+#include "vyre/eqsat/ir.hpp"
+#include "vyre/eqsat/primitives.hpp"
+#include "vyre/eqsat/primitives_containers.hpp"
+#include "vyre/eqsat/values.hpp"
 
 namespace vyre::eqsat {
 
-//! Why a run stopped. `failed`: the engine failed (the GPU engine: out of device memory or a
-//! CUDA error; its `failure()` says why); the last committed iteration is kept.
-enum class stop_reason : std::uint8_t { saturated, iterations, node_limit, time_limit, failed };
+//! Limits checked inside an iteration (a bounded overshoot, then the caller rolls back).
+//! Under a node limit the matches an iteration's search keeps are bounded too, by
+//! `match_bytes_per_node` bytes per row of the limit (at least `min_match_bytes`): a search
+//! past that stops as the node limit does, so memory stays near the e-graph the limit allows.
+struct iteration_limits {
+  static constexpr std::uint64_t match_bytes_per_node = 64;
+  static constexpr std::uint64_t min_match_bytes = std::uint64_t{4} << 20;
+  std::uint64_t node_limit = 0;  //!< rows over every table; 0: none
+  std::chrono::steady_clock::time_point deadline = (std::chrono::steady_clock::time_point::max)();
+};
 
-inline const char* stop_reason_name(stop_reason r) noexcept {
-  constexpr const char* names[] = {"saturated", "iterations", "node_limit", "time_limit", "failed"};
-  return vyre::detail::enum_name<stop_reason::saturated, stop_reason::failed>(r, names, "unknown");
-}
+enum class iteration_stop : std::uint8_t { none, node_limit, time_limit };
 
-//! Where an engine ran an iteration: `cpu_engine` or `gpu_engine` (`auto_engine` runs both).
-enum class device_kind : std::uint8_t { cpu, gpu };
-
-inline const char* device_name(device_kind d) noexcept {
-  constexpr const char* names[] = {"cpu", "gpu"};
-  return vyre::detail::enum_name<device_kind::cpu, device_kind::gpu>(d, names, "unknown");
-}
-
-//! E-nodes at the start of an iteration from which `auto_engine` (auto_engine.cuh) runs it on
-//! the GPU engine. Measured on an H100 and 16 Xeon cores (math.egg, per iteration): 3,160
-//! e-nodes take 4.0 ms on the GPU and 1.6 ms on the CPU engine, 8,113 take 4.6 ms and 5.5 ms,
-//! 28,303 take 7.5 ms and 35 ms; below it the GPU's fixed cost per iteration (launches, host
-//! round trips: 1.6-3 ms) is more than the CPU engine's whole iteration.
-inline constexpr std::uint64_t default_gpu_crossover_enodes = 8192;
-
-//! What one committed iteration did and left behind.
-struct iteration_stats {
-  std::uint64_t iteration = 0;  //!< 1-based, counted over every run of the program
-  std::uint64_t enodes = 0;
-  std::uint64_t eclasses = 0;
-  std::vector<std::uint64_t> per_constructor;  //!< e-nodes, indexed like program::constructors
+//! What one iteration did.
+struct iteration_report {
+  bool changed = false;
   std::uint64_t matches = 0;
-  //! E-classes that existed before the iteration and were merged away during it (apply and
-  //! rebuild together): old roots before minus old roots after. Union keeps the smaller id,
-  //! so a class made during the iteration never counts and every engine reports the same
-  //! number.
-  std::uint64_t unions = 0;
+  std::uint64_t unions = 0;  //!< unions made (apply and rebuild)
   double search_seconds = 0;
   double apply_seconds = 0;
   double rebuild_seconds = 0;
-  device_kind device = device_kind::cpu;  //!< the engine that ran it
+  iteration_stop stopped = iteration_stop::none;  //!< a limit was crossed: roll back
 };
 
-struct run_limits {
-  std::uint64_t node_limit = 0;  //!< 0: none; committed e-nodes never exceed it
-  double time_limit = 0;         //!< seconds for the run; 0: none
+namespace detail {
+
+//! An error of a running program (a failed lookup or primitive in an action, a panic, a
+//! merge conflict): `errc::invalid_argument` with the action's span, as `lang::syntax_error`
+//! gives compile errors (`errc::parse`), so `(fail ...)` can tell the two apart.
+inline error action_error(const char* what, const source_span& span, std::string_view subject) {
+  error err(errc::invalid_argument, what);
+  err.with("file", span.file).with("line", span.line).with("col", span.col);
+  if (!subject.empty()) err.about(subject);
+  return err;
+}
+
+enum class row_range : std::uint8_t { any, older, newer };
+
+struct plan_step {
+  bool is_prim = false;
+  std::uint32_t index = 0;  // atom or prim index in the query
+  std::uint32_t function = 0;
+  std::vector<operand> terms;        // atom: keys then value; prim: args then out
+  std::vector<std::uint8_t> bound;   // per term: bound before this step (check, not bind)
+  std::vector<std::uint32_t> probe;  // atom: bound columns used to find candidates
+  bool by_key = false;               // every key column is bound: the key index
+  row_range range = row_range::any;
 };
 
-struct run_result {
-  stop_reason stopped = stop_reason::iterations;
-  std::vector<iteration_stats> iterations;  //!< committed iterations only
+struct query_plan {
+  std::vector<plan_step> steps;
 };
 
-//! The cheapest term of an e-class (tree cost: 1 per constructor, 1 per literal).
-struct extraction {
-  std::uint64_t cost = 0;
-  std::string term;
+//! A hash index of one table by some of its columns: rows bucketed by the hash of those
+//! columns (CSR), built over every non-stale row.
+struct column_index {
+  std::vector<std::uint32_t> columns;
+  std::vector<std::uint32_t> offsets;  // bucket b: rows[offsets[b], offsets[b + 1])
+  std::vector<std::uint32_t> rows;
+  std::uint64_t mask = 0;
 };
+
+inline std::uint64_t hash_columns(const value* row, const std::vector<std::uint32_t>& cols) {
+  value key[8];
+  std::uint64_t h = 0x51ed27u;
+  std::size_t n = 0;
+  for (const std::uint32_t c : cols) {
+    key[n++] = row[c];
+    if (n == 8) {
+      h ^= row_hash(key, 8) + (h << 6);
+      n = 0;
+    }
+  }
+  return h ^ row_hash(key, static_cast<std::uint32_t>(n));
+}
+
+}  // namespace detail
 
 class cpu_engine {
  public:
-  static constexpr std::uint32_t dead = 0xffffffffu;
-
-  //! `threads`: 0 = every hardware thread.
-  explicit cpu_engine(const program& prog, unsigned threads = 0) : prog_(&prog) {
-    threads_ = threads != 0 ? threads : (std::max)(1u, std::thread::hardware_concurrency());
-    tables_.resize(prog.constructors.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      tables_[c].arity = prog.constructors[c].arity();
-      tables_[c].width = tables_[c].arity + 1;
-      tables_[c].datatype_column.resize(tables_[c].arity);
-      for (std::uint32_t a = 0; a < tables_[c].arity; ++a)
-        tables_[c].datatype_column[a] = prog.constructors[c].args[a].kind == sort_kind::datatype;
-      tables_[c].reset_slots(16);
-    }
-    plans_ = compile_rules(prog);
-    global_class_.assign(prog.globals.size(), dead);
+  //! An engine over `decl` and `db` (both kept by reference). `threads` 0: every core.
+  cpu_engine(const declarations& decl, database& db, unsigned threads = 0)
+      : decl_(&decl), db_(&db), threads_(vyre::detail::resolve_threads(threads)) {
+    sync();
   }
+  cpu_engine(const cpu_engine&) = delete;
+  cpu_engine& operator=(const cpu_engine&) = delete;
 
-  const program& prog() const noexcept { return *prog_; }
   unsigned threads() const noexcept { return threads_; }
-  const std::vector<query_plan>& plans() const noexcept { return plans_; }
+  const declarations& decl() const noexcept { return *decl_; }
+  database& db() noexcept { return *db_; }
+  const database& db() const noexcept { return *db_; }
 
-  //! Adds a ground term (constructors, literals, let names); returns its canonical e-class.
-  std::uint32_t add_term(const term& t) {
-    if (t.kind == term_kind::global) return find(global_class_[t.id]);
-    std::uint32_t key[max_arity];
-    for (std::size_t i = 0; i < t.args.size(); ++i)
-      key[i] = t.args[i].kind == term_kind::literal ? t.args[i].id : add_term(t.args[i]);
-    const std::uint32_t cls = lookup_or_insert(t.id, key);
-    rebuild();
-    return find(cls);
+  //! Makes room for what was declared since the last call (tables, rules).
+  void sync() {
+    for (std::size_t f = db_->tables.size(); f < decl_->functions.size(); ++f)
+      db_->add_table(*decl_, static_cast<std::uint32_t>(f));
+    if (db_->last_run.size() < decl_->rules.size()) db_->last_run.resize(decl_->rules.size(), 0);
   }
-  void set_global(std::uint32_t global, std::uint32_t eclass) { global_class_[global] = eclass; }
 
-  //! Runs up to `iterations` iterations of the rules `active` (rule indices).
-  run_result run(std::uint64_t iterations, const std::vector<std::uint32_t>& active,
-                 const run_limits& limits = {}) {
+  //! The canonical form of value `v` of sort `sort`.
+  value canonical(value v, std::uint32_t sort) const noexcept {
+    return decl_->sorts[sort].is_id ? db_->ids.find_const(v) : v;
+  }
+
+  //! Runs a block of actions once (a top-level action; `let`), then merges and rebuilds.
+  //! @returns the registers (canonical), or the actions' error.
+  expected<std::vector<value>> run_actions(const action_block& block,
+                                           prim_context context = prim_context::full) {
+    sync();
+    apply_state state(*this, context);
+    std::vector<value> regs(block.register_count(), 0);
+    VYRE_TRY(state.run(block, regs.data()));
+    bool changed = false;
+    VYRE_TRY(state.merge(db_->now, changed));
+    VYRE_TRY(state.failure());
+    if (state.united) VYRE_TRY(rebuild_loop());
+    ++db_->now;
+    for (std::size_t r = 0; r < regs.size(); ++r)
+      regs[r] = canonical(regs[r], block.register_sorts[r]);
+    return regs;
+  }
+
+  //! Whether `q` has a match (subsumed rows included: `check`, `:until`).
+  expected<bool> holds(const query& q) {
+    sync();
+    const detail::query_plan plan = plan_query(q, ~0u, 0);
+    match_buffer found;
+    bool any = false;
+    indexes_.clear();
+    fanout_.clear();  // built for this state only
+    auto ran = execute(q, plan, true, 0, true, found, any);
+    indexes_.clear();
+    fanout_.clear();
+    VYRE_TRY(ran);
+    return any;
+  }
+
+  //! One iteration of ruleset `ruleset` (its rules, a combined ruleset's members').
+  expected<iteration_report> run_iteration(std::uint32_t ruleset,
+                                           const iteration_limits& limits = {}) {
     using clock = std::chrono::steady_clock;
-    const auto start = clock::now();
-    auto elapsed = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
-    run_result result;
-    result.stopped = stop_reason::iterations;
-    const bool snapshots = limits.node_limit != 0 || limits.time_limit > 0;
-    for (std::uint64_t i = 0; i < iterations; ++i) {
-      if (limits.time_limit > 0 && elapsed() >= limits.time_limit) {
-        result.stopped = stop_reason::time_limit;
-        break;
+    sync();
+    iteration_report report;
+    limits_ = limits;
+    stop_.store(false, std::memory_order_relaxed);
+    stop_reason_.store(iteration_stop::none, std::memory_order_relaxed);
+    match_words_.store(0, std::memory_order_relaxed);
+    const std::uint32_t ts = db_->now;
+    const std::uint64_t unions_before = db_->ids.unions();
+    const auto t0 = clock::now();
+    std::vector<std::uint32_t> rules;
+    collect_rules(ruleset, rules);
+    indexes_.clear();
+    fanout_.clear();
+    std::vector<match_buffer> matches(rules.size());
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      const rule_decl& rule = decl_->rules[rules[i]];
+      const std::uint32_t mid = db_->last_run[rules[i]];
+      db_->last_run[rules[i]] = ts;
+      const std::uint32_t atoms = static_cast<std::uint32_t>(rule.body.atoms.size());
+      if (rule.naive) {
+        VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+      } else if (atoms == 0) {
+        if (mid == 0) VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+      } else if (mid == 0) {
+        VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+      } else {
+        for (std::uint32_t k = 0; k < atoms; ++k) VYRE_TRY(search(rule.body, k, mid, matches[i]));
       }
-      snapshot saved;
-      if (snapshots) saved = take_snapshot();
-      iteration_stats stats;
-      stats.iteration = ++iteration_;
-      auto t0 = clock::now();
-      std::vector<std::vector<std::uint32_t>> matches(active.size());
-      for (std::size_t r = 0; r < active.size(); ++r) {
-        matches[r] = search(plans_[active[r]]);
-        stats.matches += matches[r].size() / plans_[active[r]].saved.size();
-      }
-      auto t1 = clock::now();
-      stats.search_seconds = std::chrono::duration<double>(t1 - t0).count();
-      const std::uint64_t rows_before = total_rows();
-      const std::size_t old_ids = parent_.size();
-      const std::uint64_t old_roots = roots_below(old_ids);
-      for (std::size_t r = 0; r < active.size(); ++r) apply(plans_[active[r]], matches[r]);
-      matches.clear();
-      auto t2 = clock::now();
-      stats.apply_seconds = std::chrono::duration<double>(t2 - t1).count();
-      rebuild();
-      auto t3 = clock::now();
-      stats.rebuild_seconds = std::chrono::duration<double>(t3 - t2).count();
-      stats.unions = old_roots - roots_below(old_ids);
-      fill_counts(stats);
-      // Without a merge of two old classes the old rows stay canonical and distinct, so the
-      // e-graph changed exactly when a row was added.
-      const bool changed = stats.unions != 0 || stats.enodes != rows_before;
-      if (limits.node_limit != 0 && stats.enodes > limits.node_limit) {
-        restore(std::move(saved));
-        --iteration_;
-        result.stopped = stop_reason::node_limit;
-        break;
-      }
-      if (limits.time_limit > 0 && elapsed() > limits.time_limit) {
-        restore(std::move(saved));
-        --iteration_;
-        result.stopped = stop_reason::time_limit;
-        break;
-      }
-      result.iterations.push_back(std::move(stats));
-      if (!changed) {
-        result.stopped = stop_reason::saturated;
-        break;
-      }
+      report.matches += matches[i].count;
+      if (stopped()) break;
     }
-    return result;
-  }
-
-  //! Counts of the current (rebuilt) e-graph; iteration 0 before any run.
-  iteration_stats counts() const {
-    iteration_stats stats;
-    stats.iteration = iteration_;
-    fill_counts(stats);
-    return stats;
-  }
-
-  //! The cheapest term of `eclass` (egglog's tree cost).
-  extraction extract(std::uint32_t eclass) const {
-    compute_costs();
-    extraction out;
-    out.cost = costs_.class_cost[find_const(eclass)];
-    out.term = costs_.term(*prog_, flat_tables(), find_const(eclass));
-    return out;
-  }
-
-  //! Canonical e-class id of `x`.
-  std::uint32_t find(std::uint32_t x) noexcept {
-    while (parent_[x] != x) {
-      parent_[x] = parent_[parent_[x]];
-      x = parent_[x];
+    indexes_.clear();
+    fanout_.clear();
+    const auto t1 = clock::now();
+    report.search_seconds = std::chrono::duration<double>(t1 - t0).count();
+    if (stopped()) {
+      report.stopped = stop_reason_.load(std::memory_order_relaxed);
+      return report;
     }
-    return x;
+    apply_state state(*this, prim_context::write);
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      const rule_decl& rule = decl_->rules[rules[i]];
+      state.context = rule.naive ? prim_context::full : prim_context::write;
+      std::vector<value> regs(rule.head.register_count(), 0);
+      const std::uint32_t width = rule.body.variable_count();
+      for (std::uint64_t m = 0; m < matches[i].count; ++m) {
+        if (width != 0) std::copy_n(&matches[i].regs[m * width], width, regs.data());
+        VYRE_TRY(state.run(rule.head, regs.data()));
+        if (state.panicked) break;
+        if ((m & 0xfff) == 0xfff && over_node_limit(state.staged_rows())) {
+          report.stopped = iteration_stop::node_limit;
+          return report;
+        }
+      }
+      matches[i] = match_buffer{};
+      if (state.panicked) break;
+    }
+    bool changed = false;
+    VYRE_TRY(state.merge(ts, changed));
+    VYRE_TRY(state.failure());
+    const auto t2 = clock::now();
+    report.apply_seconds = std::chrono::duration<double>(t2 - t1).count();
+    if (over_node_limit(0)) {
+      report.stopped = iteration_stop::node_limit;
+      return report;
+    }
+    if (state.united) VYRE_TRY(rebuild_loop());
+    ++db_->now;
+    report.rebuild_seconds = std::chrono::duration<double>(clock::now() - t2).count();
+    report.unions = db_->ids.unions() - unions_before;
+    report.changed = changed || report.unions != 0;
+    if (over_node_limit(0)) report.stopped = iteration_stop::node_limit;
+    return report;
   }
-  std::uint32_t find_const(std::uint32_t x) const noexcept {
-    while (parent_[x] != x) x = parent_[x];
-    return x;
-  }
-  std::uint64_t class_id_count() const noexcept { return parent_.size(); }
-  //! E-nodes of the committed e-graph (every table's rows).
-  std::uint64_t enode_count() const noexcept { return total_rows(); }
-  //! Iterations committed so far, over every run (the last one's `iteration_stats::iteration`).
-  std::uint64_t iteration() const noexcept { return iteration_; }
-  //! The e-class of every `let` global, indexed like `program::globals` (`dead` while unset).
-  const std::vector<std::uint32_t>& globals() const noexcept { return global_class_; }
 
-  //! Rows of constructor `c`: `rows(c).size() / width(c)` rows of `(columns..., eclass)`.
-  const std::vector<std::uint32_t>& rows(std::uint32_t c) const noexcept {
-    return tables_[c].cells;
+  //! Canonicalizes every table to a fixpoint (after unions made outside an iteration).
+  expected<void> rebuild() {
+    sync();
+    VYRE_TRY(rebuild_loop());
+    ++db_->now;
+    return {};
   }
-  std::uint32_t width(std::uint32_t c) const noexcept { return tables_[c].width; }
+
+  //! A primitive-evaluation context over this engine's values (tables read-only).
+  value_context values(prim_context context = prim_context::read) {
+    value_context ctx;
+    ctx.base = &db_->base;
+    ctx.containers = &db_->containers;
+    ctx.ids = &db_->ids;
+    ctx.sorts = &decl_->sorts;
+    ctx.catalog = &decl_->prims;
+    ctx.context = context;
+    return ctx;
+  }
 
  private:
-  static constexpr std::size_t max_arity = 64;
-
-  struct table {
-    std::uint32_t arity = 0;
-    std::uint32_t width = 1;
-    std::vector<bool> datatype_column;
-    std::vector<std::uint32_t> cells;
-    std::vector<std::uint64_t> slots;  // 0 empty; else (tag << 32) | (row + 1)
-    std::uint64_t mask = 0;
-    std::size_t live_slots = 0;  // occupied slots (stale ones included until the next rehash)
-    // Search indexes, rebuilt after every rebuild: per column, CSR offsets and rows.
-    std::vector<std::vector<std::uint32_t>> index_offsets;
-    std::vector<std::vector<std::uint32_t>> index_rows;
-    std::vector<std::uint64_t> index_epoch;
-
-    std::size_t row_count() const noexcept { return cells.size() / width; }
-    void reset_slots(std::size_t capacity) {
-      std::size_t size = 16;
-      while (size < capacity * 2) size <<= 1;
-      slots.assign(size, 0);
-      mask = size - 1;
-    }
+  //! Matches of one rule: `count` of them, `variable_count()` registers each.
+  struct match_buffer {
+    std::vector<value> regs;
+    std::uint64_t count = 0;
   };
 
-  struct snapshot {
-    std::vector<std::vector<std::uint32_t>> cells;
-    std::vector<std::uint32_t> parent;
-  };
+  // ---------------------------------------------------------------- apply and merge --------
 
-  // Finds the live row with columns `key`, skipping `self`; dead when none.
-  static std::uint32_t probe(const table& t, const std::uint32_t* key, std::uint64_t h,
-                             std::uint32_t self = dead) noexcept {
-    const std::uint64_t tag = h >> 32;
-    for (std::uint64_t i = h & t.mask;; i = (i + 1) & t.mask) {
-      const std::uint64_t slot = t.slots[i];
-      if (slot == 0) return dead;
-      if ((slot >> 32) != tag) continue;
-      const auto row = static_cast<std::uint32_t>(slot) - 1;
-      if (row == self) continue;
-      const std::uint32_t* cells = &t.cells[std::size_t{row} * t.width];
-      if (cells[t.arity] != dead && detail::same_row(cells, key, t.arity)) return row;
+  //! The staged writes of one iteration (or one top-level action block) and the primitive
+  //! context that actions and merges run in.
+  class apply_state final : public table_access {
+   public:
+    apply_state(cpu_engine& engine, prim_context ctx) : context(ctx), engine_(engine) {
+      staged_.resize(engine.db_->tables.size());
     }
-  }
 
-  static void insert_slot(table& t, std::uint64_t h, std::uint32_t row) {
-    for (std::uint64_t i = h & t.mask;; i = (i + 1) & t.mask) {
-      if (t.slots[i] == 0) {
-        t.slots[i] = ((h >> 32) << 32) | (std::uint64_t{row} + 1);
-        return;
+    prim_context context;
+    bool united = false;
+    bool panicked = false;
+
+    //! Records a `:no-merge` conflict, reported once the merge is done.
+    void conflict(const std::string& function) {
+      if (panicked) return;
+      panicked = true;
+      panic_error_ = error(errc::invalid_argument,
+                           "two different values for one key of a function declared :no-merge")
+                         .about(function)
+                         .fix("declare the function with :merge, or set one value per key");
+    }
+
+    //! Rows staged so far (for the node limit inside an iteration).
+    std::uint64_t staged_rows() const noexcept { return staged_count_; }
+
+    expected<void> failure() const {
+      if (panicked) return fail(panic_error_);
+      return {};
+    }
+
+    //! Runs `block` on `regs`; errors (a failed lookup or primitive, a panic) stop the
+    //! iteration with the action's span.
+    expected<void> run(const action_block& block, value* regs) {
+      value args[64];
+      std::vector<value> wide;
+      for (const action& a : block.actions) {
+        const std::size_t n = a.args.size();
+        value* in = args;
+        if (n > 64) {
+          wide.resize(n);
+          in = wide.data();
+        }
+        for (std::size_t i = 0; i < n; ++i) {
+          const operand& o = a.args[i];
+          in[i] = o.is_reg() ? regs[o.v]
+                             : (o.type == operand::kind::id ? engine_.db_->ids.find(o.v) : o.v);
+        }
+        switch (a.op) {
+          case action_op::make: {
+            VYRE_TRY_ASSIGN(regs[a.dst], make(a.target, in));
+            break;
+          }
+          case action_op::lookup: {
+            value out = 0;
+            if (!lookup(a.target, in, out))
+              return fail(detail::action_error("lookup of a function at a key it has no value for",
+                                               a.span, engine_.decl_->functions[a.target].name)
+                              .fix("set the function's value first, or match it in the query"));
+            regs[a.dst] = out;
+            break;
+          }
+          case action_op::call: {
+            value_context ctx = engine_.values(context);
+            ctx.tables = this;
+            value out = 0;
+            error err(errc::invalid_state, "primitive failed");
+            const prim_status s = call_primitive(engine_.decl_->prims, a.target, ctx, in,
+                                                 static_cast<std::uint32_t>(n), out, err);
+            if (s == prim_status::error) return fail(err);
+            if (s == prim_status::fail)
+              return fail(detail::action_error("a primitive call in an action failed", a.span,
+                                               engine_.decl_->prims[a.target].name)
+                              .fix("guard the call with a query condition that excludes the "
+                                   "failing arguments"));
+            regs[a.dst] = out;
+            break;
+          }
+          case action_op::set:
+            VYRE_TRY(stage(a.target, in, in[n - 1], false));
+            break;
+          case action_op::unite:
+            VYRE_TRY(unite(in[0], in[1]));
+            break;
+          case action_op::remove:
+            VYRE_TRY(remove(a.target, in));
+            break;
+          case action_op::subsume: {
+            // egglog adds a missing row (a fresh id) and subsumes it.
+            VYRE_TRY_ASSIGN(const value out, make(a.target, in));
+            VYRE_TRY(stage(a.target, in, out, true));
+            break;
+          }
+          case action_op::panic:
+            panicked = true;
+            panic_error_ = detail::action_error("panic", a.span, block.messages[a.target]);
+            return {};
+        }
+      }
+      return {};
+    }
+
+    // table_access: what primitives (`unstable-app`, `vec-union`, ...) may do.
+    bool is_constructor(std::uint32_t function) override {
+      return engine_.decl_->functions[function].kind == function_kind::constructor;
+    }
+    bool lookup(std::uint32_t function, const value* keys, value& out) override {
+      const table& t = engine_.db_->tables[function];
+      const std::uint32_t r = t.find(keys);
+      if (r != table::no_row) {
+        out = t.value_of(r);
+        return true;
+      }
+      return pending(function, keys, out);
+    }
+    expected<value> make(std::uint32_t function, const value* keys) override {
+      value out = 0;
+      if (lookup(function, keys, out)) return out;
+      const function_decl& fn = engine_.decl_->functions[function];
+      VYRE_TRY_ASSIGN(const value id, engine_.db_->ids.make());
+      (void)fn;
+      VYRE_TRY(stage(function, keys, id, false));
+      return id;
+    }
+    expected<void> set(std::uint32_t function, const value* keys, value v) override {
+      return stage(function, keys, v, false);
+    }
+    expected<void> unite(value a, value b) override {
+      unions_.emplace_back(a, b);
+      return {};
+    }
+    expected<void> remove(std::uint32_t function, const value* keys) override {
+      staged& s = staged_[function];
+      const std::uint32_t arity = engine_.db_->tables[function].arity();
+      s.removed.insert(s.removed.end(), keys, keys + arity);
+      ++s.removed_count;
+      any_staged_ = true;
+      return {};
+    }
+
+    //! Applies every staged write at timestamp `ts` (see the file comment), to a fixpoint.
+    expected<void> merge(std::uint32_t ts, bool& changed) {
+      database& db = *engine_.db_;
+      const declarations& decl = *engine_.decl_;
+      while (any_staged_ || !unions_.empty()) {
+        any_staged_ = false;
+        for (const auto& [a, b] : unions_) {
+          if (db.ids.unite(a, b)) {
+            united = true;
+            changed = true;
+          }
+        }
+        unions_.clear();
+        for (std::size_t f = 0; f < staged_.size(); ++f) {
+          staged s = std::move(staged_[f]);
+          staged_[f] = staged{};
+          table& t = db.tables[f];
+          const std::uint32_t arity = t.arity();
+          for (std::size_t i = 0; i < s.removed_count; ++i) {
+            const std::uint32_t r = t.find(s.removed.data() + i * arity);
+            if (r != table::no_row) t.retire(r);
+          }
+          const std::uint32_t width = t.width();
+          for (std::size_t row = 0; row < s.flags.size(); ++row) {
+            const value* cells = &s.cells[row * width];
+            bool row_changed = false;
+            VYRE_TRY(engine_.merge_row(*this, decl.functions[f], t, cells, cells[arity],
+                                       s.flags[row] != 0, ts, row_changed));
+            changed = changed || row_changed;
+          }
+        }
+      }
+      return {};
+    }
+
+   private:
+    //! The writes staged for one table, with an open-addressing index from a key to its first
+    //! staged row (so a constructor row asked for twice gets one id).
+    struct staged {
+      std::vector<value> cells;  // staged rows (keys, value)
+      std::vector<std::uint8_t> flags;
+      std::vector<value> removed;  // staged deletions (keys)
+      std::size_t removed_count = 0;
+      std::vector<std::uint64_t> slots;  // 0 empty; else (hash tag << 32) | (row + 1)
+      std::size_t used = 0;
+    };
+
+    //! The slot of `keys` in `s` (empty or holding a row with those keys).
+    static std::size_t probe_slot(const staged& s, const value* keys, std::uint32_t arity,
+                                  std::uint32_t width, std::uint64_t h) {
+      const std::uint64_t mask = s.slots.size() - 1;
+      for (std::uint64_t i = h & mask;; i = (i + 1) & mask) {
+        const std::uint64_t slot = s.slots[i];
+        if (slot == 0) return i;
+        if ((slot >> 32) != (h >> 32)) continue;
+        const value* cells = &s.cells[(static_cast<std::size_t>(slot & 0xffffffffu) - 1) * width];
+        if (vyre::eqsat::detail::same_row(cells, keys, arity)) return i;
       }
     }
-  }
 
-  void rehash(table& t) {
-    t.reset_slots(std::max<std::size_t>(t.row_count(), 8));
-    t.live_slots = 0;
-    for (std::size_t r = 0; r < t.row_count(); ++r) {
-      const std::uint32_t* cells = &t.cells[r * t.width];
-      if (cells[t.arity] == dead) continue;
-      insert_slot(t, detail::row_hash(cells, t.arity), static_cast<std::uint32_t>(r));
-      ++t.live_slots;
+    bool pending(std::uint32_t function, const value* keys, value& out) const {
+      const staged& s = staged_[function];
+      if (s.used == 0) return false;
+      const table& t = engine_.db_->tables[function];
+      const std::uint64_t h = vyre::eqsat::detail::row_hash(keys, t.arity());
+      const std::uint64_t slot = s.slots[probe_slot(s, keys, t.arity(), t.width(), h)];
+      if (slot == 0) return false;
+      out = s.cells[(static_cast<std::size_t>(slot & 0xffffffffu) - 1) * t.width() + t.arity()];
+      return true;
     }
-  }
 
-  std::uint32_t make_class() {
-    const auto id = static_cast<std::uint32_t>(parent_.size());
-    parent_.push_back(id);
-    return id;
-  }
-
-  bool unite(std::uint32_t a, std::uint32_t b) noexcept {
-    a = find(a);
-    b = find(b);
-    if (a == b) return false;
-    if (a < b)
-      parent_[b] = a;
-    else
-      parent_[a] = b;
-    return true;
-  }
-
-  // Looks up `ctor(key...)` (datatype columns canonicalized first) or inserts it with a fresh
-  // e-class; returns the node's e-class.
-  std::uint32_t lookup_or_insert(std::uint32_t ctor, std::uint32_t* key) {
-    table& t = tables_[ctor];
-    for (std::uint32_t i = 0; i < t.arity; ++i)
-      if (t.datatype_column[i]) key[i] = find(key[i]);
-    const std::uint64_t h = detail::row_hash(key, t.arity);
-    const std::uint32_t row = probe(t, key, h);
-    if (row != dead) return t.cells[std::size_t{row} * t.width + t.arity];
-    const std::uint32_t cls = make_class();
-    const auto new_row = static_cast<std::uint32_t>(t.row_count());
-    t.cells.insert(t.cells.end(), key, key + t.arity);
-    t.cells.push_back(cls);
-    ++t.live_slots;
-    if (t.live_slots * 2 > t.slots.size())
-      rehash(t);
-    else
-      insert_slot(t, h, new_row);
-    return cls;
-  }
-
-  // Roots among the class ids below `ids`.
-  std::uint64_t roots_below(std::size_t ids) const noexcept {
-    std::uint64_t n = 0;
-    for (std::size_t i = 0; i < ids; ++i) n += parent_[i] == i ? 1 : 0;
-    return n;
-  }
-
-  std::uint64_t total_rows() const noexcept {
-    std::uint64_t n = 0;
-    for (const table& t : tables_) n += t.row_count();
-    return n;
-  }
-
-  void fill_counts(iteration_stats& stats) const {
-    stats.per_constructor.resize(tables_.size());
-    stats.enodes = 0;
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      stats.per_constructor[c] = tables_[c].row_count();
-      stats.enodes += tables_[c].row_count();
+    expected<void> stage(std::uint32_t function, const value* keys, value v, bool subsumed) {
+      staged& s = staged_[function];
+      const table& t = engine_.db_->tables[function];
+      const auto row = static_cast<std::uint32_t>(s.flags.size());
+      if (row >= 0xfffffff0u)
+        return fail(error(errc::abi_limit, "more staged rows in one iteration than vyre counts")
+                        .about(engine_.decl_->functions[function].name)
+                        .fix("stop earlier with --node-limit"));
+      s.cells.insert(s.cells.end(), keys, keys + t.arity());
+      s.cells.push_back(v);
+      s.flags.push_back(subsumed ? 1 : 0);
+      ++staged_count_;
+      any_staged_ = true;
+      if ((s.used + 1) * 2 > s.slots.size()) {
+        // Grow the index and put every staged row's first key back.
+        s.slots.assign((std::max)(std::size_t{16}, s.slots.size() * 2), 0);
+        s.used = 0;
+        for (std::uint32_t r = 0; r <= row; ++r) {
+          const value* k = &s.cells[std::size_t{r} * t.width()];
+          const std::uint64_t h = vyre::eqsat::detail::row_hash(k, t.arity());
+          const std::size_t i = probe_slot(s, k, t.arity(), t.width(), h);
+          if (s.slots[i] != 0) continue;
+          s.slots[i] = ((h >> 32) << 32) | (std::uint64_t{r} + 1);
+          ++s.used;
+        }
+        return {};
+      }
+      const std::uint64_t h = vyre::eqsat::detail::row_hash(keys, t.arity());
+      const std::size_t i = probe_slot(s, keys, t.arity(), t.width(), h);
+      if (s.slots[i] == 0) {
+        s.slots[i] = ((h >> 32) << 32) | (std::uint64_t{row} + 1);
+        ++s.used;
+      }
+      return {};
     }
-    std::uint64_t classes = 0;
-    for (std::size_t i = 0; i < parent_.size(); ++i) classes += parent_[i] == i ? 1 : 0;
-    stats.eclasses = classes;
+
+    cpu_engine& engine_;
+    std::vector<staged> staged_;
+    std::vector<std::pair<value, value>> unions_;
+    bool any_staged_ = false;
+    std::uint64_t staged_count_ = 0;
+    error panic_error_{errc::invalid_state, "panic"};
+  };
+
+  //! Writes (keys, v) into `t` at timestamp `ts`: appended when the key is new, else merged
+  //! with the present value (see the file comment). `changed`: a row was added or changed.
+  expected<void> merge_row(apply_state& state, const function_decl& fn, table& t, const value* keys,
+                           value v, bool subsumed, std::uint32_t ts, bool& changed) {
+    const std::uint32_t r = t.find(keys);
+    if (r == table::no_row) {
+      VYRE_TRY(t.append(keys, v, ts, subsumed ? row_state::subsumed : row_state::live));
+      changed = true;
+      return {};
+    }
+    const value cur = t.value_of(r);
+    const bool cur_subsumed = t.state(r) == row_state::subsumed;
+    value merged = cur;
+    if (cur != v || (fn.merge == merge_kind::expression && !fn.merge_skips_equal)) {
+      switch (fn.merge) {
+        case merge_kind::unite:
+          if (db_->ids.unite(cur, v)) state.united = true;
+          merged = (std::min)(cur, v);
+          break;
+        case merge_kind::none:
+          // egglog finishes the merge and reports the conflict after it, as a panic.
+          state.conflict(fn.name);
+          return {};
+        case merge_kind::expression: {
+          std::vector<value> regs(fn.merge_actions.register_count(), 0);
+          regs[0] = cur;
+          regs[1] = v;
+          const prim_context saved = state.context;
+          state.context = prim_context::write;
+          auto ran = state.run(fn.merge_actions, regs.data());
+          state.context = saved;
+          VYRE_TRY(ran);
+          const operand& res = fn.merge_result;
+          merged = res.is_reg() ? regs[res.v]
+                                : (res.type == operand::kind::id ? db_->ids.find(res.v) : res.v);
+          break;
+        }
+      }
+    }
+    const bool now_subsumed = cur_subsumed || subsumed;
+    if (merged == cur && now_subsumed == cur_subsumed) return {};
+    scratch_.assign(t.row(r), t.row(r) + t.arity());
+    t.retire(r);
+    VYRE_TRY(t.append(scratch_.data(), merged, ts,
+                      now_subsumed ? row_state::subsumed : row_state::live));
+    changed = true;
+    return {};
   }
 
-  // --- rebuild ------------------------------------------------------------------------------
+  // ---------------------------------------------------------------- rebuild ----------------
 
-  void rebuild() {
-    std::vector<std::uint32_t> dirty;
-    std::vector<bool> touched(tables_.size(), false);
+  //! Containers first (their contents canonical; equal ones united), then every row with a
+  //! non-canonical id written again through the merge; rounds until one changes nothing.
+  expected<void> rebuild_loop() {
+    database& db = *db_;
+    apply_state state(*this, prim_context::write);
     for (;;) {
-      bool merged = false;
-      for (std::size_t c = 0; c < tables_.size(); ++c) {
-        table& t = tables_[c];
-        dirty.clear();
-        const std::size_t n = t.row_count();
-        for (std::size_t r = 0; r < n; ++r) {
-          std::uint32_t* cells = &t.cells[r * t.width];
-          if (cells[t.arity] == dead) continue;
-          bool changed = false;
-          for (std::uint32_t i = 0; i < t.arity; ++i) {
-            if (!t.datatype_column[i]) continue;
-            const std::uint32_t canon = find(cells[i]);
-            if (canon != cells[i]) {
-              cells[i] = canon;
-              changed = true;
+      bool round_changed = false;
+      VYRE_TRY(rebuild_containers(round_changed));
+      const std::uint32_t ts = db.now;
+      std::vector<value> scratch;
+      for (std::size_t f = 0; f < db.tables.size(); ++f) {
+        table& t = db.tables[f];
+        if (!t.holds_ids() || t.size() == 0) continue;
+        const std::uint32_t width = t.width();
+        std::vector<std::uint32_t> dirty;
+        for (std::size_t r = 0; r < t.rows(); ++r) {
+          if (t.state(r) == row_state::stale) continue;
+          const value* cells = t.row(r);
+          for (std::uint32_t c = 0; c < width; ++c) {
+            if (t.id_column(c) && !db.ids.is_root(cells[c])) {
+              dirty.push_back(static_cast<std::uint32_t>(r));
+              break;
             }
           }
-          cells[t.arity] = find(cells[t.arity]);
-          if (changed) dirty.push_back(static_cast<std::uint32_t>(r));
         }
         if (dirty.empty()) continue;
-        touched[c] = true;
+        round_changed = true;
+        scratch.resize(width);
         for (const std::uint32_t r : dirty) {
-          std::uint32_t* cells = &t.cells[std::size_t{r} * t.width];
-          const std::uint64_t h = detail::row_hash(cells, t.arity);
-          const std::uint32_t other = probe(t, cells, h, r);
-          if (other != dead) {
-            if (unite(cells[t.arity], t.cells[std::size_t{other} * t.width + t.arity]))
-              merged = true;
-            cells[t.arity] = dead;
+          if (t.state(r) == row_state::stale) continue;
+          const value* cells = t.row(r);
+          for (std::uint32_t c = 0; c < width; ++c)
+            scratch[c] = t.id_column(c) ? db.ids.find(cells[c]) : cells[c];
+          const bool subsumed = t.state(r) == row_state::subsumed;
+          t.retire(r);
+          bool changed = false;
+          VYRE_TRY(merge_row(state, decl_->functions[f], t, scratch.data(), scratch[t.arity()],
+                             subsumed, ts, changed));
+        }
+      }
+      bool merged_changed = false;
+      VYRE_TRY(state.merge(ts, merged_changed));
+      VYRE_TRY(state.failure());
+      ++db.now;
+      if (!round_changed && !state.united) break;
+      state.united = false;
+    }
+    for (table& t : db.tables)
+      if (t.stale() > t.size() / 2 + 1024) t.compact();
+    return {};
+  }
+
+  expected<void> rebuild_containers(bool& changed) {
+    database& db = *db_;
+    if (db.containers.size() == 0) return {};
+    std::vector<value> ids;
+    db.containers.for_each([&](value id, const container_store::entry& e) {
+      if (decl_->sorts[e.sort].holds_ids) ids.push_back(id);
+    });
+    // Inner containers were made before the ones holding them: ascending ids settle them first.
+    std::sort(ids.begin(), ids.end());
+    for (const value id : ids) {
+      if (!db.containers.contains(id)) continue;
+      const container_store::entry e = db.containers.at(id);
+      const sort_info& s = decl_->sorts[e.sort];
+      const value* old = db.containers.contents(e);
+      const value target = s.kind == sort_kind::fn && e.length != 0 ? old[0] : 0;
+      const std::vector<value> now =
+          canonical_contents(s.kind, old, e.length, [&](std::uint32_t slot, value v) {
+            return decl_->sorts[slot_sort(s, target, slot)].is_id ? db.ids.find(v) : v;
+          });
+      if (now.size() == e.length && std::equal(now.begin(), now.end(), old)) continue;
+      const value holder =
+          db.containers.replace(id, now.data(), static_cast<std::uint32_t>(now.size()));
+      changed = true;
+      if (holder != id) {
+        db.ids.unite(holder, id);
+        db.containers.drop((std::max)(holder, id));
+      }
+    }
+    return {};
+  }
+
+  //! The sort of a container's element slot (see `canonical_contents`).
+  std::uint32_t slot_sort(const sort_info& s, value target, std::uint32_t slot) const {
+    switch (s.kind) {
+      case sort_kind::map:
+      case sort_kind::pair:
+        return s.params[slot];
+      case sort_kind::fn:
+        if ((target & fn_target_primitive_bit) != 0)
+          return decl_->prims[target & ~fn_target_primitive_bit].arg_sort(slot);
+        return decl_->functions[target].inputs[slot];
+      default:
+        return s.params[0];
+    }
+  }
+
+  // ---------------------------------------------------------------- search -----------------
+
+  void collect_rules(std::uint32_t ruleset, std::vector<std::uint32_t>& out) const {
+    std::vector<std::uint32_t> todo{ruleset};
+    std::vector<std::uint8_t> seen(decl_->rulesets.size(), 0);
+    while (!todo.empty()) {
+      const std::uint32_t rs = todo.back();
+      todo.pop_back();
+      if (seen[rs]) continue;
+      seen[rs] = 1;
+      const ruleset_decl& d = decl_->rulesets[rs];
+      out.insert(out.end(), d.rules.begin(), d.rules.end());
+      for (auto it = d.combined.rbegin(); it != d.combined.rend(); ++it) todo.push_back(*it);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+  }
+
+  bool stopped() const noexcept { return stop_.load(std::memory_order_relaxed); }
+  void check_deadline() {
+    if (std::chrono::steady_clock::now() >= limits_.deadline) {
+      stop_reason_.store(iteration_stop::time_limit, std::memory_order_relaxed);
+      stop_.store(true, std::memory_order_relaxed);
+    }
+  }
+  //! Counts `words` more kept match registers; past the node limit's match budget
+  //! (`iteration_limits`) the search stops as the node limit does.
+  void count_match_words(std::uint64_t words) {
+    const std::uint64_t total = match_words_.fetch_add(words, std::memory_order_relaxed) + words;
+    if (limits_.node_limit == 0) return;
+    const std::uint64_t budget =
+        (std::max)(limits_.node_limit * iteration_limits::match_bytes_per_node,
+                   iteration_limits::min_match_bytes);
+    if (total * sizeof(value) > budget && !stopped()) {
+      stop_reason_.store(iteration_stop::node_limit, std::memory_order_relaxed);
+      stop_.store(true, std::memory_order_relaxed);
+    }
+  }
+  //! Past the node limit with `pending` more rows to come.
+  bool over_node_limit(std::uint64_t pending) const noexcept {
+    return limits_.node_limit != 0 && db_->total_rows() + pending > limits_.node_limit;
+  }
+
+  //! The plan of `q`'s variant whose new atom is `fresh` (~0u: no stamp constraints).
+  detail::query_plan plan_query(const query& q, std::uint32_t fresh, std::uint32_t mid) const {
+    detail::query_plan plan;
+    const std::uint32_t atoms = static_cast<std::uint32_t>(q.atoms.size());
+    std::vector<std::uint8_t> bound(q.variable_count(), 0);
+    std::vector<std::uint8_t> atom_done(atoms, 0);
+    std::vector<std::uint8_t> prim_done(q.prims.size(), 0);
+    auto is_bound = [&](const operand& o) { return !o.is_reg() || bound[o.v] != 0; };
+    std::vector<std::uint8_t> ground(q.variable_count(), 0);  // see below
+    auto is_ground = [&](const operand& o) { return !o.is_reg() || ground[o.v] != 0; };
+    auto place_prims = [&] {
+      for (bool progress = true; progress;) {
+        progress = false;
+        for (std::size_t p = 0; p < q.prims.size(); ++p) {
+          if (prim_done[p]) continue;
+          const prim_atom& pa = q.prims[p];
+          bool ready = true;
+          for (const operand& o : pa.args) ready = ready && is_bound(o);
+          if (!ready) continue;
+          detail::plan_step s;
+          s.is_prim = true;
+          s.index = static_cast<std::uint32_t>(p);
+          s.terms = pa.args;
+          s.terms.push_back(pa.out);
+          s.bound.assign(s.terms.size(), 1);
+          s.bound.back() = is_bound(pa.out) ? 1 : 0;
+          bool args_ground = true;
+          for (const operand& o : pa.args) args_ground = args_ground && is_ground(o);
+          if (pa.out.is_reg() && !bound[pa.out.v] && args_ground) ground[pa.out.v] = 1;
+          if (pa.out.is_reg()) bound[pa.out.v] = 1;
+          plan.steps.push_back(std::move(s));
+          prim_done[p] = 1;
+          progress = true;
+        }
+      }
+    };
+    auto add_atom = [&](std::uint32_t a) {
+      const table_atom& ta = q.atoms[a];
+      detail::plan_step s;
+      s.index = a;
+      s.function = ta.function;
+      s.terms = ta.terms;
+      s.bound.resize(ta.terms.size());
+      const std::uint32_t arity = decl_->functions[ta.function].arity();
+      bool keys_bound = true;
+      for (std::size_t c = 0; c < ta.terms.size(); ++c) {
+        s.bound[c] = is_bound(ta.terms[c]) ? 1 : 0;
+        if (s.bound[c]) s.probe.push_back(static_cast<std::uint32_t>(c));
+        if (c < arity && !s.bound[c]) keys_bound = false;
+      }
+      s.by_key = keys_bound;
+      if (fresh != ~0u && mid != 0) {
+        if (a < fresh) s.range = detail::row_range::older;
+        if (a == fresh) s.range = detail::row_range::newer;
+      }
+      for (const operand& o : ta.terms)
+        if (o.is_reg()) bound[o.v] = 1;
+      atom_done[a] = 1;
+      plan.steps.push_back(std::move(s));
+    };
+    // A register is ground when a ground term binds it (`(INil)`, `(MNum 0)`: an atom whose
+    // keys are all constants or ground, a primitive of ground arguments): it is one known
+    // value, like a constant. An atom is connected when a bound column holds a register that
+    // is not ground. The next atom is, first, one with every key bound (at most one row);
+    // then the connected atom expected to yield the fewest rows per match so far (the fan-out
+    // of its most selective bound column, from the tables' statistics); only when none is
+    // left, an unconnected one (its rows, or its fan-out through constants): joining an
+    // unconnected atom multiplies the matches, whatever its size.
+    struct choice {
+      int rank = 3;  // 0 keys bound, 1 connected, 2 unconnected
+      double rows = 0;
+    };
+    auto assess = [&](std::uint32_t a) {
+      const table_atom& ta = q.atoms[a];
+      const std::uint32_t arity = decl_->functions[ta.function].arity();
+      const auto rows = static_cast<double>(db_->tables[ta.function].size());
+      bool keys = true;
+      bool connected = false;
+      double best = rows;
+      for (std::uint32_t c = 0; c < ta.terms.size(); ++c) {
+        const operand& o = ta.terms[c];
+        if (!is_bound(o)) {
+          keys = keys && c >= arity;
+          continue;
+        }
+        connected = connected || !is_ground(o);
+        best = (std::min)(best, fanout(ta.function, c));
+      }
+      if (keys) return choice{0, (std::min)(rows, 1.0)};
+      return choice{connected ? 1 : 2, best};
+    };
+    // Marks what atom `a` binds ground when its keys are (before add_atom binds them).
+    auto mark_ground = [&](std::uint32_t a) {
+      const table_atom& ta = q.atoms[a];
+      const std::uint32_t arity = decl_->functions[ta.function].arity();
+      bool keys_ground = true;
+      for (std::uint32_t c = 0; c < arity; ++c)
+        keys_ground = keys_ground && is_bound(ta.terms[c]) && is_ground(ta.terms[c]);
+      const operand& out = ta.terms[arity];
+      if (keys_ground && out.is_reg() && !bound[out.v]) ground[out.v] = 1;
+    };
+    place_prims();
+    if (fresh != ~0u && fresh < atoms) add_atom(fresh);
+    for (std::uint32_t step = 0; step < atoms; ++step) {
+      place_prims();
+      std::uint32_t best = atoms;
+      choice best_choice;
+      std::size_t best_bound = 0;
+      for (std::uint32_t a = 0; a < atoms; ++a) {
+        if (atom_done[a]) continue;
+        std::size_t nb = 0;
+        for (const operand& o : q.atoms[a].terms) nb += is_bound(o) ? 1 : 0;
+        const choice c = assess(a);
+        if (best == atoms || c.rank < best_choice.rank ||
+            (c.rank == best_choice.rank &&
+             (c.rows < best_choice.rows || (c.rows == best_choice.rows && nb > best_bound)))) {
+          best = a;
+          best_choice = c;
+          best_bound = nb;
+        }
+      }
+      if (best == atoms) break;
+      mark_ground(best);
+      add_atom(best);
+    }
+    place_prims();
+    return plan;
+  }
+
+  //! The rows a probe of `function` by column `c` meets, expected over the values it is
+  //! probed with (counted once per state, on an evenly spread sample of at most 2^16 rows).
+  //! A bound value usually comes from another row, so frequent values are probed more often:
+  //! the estimate weighs each value by its rows (sum of squared counts over rows), which sees
+  //! a skewed column (many list cells with one tail) where a plain average would not.
+  double fanout(std::uint32_t function, std::uint32_t c) const {
+    const std::uint64_t key = (std::uint64_t{function} << 32) | c;
+    auto it = fanout_.find(key);
+    if (it != fanout_.end()) return it->second;
+    const table& t = db_->tables[function];
+    constexpr std::size_t sample = std::size_t{1} << 16;
+    const std::size_t step = (std::max)(std::size_t{1}, t.rows() / sample);
+    std::vector<value> values;
+    for (std::size_t r = 0; r < t.rows(); r += step)
+      if (t.state(r) != row_state::stale) values.push_back(t.row(r)[c]);
+    std::sort(values.begin(), values.end());
+    double squares = 0;
+    for (std::size_t i = 0; i < values.size();) {
+      std::size_t j = i;
+      while (j < values.size() && values[j] == values[i]) ++j;
+      squares += static_cast<double>(j - i) * static_cast<double>(j - i);
+      i = j;
+    }
+    // Scaled back from the sample: a value seen k times there stands for k * step rows.
+    const double f = values.empty()
+                         ? 1.0
+                         : squares / static_cast<double>(values.size()) * static_cast<double>(step);
+    fanout_.emplace(key, f);
+    return f;
+  }
+
+  //! The index of `function` on `columns`, built on first use in this search.
+  const detail::column_index& index_for(std::uint32_t function,
+                                        const std::vector<std::uint32_t>& columns) {
+    std::uint64_t key = function;
+    for (const std::uint32_t c : columns) key = key * 1000003u + c + 1;
+    auto range = indexes_.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it)
+      if (it->second.columns == columns) return it->second;
+    const table& t = db_->tables[function];
+    detail::column_index idx;
+    idx.columns = columns;
+    std::size_t buckets = 16;
+    while (buckets < t.size() * 2) buckets <<= 1;
+    idx.mask = buckets - 1;
+    idx.offsets.assign(buckets + 1, 0);
+    std::vector<std::uint32_t> bucket_of(t.rows(), 0);
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      if (t.state(r) == row_state::stale) continue;
+      const auto b = static_cast<std::uint32_t>(detail::hash_columns(t.row(r), columns) & idx.mask);
+      bucket_of[r] = b;
+      ++idx.offsets[b + 1];
+    }
+    for (std::size_t b = 0; b < buckets; ++b) idx.offsets[b + 1] += idx.offsets[b];
+    idx.rows.resize(idx.offsets[buckets]);
+    std::vector<std::uint32_t> cursor(idx.offsets.begin(), idx.offsets.end() - 1);
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      if (t.state(r) == row_state::stale) continue;
+      idx.rows[cursor[bucket_of[r]]++] = static_cast<std::uint32_t>(r);
+    }
+    return indexes_.emplace(key, std::move(idx))->second;
+  }
+
+  //! Searches variant `fresh` of `q` (see `plan_query`), appending every match's registers
+  //! (`q.variable_count()` of them) to `out`.
+  expected<void> search(const query& q, std::uint32_t fresh, std::uint32_t mid, match_buffer& out) {
+    const detail::query_plan plan = plan_query(q, fresh, mid);
+    bool any = false;
+    return execute(q, plan, false, mid, false, out, any);
+  }
+
+  //! Runs `plan`; `first_only`: stop at the first match (`any`), storing nothing.
+  expected<void> execute(const query& q, const detail::query_plan& plan, bool include_subsumed,
+                         std::uint32_t mid, bool first_only, match_buffer& out, bool& any) {
+    if (q.never) return {};
+    // Constants of id sorts and the constant equalities, canonical now.
+    for (const auto& [a, b] : q.equalities) {
+      const value va = a.type == operand::kind::id ? db_->ids.find_const(a.v) : a.v;
+      const value vb = b.type == operand::kind::id ? db_->ids.find_const(b.v) : b.v;
+      if (va != vb) return {};
+    }
+    std::vector<detail::plan_step> steps = plan.steps;
+    for (detail::plan_step& s : steps)
+      for (operand& o : s.terms)
+        if (o.type == operand::kind::id) o = operand::constant(db_->ids.find_const(o.v));
+    // Probe indexes are built before the threads start.
+    std::vector<const detail::column_index*> probes(steps.size(), nullptr);
+    for (std::size_t i = 0; i < steps.size(); ++i)
+      if (!steps[i].is_prim && !steps[i].by_key && !steps[i].probe.empty())
+        probes[i] = &index_for(steps[i].function, steps[i].probe);
+    const std::uint32_t nregs = q.variable_count();
+    // Primitives may intern new values, which the pools do on one thread only.
+    bool has_prims = false;
+    for (const detail::plan_step& s : steps) has_prims = has_prims || s.is_prim;
+
+    // The first step's candidates, split over the threads when it is a scan.
+    std::size_t first_begin = 0;
+    std::size_t first_end = 1;
+    bool split = false;
+    if (!steps.empty() && !steps[0].is_prim && !steps[0].by_key && probes[0] == nullptr) {
+      const table& t = db_->tables[steps[0].function];
+      first_begin = steps[0].range == detail::row_range::newer ? t.first_row_at(mid) : 0;
+      first_end = steps[0].range == detail::row_range::older ? t.first_row_at(mid) : t.rows();
+      split = true;
+    }
+    const std::size_t n = first_end > first_begin ? first_end - first_begin : 0;
+    const unsigned chunks =
+        (split && !first_only && !has_prims) ? vyre::detail::chunk_count(threads_, n, 4096) : 1u;
+    std::vector<std::vector<value>> parts(chunks);
+    std::vector<std::uint64_t> part_counts(chunks, 0);
+    std::vector<error> errors(chunks, error(errc::invalid_state, "search"));
+    std::vector<std::uint8_t> failed(chunks, 0);
+    std::atomic<bool> found{false};
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t b, std::size_t e) {
+      join_state js{this, &q, &steps, &probes, include_subsumed, mid, first_only, &found, {}};
+      js.regs.assign(nregs, 0);
+      js.out = nregs == 0 ? nullptr : &parts[c];
+      js.first_begin = first_begin + b;
+      js.first_end = first_begin + e;
+      js.split = split;
+      auto r = js.run();
+      if (!r) {
+        errors[c] = r.error();
+        failed[c] = 1;
+      }
+      part_counts[c] = js.count;
+    });
+    for (unsigned c = 0; c < chunks; ++c)
+      if (failed[c]) return fail(errors[c]);
+    any = found.load();
+    if (first_only) return {};
+    for (unsigned c = 0; c < chunks; ++c) {
+      out.count += part_counts[c];
+      out.regs.insert(out.regs.end(), parts[c].begin(), parts[c].end());
+    }
+    return {};
+  }
+
+  //! One thread's nested-loop join over the plan's steps, with an explicit stack (no
+  //! recursion: a rule's atom count does not reach the call stack).
+  struct join_state {
+    cpu_engine* engine;
+    const query* q;
+    const std::vector<detail::plan_step>* steps;
+    const std::vector<const detail::column_index*>* probes;
+    bool include_subsumed;
+    std::uint32_t mid;
+    bool first_only;
+    std::atomic<bool>* found;
+    std::vector<value> regs;
+    std::vector<value>* out = nullptr;
+    std::uint64_t count = 0;
+    std::size_t counted_words = 0;  // of `out`, told to `count_match_words`
+    std::size_t first_begin = 0;
+    std::size_t first_end = 0;
+    bool split = false;
+
+    struct level {
+      const std::uint32_t* list = nullptr;  // candidate rows, or null: rows [pos, end)
+      std::size_t pos = 0;
+      std::size_t end = 0;
+      std::size_t lo = 0;  // the step's stamp range, as rows
+      std::size_t hi = 0;
+      // registers this level bound (reset when it moves to its next candidate)
+    };
+
+    expected<void> run() {
+      const std::size_t depth = steps->size();
+      if (depth == 0) {
+        emit();
+        return {};
+      }
+      std::vector<level> levels(depth);
+      std::size_t at = 0;
+      open(0, levels[0]);
+      std::uint64_t ticks = 0;
+      for (;;) {
+        if (first_only && found->load(std::memory_order_relaxed)) return {};
+        if ((++ticks & 0xffff) == 0) {
+          engine->check_deadline();
+          if (out != nullptr) {
+            engine->count_match_words(out->size() - counted_words);
+            counted_words = out->size();
+          }
+          if (engine->stopped()) return {};
+        }
+        bool advanced = false;
+        VYRE_TRY(next(at, levels[at], advanced));
+        if (!advanced) {
+          if (at == 0) return {};
+          --at;
+          continue;
+        }
+        if (at + 1 == depth) {
+          emit();
+          if (first_only) return {};
+          continue;
+        }
+        ++at;
+        open(at, levels[at]);
+      }
+    }
+
+    void emit() {
+      ++count;
+      if (first_only) found->store(true, std::memory_order_relaxed);
+      if (out != nullptr && !first_only) out->insert(out->end(), regs.begin(), regs.end());
+    }
+
+    value term_value(const operand& o) const { return o.is_reg() ? regs[o.v] : o.v; }
+
+    void open(std::size_t i, level& lv) {
+      const detail::plan_step& s = (*steps)[i];
+      lv = level{};
+      if (s.is_prim) {
+        lv.pos = 0;
+        lv.end = 1;
+        return;
+      }
+      const table& t = engine->db_->tables[s.function];
+      lv.lo = s.range == detail::row_range::newer ? t.first_row_at(mid) : 0;
+      lv.hi = s.range == detail::row_range::older ? t.first_row_at(mid) : t.rows();
+      if (s.by_key) {
+        value key[64];
+        std::vector<value> wide;
+        value* k = key;
+        if (t.arity() > 64) {
+          wide.resize(t.arity());
+          k = wide.data();
+        }
+        for (std::uint32_t c = 0; c < t.arity(); ++c) k[c] = term_value(s.terms[c]);
+        const std::uint32_t r = t.find(k);
+        lv.pos = r == table::no_row ? 0 : r;
+        lv.end = r == table::no_row ? 0 : std::size_t{r} + 1;
+        return;
+      }
+      const detail::column_index* idx = (*probes)[i];
+      if (idx != nullptr) {
+        value row_image[64];
+        std::vector<value> wide;
+        value* img = row_image;
+        if (t.width() > 64) {
+          wide.resize(t.width());
+          img = wide.data();
+        }
+        for (const std::uint32_t c : s.probe) img[c] = term_value(s.terms[c]);
+        const std::uint64_t b = detail::hash_columns(img, idx->columns) & idx->mask;
+        lv.list = idx->rows.data();
+        lv.pos = idx->offsets[b];
+        lv.end = idx->offsets[b + 1];
+        return;
+      }
+      if (i == 0 && split) {
+        lv.pos = first_begin;
+        lv.end = first_end;
+      } else {
+        lv.pos = lv.lo;
+        lv.end = lv.hi;
+      }
+    }
+
+    //! Moves level `i` to its next candidate that fits, binding its registers.
+    expected<void> next(std::size_t i, level& lv, bool& advanced) {
+      const detail::plan_step& s = (*steps)[i];
+      advanced = false;
+      if (s.is_prim) {
+        if (lv.pos >= lv.end) return {};
+        lv.pos = lv.end;
+        const prim_atom& pa = q->prims[s.index];
+        const std::size_t n = pa.args.size();
+        value args[64];
+        std::vector<value> wide;
+        value* in = args;
+        if (n > 64) {
+          wide.resize(n);
+          in = wide.data();
+        }
+        for (std::size_t a = 0; a < n; ++a) in[a] = term_value(s.terms[a]);
+        value_context ctx = engine->values(prim_context::read);
+        ctx.tables = &engine->reader_;
+        value result = 0;
+        error err(errc::invalid_state, "primitive");
+        const prim_status st = call_primitive(engine->decl_->prims, pa.prim, ctx, in,
+                                              static_cast<std::uint32_t>(n), result, err);
+        if (st == prim_status::error) return fail(err);
+        if (st == prim_status::fail) return {};
+        const operand& o = s.terms.back();
+        if (s.bound.back()) {
+          if (term_value(o) != result) return {};
+        } else {
+          regs[o.v] = result;
+        }
+        advanced = true;
+        return {};
+      }
+      const table& t = engine->db_->tables[s.function];
+      const std::size_t width = t.width();
+      while (lv.pos < lv.end) {
+        const std::size_t r = lv.list != nullptr ? lv.list[lv.pos] : lv.pos;
+        ++lv.pos;
+        if (r < lv.lo || r >= lv.hi) continue;
+        const row_state st = t.state(r);
+        if (st == row_state::stale || (st == row_state::subsumed && !include_subsumed)) continue;
+        const value* cells = t.row(r);
+        bool ok = true;
+        for (std::size_t c = 0; c < width && ok; ++c) {
+          const operand& o = s.terms[c];
+          if (!o.is_reg() || s.bound[c]) {
+            ok = term_value(o) == cells[c];
           } else {
-            ++t.live_slots;
-            if (t.live_slots * 2 > t.slots.size())
-              rehash(t);
-            else
-              insert_slot(t, h, r);
+            regs[o.v] = cells[c];
           }
         }
+        // A variable repeated inside the atom: its later columns must agree.
+        for (std::size_t c = 0; c < width && ok; ++c) {
+          const operand& o = s.terms[c];
+          if (o.is_reg() && !s.bound[c]) ok = regs[o.v] == cells[c];
+        }
+        if (!ok) continue;
+        advanced = true;
+        return {};
       }
-      if (!merged) break;
+      return {};
     }
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      if (!touched[c]) continue;
-      table& t = tables_[c];
-      std::size_t out = 0;
-      for (std::size_t r = 0; r < t.row_count(); ++r) {
-        if (t.cells[r * t.width + t.arity] == dead) continue;
-        if (out != r) std::copy_n(&t.cells[r * t.width], t.width, &t.cells[out * t.width]);
-        ++out;
-      }
-      t.cells.resize(out * t.width);
-      rehash(t);
-    }
-    ++epoch_;
-  }
-
-  // --- search -------------------------------------------------------------------------------
-
-  // Builds (once per rebuilt state) the index of table `c` by column `col`.
-  void ensure_index(std::uint32_t c, std::uint32_t col) {
-    table& t = tables_[c];
-    if (t.index_offsets.size() < t.width) {
-      t.index_offsets.resize(t.width);
-      t.index_rows.resize(t.width);
-      t.index_epoch.resize(t.width, ~std::uint64_t{0});
-    }
-    if (t.index_epoch[col] == epoch_) return;
-    t.index_epoch[col] = epoch_;
-    const bool literal_column = col < t.arity && !t.datatype_column[col];
-    const std::size_t domain = literal_column ? prog_->literals.size() : parent_.size();
-    auto& offsets = t.index_offsets[col];
-    auto& rows = t.index_rows[col];
-    offsets.assign(domain + 1, 0);
-    const std::size_t n = t.row_count();
-    for (std::size_t r = 0; r < n; ++r) ++offsets[t.cells[r * t.width + col] + 1];
-    for (std::size_t i = 0; i < domain; ++i) offsets[i + 1] += offsets[i];
-    rows.resize(n);
-    std::vector<std::uint32_t> cursor(offsets.begin(), offsets.end() - 1);
-    for (std::size_t r = 0; r < n; ++r)
-      rows[cursor[t.cells[r * t.width + col]]++] = static_cast<std::uint32_t>(r);
-  }
-
-  struct search_context {
-    const query_plan* plan;
-    std::uint32_t regs[max_arity * 4];
-    std::vector<std::uint32_t>* out;
   };
 
-  // Tries row `r` of atom `k`: checks and binds its columns, then continues with atom k + 1.
-  void match_row(search_context& ctx, std::size_t k, std::uint32_t r) const {
-    const plan_atom& atom = ctx.plan->atoms[k];
-    const table& t = tables_[atom.ctor];
-    const std::uint32_t* cells = &t.cells[std::size_t{r} * t.width];
-    for (std::uint32_t c = 0; c < t.width; ++c) {
-      const plan_column& col = atom.columns[c];
-      switch (col.op) {
-        case column_op::bind:
-          ctx.regs[col.value] = cells[c];
-          break;
-        case column_op::check:
-          if (ctx.regs[col.value] != cells[c]) return;
-          break;
-        case column_op::literal:
-          if (col.value != cells[c]) return;
-          break;
-      }
+  //! What primitives in a query may do with tables: read them (`unstable-app` of a function).
+  class read_access final : public table_access {
+   public:
+    explicit read_access(const cpu_engine& engine) : engine_(engine) {}
+    bool is_constructor(std::uint32_t function) override {
+      return engine_.decl_->functions[function].kind == function_kind::constructor;
     }
-    if (k + 1 == ctx.plan->atoms.size()) {
-      for (const std::uint32_t reg : ctx.plan->saved) ctx.out->push_back(ctx.regs[reg]);
-      return;
+    bool lookup(std::uint32_t function, const value* keys, value& out) override {
+      const table& t = engine_.db_->tables[function];
+      const std::uint32_t r = t.find(keys);
+      if (r == table::no_row) return false;
+      out = t.value_of(r);
+      return true;
     }
-    const plan_atom& next = ctx.plan->atoms[k + 1];
-    const table& nt = tables_[next.ctor];
-    const plan_column& key = next.columns[next.key_column];
-    const std::uint32_t value = key.op == column_op::literal ? key.value : ctx.regs[key.value];
-    const auto& offsets = nt.index_offsets[next.key_column];
-    if (value + 1 >= offsets.size()) return;
-    const auto& rows = nt.index_rows[next.key_column];
-    for (std::uint32_t i = offsets[value]; i < offsets[value + 1]; ++i)
-      match_row(ctx, k + 1, rows[i]);
-  }
-
-  std::vector<std::uint32_t> search(const query_plan& plan) {
-    for (const auto& [c, col] : plan.index_keys()) ensure_index(c, col);
-    const plan_atom& first = plan.atoms[0];
-    const table& t = tables_[first.ctor];
-    // Candidate rows of the first atom: all, or those holding its literal.
-    const std::uint32_t* candidates = nullptr;
-    std::size_t count = t.row_count();
-    if (first.key_column != no_column) {
-      const auto& offsets = t.index_offsets[first.key_column];
-      const std::uint32_t lit = first.columns[first.key_column].value;
-      if (lit + 1 >= offsets.size()) return {};
-      candidates = &t.index_rows[first.key_column][offsets[lit]];
-      count = offsets[lit + 1] - offsets[lit];
+    expected<value> make(std::uint32_t function, const value*) override {
+      return fail(refused(function));
     }
-    const unsigned workers =
-        count < 4096 ? 1u : static_cast<unsigned>(std::min<std::size_t>(threads_, count / 2048));
-    std::vector<std::vector<std::uint32_t>> parts(workers);
-    auto work = [&](unsigned w) {
-      search_context ctx{&plan, {}, &parts[w]};
-      const std::size_t begin = count * w / workers;
-      const std::size_t end = count * (w + 1) / workers;
-      for (std::size_t i = begin; i < end; ++i)
-        match_row(ctx, 0, candidates != nullptr ? candidates[i] : static_cast<std::uint32_t>(i));
-    };
-    if (workers == 1) {
-      work(0);
-      return std::move(parts[0]);
+    expected<void> set(std::uint32_t function, const value*, value) override {
+      return fail(refused(function));
     }
-    std::vector<std::thread> pool;
-    for (unsigned w = 1; w < workers; ++w) pool.emplace_back(work, w);
-    work(0);
-    for (auto& th : pool) th.join();
-    std::size_t total = 0;
-    for (const auto& p : parts) total += p.size();
-    std::vector<std::uint32_t> out;
-    out.reserve(total);
-    for (const auto& p : parts) out.insert(out.end(), p.begin(), p.end());
-    return out;
-  }
-
-  // --- apply --------------------------------------------------------------------------------
-
-  void apply(const query_plan& plan, const std::vector<std::uint32_t>& matches) {
-    const std::size_t width = plan.saved.size();
-    std::vector<std::uint32_t> temps(plan.actions.size());
-    std::uint32_t key[max_arity];
-    for (std::size_t m = 0; m < matches.size(); m += width) {
-      const std::uint32_t* saved = &matches[m];
-      auto value = [&](const operand& o) {
-        switch (o.kind) {
-          case operand_kind::saved:
-            return saved[o.value];
-          case operand_kind::literal:
-            return o.value;
-          case operand_kind::temp:
-            return temps[o.value];
-        }
-        return o.value;
-      };
-      for (std::size_t s = 0; s < plan.actions.size(); ++s) {
-        const make_node& step = plan.actions[s];
-        for (std::size_t a = 0; a < step.args.size(); ++a) key[a] = value(step.args[a]);
-        temps[s] = lookup_or_insert(step.ctor, key);
-      }
-      unite(saved[0], value(plan.result));
+    expected<void> unite(value, value) override { return fail(refused(0)); }
+    expected<void> remove(std::uint32_t function, const value*) override {
+      return fail(refused(function));
     }
-  }
 
-  // --- limits -------------------------------------------------------------------------------
-
-  snapshot take_snapshot() const {
-    snapshot s;
-    for (const table& t : tables_) s.cells.push_back(t.cells);
-    s.parent = parent_;
-    return s;
-  }
-  void restore(snapshot s) {
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      tables_[c].cells = std::move(s.cells[c]);
-      rehash(tables_[c]);
+   private:
+    error refused(std::uint32_t function) const {
+      return error(errc::invalid_argument, "a query cannot add to or change a table")
+          .about(engine_.decl_->functions.empty() ? std::string()
+                                                  : engine_.decl_->functions[function].name)
+          .fix("build the term in the rule's actions instead");
     }
-    parent_ = std::move(s.parent);
-    ++epoch_;
-  }
+    const cpu_engine& engine_;
+  };
 
-  // --- extraction ---------------------------------------------------------------------------
-
-  std::vector<detail::flat_table> flat_tables() const {
-    std::vector<detail::flat_table> out;
-    for (const table& t : tables_) out.push_back({t.cells.data(), t.row_count(), t.width});
-    return out;
-  }
-
-  void compute_costs() const {
-    if (cost_epoch_ == epoch_ + 1) return;
-    costs_.compute(*prog_, flat_tables(), parent_.size());
-    cost_epoch_ = epoch_ + 1;
-  }
-
-  const program* prog_;
+  const declarations* decl_;
+  database* db_;
   unsigned threads_ = 1;
-  std::vector<table> tables_;
-  std::vector<std::uint32_t> parent_;
-  std::vector<query_plan> plans_;
-  std::vector<std::uint32_t> global_class_;
-  std::uint64_t iteration_ = 0;
-  std::uint64_t epoch_ = 0;
-  mutable std::uint64_t cost_epoch_ = 0;
-  mutable detail::tree_costs costs_;
+  read_access reader_{*this};
+  std::unordered_multimap<std::uint64_t, detail::column_index> indexes_;
+  mutable std::unordered_map<std::uint64_t, double> fanout_;  // per (function, column)
+  std::vector<value> scratch_;                                // a row's keys while it is rewritten
+  iteration_limits limits_;
+  std::atomic<bool> stop_{false};
+  std::atomic<iteration_stop> stop_reason_{iteration_stop::none};  //!< set before `stop_`
+  std::atomic<std::uint64_t> match_words_{0};  //!< match registers the search keeps
 };
 
 }  // namespace vyre::eqsat

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! E-matching on the device: a rule's `query_plan` (plan.hpp) flattened into a POD block
-//! (`flat_query`) that a join-interpreter kernel runs over per-constructor tables
+//! E-matching on the device: a rule's `rule_plan` (`device/plan.hpp`) flattened into a POD
+//! block (`flat_query`) that a join-interpreter kernel runs over per-function tables
 //! (`table_ref`), a thread per row of the first atom's table, nested loops over the later
-//! atoms through column indexes.
+//! atoms through column indexes (or over every row of an atom that shares no column with the
+//! atoms before it).
 //!
 //! Index. A later atom finds its candidate rows by the value of its `key_column` (a value the
 //! earlier atoms bound, or a literal): a `column_index` is that column's values ascending with
@@ -13,7 +14,7 @@
 //!
 //! Two phases, so the matches land in one exact buffer: `count_matches` writes the matches per
 //! row of atom 0, the caller scans them (e.g. `cub::DeviceScan::ExclusiveSum`) and sums them,
-//! `write_matches` stores every match's saved registers (`query_plan::saved`, in that order)
+//! `write_matches` stores every match's saved registers (`rule_plan::saved`, in that order)
 //! at its row's offset: match m is `saved_count` u32 at `out + m * saved_count`.
 //! `match_from<Write>` is the per-row device function, for use in an author's own kernel.
 //!
@@ -24,8 +25,8 @@
 //! rule, `max_width` columns per table (checked by `flatten`); matches per row below 2^32.
 //!
 //!     namespace dev = vyre::eqsat::device;
-//!     auto q = dev::flatten(plan, tables, [&](std::uint32_t ctor, std::uint32_t column) {
-//!       return dev::build_index(memory, tables[ctor], column, bits, scratch[ctor], stream);
+//!     auto q = dev::flatten(plan, tables, [&](std::uint32_t table, std::uint32_t column) {
+//!       return dev::build_index(memory, tables[table], column, bits, scratch[table], stream);
 //!     });                                                   // expected<flat_query>
 //!     VYRE_TRY(dev::count_matches(*q, counts, stream));     // counts: u32 per row of atom 0
 //!     // exclusive scan of counts in place, total = last offset + last count
@@ -42,17 +43,13 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
-#include "vyre/eqsat/plan.hpp"
 #include "vyre/runtime/memory.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::eqsat::device {
-
-inline constexpr std::uint32_t max_atoms = 8;       //!< constructor nodes of a left side
-inline constexpr std::uint32_t max_registers = 32;  //!< query registers of a rule
-inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
 
 //! Rows of a table by the value of one column: `count` keys ascending at `keys[i * stride]`,
 //! `rows[i]` the row holding key i (`rows == nullptr`: row i itself, a table sorted by that
@@ -77,8 +74,10 @@ struct column_index {
 //! One atom of a query: its table and, per column, `op` (a `column_op`) and its value.
 struct flat_atom {
   const std::uint32_t* cells;
-  column_index index;         //!< by `key_column` (unused for atom 0, which scans every row)
-  const std::uint32_t* live;  //!< atom 0: its table's `live` (the rows in use; null: `rows`)
+  //! By `key_column`; unused for atom 0 and for an atom without a key column, which scan
+  //! every row of their table.
+  column_index index;
+  const std::uint32_t* live;  //!< its table's `live` (the rows in use; null: `rows`)
   std::uint32_t rows;
   std::uint32_t width;
   std::uint32_t key_column;
@@ -93,7 +92,7 @@ struct flat_atom {
 #endif
 };
 
-//! A `query_plan` flattened against tables: what the count and write kernels take by value.
+//! A `rule_plan` flattened against tables: what the count and write kernels take by value.
 struct flat_query {
   flat_atom atoms[max_atoms];
   std::uint32_t saved[max_saved];
@@ -102,7 +101,7 @@ struct flat_query {
 };
 
 //! Whether `plan` fits the flat query's fixed arrays; the error names the counts and limits.
-inline expected<void> fits(const query_plan& plan) {
+inline expected<void> fits(const rule_plan& plan) {
   std::size_t widest = 0;
   for (const plan_atom& a : plan.atoms) widest = (std::max)(widest, a.columns.size());
   if (plan.atoms.size() <= max_atoms && plan.register_count <= max_registers &&
@@ -135,11 +134,12 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
   return g;
 }
 
-//! `plan` flattened against `tables` (indexed by constructor). `index_of(ctor, column)`
-//! returns an `expected<column_index>` of table `ctor` by `column`; it is called for every atom
-//! after the first (`plan.index_keys()` lists them, to build them beforehand).
+//! `plan` flattened against `tables` (indexed by function). `index_of(table, column)`
+//! returns an `expected<column_index>` of table `table` by `column`; it is called for every
+//! atom after the first that has a key column (`plan.index_keys()` lists them, to build them
+//! beforehand).
 template <class IndexOf>
-expected<flat_query> flatten(const query_plan& plan, std::span<const table_ref> tables,
+expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
                              IndexOf&& index_of) {
   VYRE_TRY(fits(plan));
   flat_query q{};
@@ -148,14 +148,14 @@ expected<flat_query> flatten(const query_plan& plan, std::span<const table_ref> 
   for (std::size_t s = 0; s < plan.saved.size(); ++s) q.saved[s] = plan.saved[s];
   for (std::size_t k = 0; k < plan.atoms.size(); ++k) {
     const plan_atom& a = plan.atoms[k];
-    if (a.ctor >= tables.size())
+    if (a.table >= tables.size())
       return fail(error(errc::invalid_argument, "eqsat::device::flatten: no table for an atom")
-                      .with("ctor", a.ctor)
+                      .with("table", a.table)
                       .with("tables", tables.size())
-                      .fix("pass one table_ref per constructor of the program"));
-    q.atoms[k] = flatten_atom(a, tables[a.ctor]);
-    if (k != 0) {
-      VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.ctor, a.key_column));
+                      .fix("pass one table_ref per function of the declarations"));
+    q.atoms[k] = flatten_atom(a, tables[a.table]);
+    if (k != 0 && a.key_column != no_column) {
+      VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.table, a.key_column));
     }
   }
   return q;
@@ -225,9 +225,15 @@ __device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, st
     }
     ++found;
   };
-  // Positions of atom k's candidate rows, from the value its key column must hold.
+  // Positions of atom k's candidate rows, from the value its key column must hold (every row
+  // in use when it has none).
   auto open = [&](std::uint32_t k) {
     const flat_atom& a = q.atoms[k];
+    if (a.key_column == no_column) {
+      pos[k] = 0;
+      end[k] = a.in_use();
+      return;
+    }
     const std::uint32_t key =
         a.op[a.key_column] == 2 ? a.value[a.key_column] : regs[a.value[a.key_column]];
     index_range(a.index, key, pos[k], end[k]);
@@ -245,7 +251,8 @@ __device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, st
     }
     const flat_atom& a = q.atoms[level];
     const std::uint32_t p = pos[level]++;
-    const std::uint32_t row = a.index.rows != nullptr ? a.index.rows[p] : p;
+    const std::uint32_t row =
+        a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[p] : p;
     if (!try_row(a, row, regs)) continue;
     if (level + 1 == q.atom_count) {
       emit();

@@ -4,10 +4,11 @@
 //! of `vyre::eqsat` (e-matching, rebuild) read them, and `key_bits`, the value range their
 //! radix sorts cover.
 //!
-//! A table of constructor `C` with arity `k` is `rows` rows of `width = k + 1` u32, row-major
-//! and contiguous: `(col_0, ..., col_{k-1}, eclass)` (the layout of `plan.hpp`). A column holds
-//! either an e-class id (bit c of `class_mask` set; the last column always) or a literal id
-//! (`program::literals`). The view owns nothing: the cells live where the engine put them.
+//! A table of a constructor with arity `k` is `rows` rows of `width = k + 1` u32, row-major and
+//! contiguous: `(col_0, ..., col_{k-1}, eclass)` (the layout of `device/plan.hpp`). A column
+//! holds either an e-class id (bit c of `class_mask` set; the last column always) or a base
+//! sort's value (its u32 encoding, `values.hpp`). The view owns nothing: the cells live where
+//! the engine put them.
 //!
 //!     vyre::eqsat::device::table_ref add{cells, rows, 3, 0b111};  // Add(Math, Math) -> Math
 //!
@@ -24,15 +25,12 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/eqsat/device/plan.hpp"
 #include "vyre/runtime/memory.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::eqsat::device {
-
-//! Columns of a row at the most: arity 7 plus the e-class column (the e-matching kernels keep
-//! a row's operations in fixed arrays of this size).
-inline constexpr std::uint32_t max_width = 8;
 
 //! A non-owning view of one table: `rows` rows of `width` u32 at `cells`.
 struct table_ref {
@@ -44,7 +42,7 @@ struct table_ref {
   //! the kernels when they run (rows from it on are padding the passes skip or sort last).
   const std::uint32_t* live = nullptr;
 
-  //! Whether column `c` holds an e-class id (else a literal id).
+  //! Whether column `c` holds an e-class id (else a base sort's value).
   __host__ __device__ constexpr bool holds_class(std::uint32_t c) const noexcept {
     return ((class_mask >> c) & 1u) != 0;
   }
@@ -56,15 +54,15 @@ struct table_ref {
 #endif
 };
 
-//! Bits a radix sort needs for the values of a column: classes below `class_ids`, literals
-//! below `literal_ids` (the sorts of `ematch.cuh`'s indexes and `rebuild.cuh`'s rows).
+//! Bits a radix sort needs for the values of a column: classes below `class_ids`, base sorts'
+//! values below `base_bound` (the sorts of `ematch.cuh`'s indexes and `rebuild.cuh`'s rows).
 struct key_bits {
   std::uint64_t class_ids = 0;
-  std::uint64_t literal_ids = 0;
+  std::uint64_t base_bound = 0;
 
   //! Bits of column `c` of `t`: at least 1, at most 32.
   constexpr int of(const table_ref& t, std::uint32_t c) const noexcept {
-    const std::uint64_t domain = t.holds_class(c) ? class_ids : literal_ids;
+    const std::uint64_t domain = t.holds_class(c) ? class_ids : base_bound;
     int bits = 1;
     while (bits < 32 && (domain >> bits) != 0) ++bits;
     return bits;

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! `vyre::eqsat::declarations` (what a program declared: sorts, functions, rules, rulesets,
+//! primitives) and `vyre::eqsat::database` (what it holds: one `table` per function, the
+//! values, the id space and the timestamps), the state every engine reads and writes.
+//!
+//! A table's rows are u32 cells `(keys..., value)`, each with a timestamp and a state, kept in
+//! the order they were written: a row whose value (or subsumed flag, or a key, on rebuild)
+//! changes is written again at the end and its old copy goes stale, as egglog stores them.
+//! Timestamps only grow, so a table's rows are sorted by timestamp and the rows new to a rule
+//! (written at or after the rule last ran) are a suffix: seminaive evaluation finds them with
+//! one binary search. A hash index on the keys finds the one live row of a key.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
+#include "vyre/eqsat/detail/row_hash.hpp"
+#include "vyre/eqsat/ir.hpp"
+#include "vyre/eqsat/primitives.hpp"
+#include "vyre/eqsat/values.hpp"
+
+namespace vyre::eqsat {
+
+//! What a program has declared so far. The front end adds to it; engines read it.
+struct declarations {
+  std::vector<sort_info> sorts;
+  std::unordered_map<std::string, std::uint32_t> sort_ids;
+  std::vector<function_decl> functions;
+  std::unordered_map<std::string, std::uint32_t> function_ids;
+  std::vector<rule_decl> rules;
+  std::vector<ruleset_decl> rulesets;  //!< ruleset 0 is the default one, named ""
+  std::unordered_map<std::string, std::uint32_t> ruleset_ids;
+  prim_catalog prims;
+  VYRE_HOST_SPECIAL_MEMBERS(declarations);
+
+  const sort_info& sort_of(std::uint32_t s) const noexcept { return sorts[s]; }
+  std::int64_t find_function(std::string_view name) const {
+    auto it = function_ids.find(std::string(name));
+    return it == function_ids.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+  std::int64_t find_sort(std::string_view name) const {
+    auto it = sort_ids.find(std::string(name));
+    return it == sort_ids.end() ? -1 : static_cast<std::int64_t>(it->second);
+  }
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(declarations);
+
+enum class row_state : std::uint8_t { live = 0, subsumed = 1, stale = 2 };
+
+//! The rows of one function (see the file comment).
+class table {
+ public:
+  static constexpr std::uint32_t no_row = 0xffffffffu;
+  //! Rows a table may hold, stale ones included (row ids and index slots are u32).
+  static constexpr std::size_t max_rows = 0xfffffff0u;
+  VYRE_HOST_SPECIAL_MEMBERS(table);
+
+  void configure(std::uint32_t arity, std::vector<std::uint8_t> id_columns) {
+    arity_ = arity;
+    width_ = arity + 1;
+    id_columns_ = std::move(id_columns);
+    has_ids_ = std::find(id_columns_.begin(), id_columns_.end(), 1) != id_columns_.end();
+    reset_index(16);
+  }
+
+  std::uint32_t arity() const noexcept { return arity_; }
+  std::uint32_t width() const noexcept { return width_; }
+  //! Rows stored, stale ones included (row ids run below it).
+  std::size_t rows() const noexcept { return states_.size(); }
+  //! Live and subsumed rows: egglog's size of the function.
+  std::size_t size() const noexcept { return present_; }
+  std::size_t stale() const noexcept { return rows() - present_; }
+  bool holds_ids() const noexcept { return has_ids_; }
+  bool id_column(std::uint32_t c) const noexcept { return id_columns_[c] != 0; }
+
+  const value* row(std::size_t r) const noexcept { return cells_.data() + r * width_; }
+  value* row(std::size_t r) noexcept { return cells_.data() + r * width_; }
+  value value_of(std::size_t r) const noexcept { return cells_[r * width_ + arity_]; }
+  std::uint32_t stamp(std::size_t r) const noexcept { return stamps_[r]; }
+  row_state state(std::size_t r) const noexcept { return static_cast<row_state>(states_[r]); }
+  const std::vector<value>& cells() const noexcept { return cells_; }
+
+  //! The first row written at or after timestamp `ts` (rows are sorted by timestamp).
+  std::size_t first_row_at(std::uint32_t ts) const noexcept {
+    return static_cast<std::size_t>(std::lower_bound(stamps_.begin(), stamps_.end(), ts) -
+                                    stamps_.begin());
+  }
+
+  //! The live or subsumed row of `keys`, or `no_row`.
+  std::uint32_t find(const value* keys) const noexcept {
+    const std::uint64_t h = detail::row_hash(keys, arity_);
+    const std::uint64_t tag = h >> 32;
+    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+      const std::uint64_t slot = slots_[i];
+      if (slot == 0) return no_row;
+      const auto low = static_cast<std::uint32_t>(slot);
+      if (low == tombstone || (slot >> 32) != tag) continue;
+      const std::uint32_t r = low - 1;
+      if (detail::same_row(row(r), keys, arity_)) return r;
+    }
+  }
+
+  //! Appends a row with `keys` (no live row may have them), value `v`, stamp `ts`.
+  expected<std::uint32_t> append(const value* keys, value v, std::uint32_t ts, row_state st) {
+    if (rows() >= max_rows)
+      return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
+                      .with("rows", rows())
+                      .fix("stop earlier with --node-limit"));
+    const auto r = static_cast<std::uint32_t>(rows());
+    cells_.insert(cells_.end(), keys, keys + arity_);
+    cells_.push_back(v);
+    stamps_.push_back(ts);
+    states_.push_back(static_cast<std::uint8_t>(st));
+    ++present_;
+    if ((used_slots_ + 1) * 2 > slots_.size())
+      reindex();
+    else
+      insert_slot(detail::row_hash(keys, arity_), r);
+    return r;
+  }
+
+  //! Marks row `r` stale and drops it from the key index.
+  void retire(std::uint32_t r) noexcept {
+    if (state(r) == row_state::stale) return;
+    const std::uint64_t h = detail::row_hash(row(r), arity_);
+    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+      const std::uint64_t slot = slots_[i];
+      if (slot == 0) break;
+      if (static_cast<std::uint32_t>(slot) == r + 1) {
+        slots_[i] = (slot & ~std::uint64_t{0xffffffffu}) | tombstone;
+        break;
+      }
+    }
+    states_[r] = static_cast<std::uint8_t>(row_state::stale);
+    --present_;
+  }
+
+  //! Drops the stale rows (keeping the others' order) and rebuilds the key index.
+  void compact() {
+    if (stale() == 0) return;
+    std::size_t out = 0;
+    for (std::size_t r = 0; r < rows(); ++r) {
+      if (state(r) == row_state::stale) continue;
+      if (out != r) {
+        std::copy_n(row(r), width_, row(out));
+        stamps_[out] = stamps_[r];
+        states_[out] = states_[r];
+      }
+      ++out;
+    }
+    cells_.resize(out * width_);
+    stamps_.resize(out);
+    states_.resize(out);
+    reindex();
+  }
+
+  //! Replaces every row with `cells` (`width()` words per row, distinct keys), all live and
+  //! stamped `ts`, and indexes them once (a whole table coming back from the device).
+  expected<void> assign(std::vector<value> cells, std::uint32_t ts) {
+    const std::size_t n = cells.size() / width_;
+    if (n > max_rows)
+      return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
+                      .with("rows", n)
+                      .fix("stop earlier with --node-limit"));
+    cells_ = std::move(cells);
+    cells_.resize(n * width_);
+    stamps_.assign(n, ts);
+    states_.assign(n, static_cast<std::uint8_t>(row_state::live));
+    present_ = n;
+    reindex();
+    return {};
+  }
+
+  //! Empties the table (its configuration stays).
+  void clear() {
+    cells_.clear();
+    stamps_.clear();
+    states_.clear();
+    present_ = 0;
+    reset_index(16);
+  }
+
+ private:
+  static constexpr std::uint32_t tombstone = 0xffffffffu;
+
+  void reset_index(std::size_t capacity) {
+    std::size_t size = 16;
+    while (size < capacity * 2) size <<= 1;
+    slots_.assign(size, 0);
+    mask_ = size - 1;
+    used_slots_ = 0;
+  }
+  void insert_slot(std::uint64_t h, std::uint32_t r) noexcept {
+    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+      if (slots_[i] == 0) {
+        slots_[i] = ((h >> 32) << 32) | (std::uint64_t{r} + 1);
+        ++used_slots_;
+        return;
+      }
+    }
+  }
+  void reindex() {
+    reset_index((std::max)(present_ + 1, std::size_t{8}));
+    for (std::size_t r = 0; r < rows(); ++r)
+      if (state(r) != row_state::stale)
+        insert_slot(detail::row_hash(row(r), arity_), static_cast<std::uint32_t>(r));
+  }
+
+  std::uint32_t arity_ = 0;
+  std::uint32_t width_ = 1;
+  std::vector<std::uint8_t> id_columns_;
+  bool has_ids_ = false;
+  std::vector<value> cells_;
+  std::vector<std::uint32_t> stamps_;
+  std::vector<std::uint8_t> states_;
+  std::size_t present_ = 0;
+  std::vector<std::uint64_t> slots_;  // 0 empty; else (hash tag << 32) | (row + 1 or tombstone)
+  std::uint64_t mask_ = 0;
+  std::size_t used_slots_ = 0;  // occupied slots, tombstones included
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(table);
+
+//! Everything a program's run holds: values, ids, tables and the clock of its timestamps.
+struct database {
+  base_values base;
+  id_space ids;
+  container_store containers;
+  std::vector<table> tables;  //!< indexed like `declarations::functions`
+  //! The timestamp the next write gets (egglog's starts at 1; 0 means "before anything").
+  std::uint32_t now = 1;
+  //! Per rule (indexed like `declarations::rules`): the timestamp of its last run, 0 before.
+  std::vector<std::uint32_t> last_run;
+  VYRE_HOST_SPECIAL_MEMBERS(database);
+
+  //! Adds the table of function `f` of `decl` (call in declaration order).
+  void add_table(const declarations& decl, std::uint32_t f) {
+    const function_decl& fn = decl.functions[f];
+    std::vector<std::uint8_t> id_columns(fn.arity() + 1);
+    for (std::uint32_t c = 0; c < fn.arity(); ++c) id_columns[c] = decl.sorts[fn.inputs[c]].is_id;
+    id_columns[fn.arity()] = decl.sorts[fn.output].is_id;
+    if (tables.size() <= f) tables.resize(f + 1);
+    tables[f].configure(fn.arity(), std::move(id_columns));
+  }
+  //! Live and subsumed rows over every table.
+  std::uint64_t total_rows() const noexcept {
+    std::uint64_t n = 0;
+    for (const table& t : tables) n += t.size();
+    return n;
+  }
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(database);
+
+}  // namespace vyre::eqsat

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: Apache-2.0
+//! @file
+//! `vyre::eqsat::device::rule_plan`: a rule of the relational core (`ir.hpp`) lowered to what
+//! the device pieces run, a join over constructor tables plus the rows a match appends, and
+//! `plan_rule`, which lowers an eligible rule or says why it cannot. Host code: the GPU engine
+//! flattens a plan against its tables (`ematch.cuh`'s `flatten`, `gpu_kernels.cuh`'s apply).
+//!
+//! Tables. Function `f`'s table on the device is rows of `width = arity + 1` u32, the keys then
+//! the value, as in the host `database`: an id column (an eq sort) holds a canonical e-class id,
+//! a base-sort column the value's encoding (`values.hpp`), the last column the row's e-class.
+//!
+//! Query. Every table atom of the body is one `plan_atom`; registers are the query's variables.
+//! A column binds a register (its first appearance), checks one (bound by an earlier atom or an
+//! earlier column), or checks a literal (a constant; an id constant is canonicalized when the
+//! plan is made, and again by the engine before each iteration: `id_literals` lists them).
+//! Atoms run in plan order as nested loops: atom 0 scans its whole table, every later atom looks
+//! its candidate rows up by the value of its `key_column` in an index of its table by that column
+//! (or scans its table when it shares nothing with the atoms before it: `no_column`).
+//!
+//! Join order: start at the atom with the most literal columns (a constant such as `(Const 0)`
+//! holds few rows), else at the pattern's root (an atom whose value no other atom takes as a
+//! key: its table's every row is a thread of the search, and the children it finds are few per
+//! class, where starting at a child finds its parents, many per class); then repeatedly take an
+//! atom sharing a bound register, preferring one whose own value column (e-class) is bound (a child
+//! of a node already found: the index by e-class yields that class's nodes only) over one bound
+//! through a key column (a parent, found through the index by that child).
+//!
+//! Head. `make` actions become `make_node` steps: each appends the row `table(args...)` with a
+//! fresh e-class (temp i is step i's class); a fresh row equal to an existing one is merged by
+//! the rebuild's congruence, which yields what egglog's lookup-or-insert yields. The head ends
+//! with at most one `unite(a, b)` (`head_end::unite`) or one `set(C, args..., v)` on a
+//! constructor (`head_end::set`: the row `C(args...)` appended with value `v`, which the rebuild
+//! unites with the row already there, if any: egglog's union-to-set). Registers saved per match
+//! (`saved`): those the head reads, the union's left operand first.
+//!
+//! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
+//! query variables, `max_saved` saved registers, `max_steps` appended rows per match and
+//! `max_width` columns per table.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "vyre/core/error.hpp"
+#include "vyre/detail/host_special_members.hpp"
+#include "vyre/eqsat/database.hpp"
+#include "vyre/eqsat/ir.hpp"
+#include "vyre/eqsat/values.hpp"
+
+namespace vyre::eqsat::device {
+
+//! Columns of a row at the most: arity 7 plus the value column (the e-matching and apply
+//! kernels keep a row's operations in fixed arrays of this size).
+inline constexpr std::uint32_t max_width = 8;
+inline constexpr std::uint32_t max_atoms = 8;       //!< table atoms of a rule's body
+inline constexpr std::uint32_t max_registers = 32;  //!< query variables of a rule
+inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
+inline constexpr std::uint32_t max_steps = 16;      //!< rows a match appends (makes and the set)
+
+enum class column_op : std::uint8_t {
+  bind,     //!< store the row's value in register `value`
+  check,    //!< the row's value must equal register `value`
+  literal,  //!< the row's value must equal `value`
+};
+
+struct plan_column {
+  column_op op = column_op::bind;
+  std::uint32_t value = 0;
+};
+
+inline constexpr std::uint32_t no_column = 0xffffffffu;
+
+struct plan_atom {
+  std::uint32_t table = 0;  //!< a function of the declarations
+  //! `arity + 1` columns; the last is the row's value (its e-class).
+  std::vector<plan_column> columns;
+  //! The column whose value is known before this atom runs (a check or literal column), used
+  //! to look the candidate rows up in an index; `no_column`: every row is a candidate.
+  std::uint32_t key_column = no_column;
+  VYRE_HOST_SPECIAL_MEMBERS(plan_atom);
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(plan_atom);
+
+enum class operand_kind : std::uint8_t {
+  saved,     //!< slot `value` of the saved match (`rule_plan::saved`)
+  constant,  //!< the value `value` itself
+  temp,      //!< the fresh e-class of make step `value`
+};
+
+struct plan_operand {
+  operand_kind kind = operand_kind::saved;
+  std::uint32_t value = 0;
+  friend bool operator==(const plan_operand&, const plan_operand&) = default;
+};
+
+//! Appends the row `table(args...)` with a fresh e-class (the step's temp), or with `value`
+//! (`rule_plan::set_row`).
+struct make_node {
+  std::uint32_t table = 0;
+  std::vector<plan_operand> args;
+  VYRE_HOST_SPECIAL_MEMBERS(make_node);
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(make_node);
+
+enum class head_end : std::uint8_t {
+  none,   //!< the makes alone (a rule that only adds rows)
+  unite,  //!< `unite(unite_left, unite_right)`
+  set,    //!< `set_row` appended with the value `set_value`
+};
+
+struct rule_plan {
+  std::uint32_t rule = 0;            //!< the rule's index in the declarations
+  std::uint32_t register_count = 0;  //!< the query's variables
+  std::vector<plan_atom> atoms;
+  //! Query registers saved per match, in slot order: the union's (or set's) left operand
+  //! first when it is a register, then the others the head reads.
+  std::vector<std::uint32_t> saved;
+  std::vector<make_node> actions;  //!< in order; step i's fresh class is temp i
+  head_end end = head_end::none;
+  plan_operand unite_left, unite_right;
+  make_node set_row;  //!< `head_end::set`: its keys
+  plan_operand set_value;
+  //! (atom, column) of every literal that is an id constant (a global's e-class): the engine
+  //! canonicalizes them before each iteration, as unions move their classes.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> id_literals;
+  VYRE_HOST_SPECIAL_MEMBERS(rule_plan);
+
+  //! Rows a match appends: one per make, and the set's.
+  std::uint32_t step_count() const noexcept {
+    return static_cast<std::uint32_t>(actions.size()) + (end == head_end::set ? 1u : 0u);
+  }
+  //! The (table, column) indexes the plan looks rows up in.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> index_keys() const {
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;
+    for (std::size_t k = 1; k < atoms.size(); ++k)
+      if (atoms[k].key_column != no_column) keys.emplace_back(atoms[k].table, atoms[k].key_column);
+    return keys;
+  }
+  //! A readable listing (one atom or step per line), for docs and debugging.
+  std::string describe(const declarations& decl) const {
+    std::string out;
+    for (std::size_t i = 0; i < atoms.size(); ++i) {
+      const plan_atom& a = atoms[i];
+      out += i == 0 ? "scan " : (a.key_column == no_column ? "scan " : "lookup ");
+      out += decl.functions[a.table].name + "(";
+      for (std::size_t c = 0; c < a.columns.size(); ++c) {
+        if (c + 1 == a.columns.size())
+          out += ") -> ";
+        else if (c != 0)
+          out += ", ";
+        const plan_column& col = a.columns[c];
+        if (i != 0 && c == a.key_column) out += "*";
+        if (col.op == column_op::literal) {
+          out += "#" + std::to_string(col.value);
+        } else {
+          out += col.op == column_op::bind ? "r" : "=r";
+          out += std::to_string(col.value);
+        }
+      }
+      out += "\n";
+    }
+    auto text = [](const plan_operand& o) {
+      if (o.kind == operand_kind::constant) return "#" + std::to_string(o.value);
+      return std::string(1, o.kind == operand_kind::saved ? 's' : 't') + std::to_string(o.value);
+    };
+    auto row = [&](const make_node& m) {
+      std::string s = decl.functions[m.table].name + "(";
+      for (std::size_t c = 0; c < m.args.size(); ++c) s += (c != 0 ? ", " : "") + text(m.args[c]);
+      return s + ")";
+    };
+    for (std::size_t i = 0; i < actions.size(); ++i)
+      out += "t" + std::to_string(i) + " = " + row(actions[i]) + "\n";
+    if (end == head_end::unite) out += "unite " + text(unite_left) + " " + text(unite_right) + "\n";
+    if (end == head_end::set) out += "set " + row(set_row) + " -> " + text(set_value) + "\n";
+    return out;
+  }
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(rule_plan);
+
+//! The rules of ruleset `ruleset`, a combined ruleset's members' too, ascending and distinct
+//! (as `cpu_engine` collects them).
+inline std::vector<std::uint32_t> ruleset_rules(const declarations& decl, std::uint32_t ruleset) {
+  std::vector<std::uint32_t> out;
+  std::vector<std::uint32_t> todo{ruleset};
+  std::vector<std::uint8_t> seen(decl.rulesets.size(), 0);
+  while (!todo.empty()) {
+    const std::uint32_t rs = todo.back();
+    todo.pop_back();
+    if (rs >= seen.size() || seen[rs]) continue;
+    seen[rs] = 1;
+    const ruleset_decl& d = decl.rulesets[rs];
+    out.insert(out.end(), d.rules.begin(), d.rules.end());
+    for (auto it = d.combined.rbegin(); it != d.combined.rend(); ++it) todo.push_back(*it);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+//! Whether function `f` can live on the device: a constructor (relations are constructors)
+//! whose columns are eq sorts or base sorts, at most `max_width` of them. The error
+//! (`errc::unsupported`) names the function and says why.
+inline expected<void> table_fits(const declarations& decl, std::uint32_t f) {
+  const function_decl& fn = decl.functions[f];
+  if (fn.kind != function_kind::constructor)
+    return fail(error(errc::unsupported,
+                      "the GPU engine holds constructors only: a function holds e-class ids")
+                    .about(fn.name)
+                    .fix("run this program on the CPU engine (--device cpu)"));
+  if (fn.arity() + 1 > max_width)
+    return fail(error(errc::unsupported,
+                      "a constructor has more arguments than the GPU engine "
+                      "takes")
+                    .about(fn.name)
+                    .with("arity", fn.arity())
+                    .with("max", max_width - 1)
+                    .fix("run this program on the CPU engine (--device cpu)"));
+  for (std::uint32_t c = 0; c <= fn.arity(); ++c) {
+    const sort_info& s = decl.sorts[c < fn.arity() ? fn.inputs[c] : fn.output];
+    if (s.kind != sort_kind::eq && !is_base(s.kind))
+      return fail(error(errc::unsupported,
+                        "the GPU engine holds eq and base sorts only: a constructor has a "
+                        "container or function column")
+                      .about(fn.name)
+                      .fix("run this program on the CPU engine (--device cpu)"));
+  }
+  return {};
+}
+
+namespace detail {
+
+inline error rule_refused(const rule_decl& rule, const char* why) {
+  return error(errc::unsupported, why)
+      .about(rule.name)
+      .fix("the iterations of a ruleset with this rule run on the CPU engine");
+}
+
+//! A query register, or ~0u.
+inline std::uint32_t query_register(const operand& o, std::uint32_t variables) noexcept {
+  return o.is_reg() && o.v < variables ? o.v : ~0u;
+}
+
+}  // namespace detail
+
+//! Rule `rule` of `decl` lowered to a device plan (see the file comment); its id constants
+//! canonical in `db`. @returns `errc::unsupported` naming the rule and why when it is not one
+//! the device runs: its body must be table atoms over device tables (`table_fits`), with no
+//! primitives, no run-time equalities and not decided false; its head `make`s on constructors,
+//! then at most one `unite` or one `set` on a constructor; and it must fit the limits.
+inline expected<rule_plan> plan_rule(const declarations& decl, const database& db,
+                                     const rule_decl& rule) {
+  const query& q = rule.body;
+  const std::uint32_t variables = q.variable_count();
+  if (q.never) return fail(detail::rule_refused(rule, "a rule whose query never holds"));
+  if (!q.prims.empty())
+    return fail(detail::rule_refused(rule, "the GPU engine matches no primitive in a query"));
+  if (!q.equalities.empty())
+    return fail(detail::rule_refused(rule, "the GPU engine matches no equality of globals"));
+  if (q.atoms.empty())
+    return fail(detail::rule_refused(rule, "the GPU engine matches no query without tables"));
+  if (q.atoms.size() > max_atoms)
+    return fail(detail::rule_refused(rule, "more table atoms than the GPU engine joins")
+                    .with("atoms", q.atoms.size())
+                    .with("max", max_atoms));
+  if (variables > max_registers)
+    return fail(detail::rule_refused(rule, "more query variables than the GPU engine keeps")
+                    .with("variables", variables)
+                    .with("max", max_registers));
+  const auto canonical = [&](value v) { return v < db.ids.size() ? db.ids.find_const(v) : v; };
+
+  rule_plan plan;
+  if (!decl.rules.empty() && &rule >= decl.rules.data() &&
+      &rule < decl.rules.data() + decl.rules.size())
+    plan.rule = static_cast<std::uint32_t>(&rule - decl.rules.data());
+  plan.register_count = variables;
+  // The atoms as the body has them, with their literal counts.
+  const std::size_t n = q.atoms.size();
+  std::vector<plan_atom> pattern(n);
+  std::vector<std::uint32_t> literals(n, 0);
+  std::vector<std::vector<std::uint8_t>> id_literal(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const table_atom& ta = q.atoms[i];
+    if (ta.function >= decl.functions.size())
+      return fail(detail::rule_refused(rule, "an atom names no function"));
+    if (auto fits = table_fits(decl, ta.function); !fits)
+      return fail(detail::rule_refused(rule, "an atom's table cannot live on the GPU")
+                      .with("function", ta.function));
+    if (ta.terms.size() != decl.functions[ta.function].arity() + 1u)
+      return fail(detail::rule_refused(rule, "an atom's columns do not fit its table"));
+    pattern[i].table = ta.function;
+    id_literal[i].assign(ta.terms.size(), 0);
+    for (std::size_t c = 0; c < ta.terms.size(); ++c) {
+      const operand& o = ta.terms[c];
+      if (o.is_reg()) {
+        if (o.v >= variables)
+          return fail(detail::rule_refused(rule, "an atom reads a register past the query's"));
+        pattern[i].columns.push_back(plan_column{column_op::bind, o.v});
+        continue;
+      }
+      const bool is_id = o.type == operand::kind::id;
+      pattern[i].columns.push_back(plan_column{column_op::literal, is_id ? canonical(o.v) : o.v});
+      id_literal[i][c] = is_id ? 1 : 0;
+      ++literals[i];
+    }
+  }
+
+  // Join order (see the file comment).
+  // The root: an atom whose value no other atom takes as a key (the body lists children first).
+  std::vector<std::uint8_t> is_child(n, 0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const plan_column& own = pattern[i].columns.back();
+    if (own.op != column_op::bind) continue;
+    for (std::size_t j = 0; j < n && is_child[i] == 0; ++j)
+      for (std::size_t c = 0; j != i && c + 1 < pattern[j].columns.size(); ++c)
+        if (pattern[j].columns[c].op == column_op::bind && pattern[j].columns[c].value == own.value)
+          is_child[i] = 1;
+  }
+  std::vector<std::uint8_t> taken(n, 0), bound(variables, 0);
+  std::size_t start = 0;
+  for (std::size_t i = 1; i < n; ++i)
+    if (literals[i] > literals[start] ||
+        (literals[i] == literals[start] && is_child[start] != 0 && is_child[i] == 0))
+      start = i;
+  const auto emit = [&](std::size_t i, bool first) {
+    plan_atom atom = pattern[i];
+    const auto width = static_cast<std::uint32_t>(atom.columns.size());
+    const auto known = [&](const plan_column& col) {
+      return col.op == column_op::literal || (!first && bound[col.value] != 0);
+    };
+    // Key column: the own e-class when known, else the first known key column.
+    if (!first && known(atom.columns[width - 1])) atom.key_column = width - 1;
+    for (std::uint32_t c = 0; c + 1 < width && atom.key_column == no_column; ++c)
+      if (known(atom.columns[c])) atom.key_column = c;
+    for (std::uint32_t c = 0; c < width; ++c) {
+      plan_column& col = atom.columns[c];
+      if (col.op == column_op::literal) {
+        if (id_literal[i][c] != 0)
+          plan.id_literals.emplace_back(static_cast<std::uint32_t>(plan.atoms.size()), c);
+        continue;
+      }
+      if (bound[col.value] != 0) {
+        col.op = column_op::check;
+      } else {
+        col.op = column_op::bind;
+        bound[col.value] = 1;
+      }
+    }
+    taken[i] = 1;
+    plan.atoms.push_back(std::move(atom));
+  };
+  emit(start, true);
+  for (std::size_t step = 1; step < n; ++step) {
+    std::size_t pick = n;
+    int pick_rank = -1;  // 3: by its e-class, 2: through a bound column, 1: a literal, 0: none
+    for (std::size_t i = 0; i < n; ++i) {
+      if (taken[i] != 0) continue;
+      const plan_atom& a = pattern[i];
+      int rank = 0;
+      const plan_column& own = a.columns.back();
+      if (own.op == column_op::literal || bound[own.value] != 0) {
+        rank = 3;
+      } else {
+        for (const plan_column& col : a.columns) {
+          if (col.op == column_op::literal)
+            rank = (std::max)(rank, 1);
+          else if (bound[col.value] != 0)
+            rank = 2;
+        }
+      }
+      if (rank > pick_rank) {
+        pick = i;
+        pick_rank = rank;
+      }
+    }
+    emit(pick, false);
+  }
+
+  // Head: makes, then at most one unite or set.
+  const action_block& head = rule.head;
+  std::vector<std::uint32_t> temp_of(head.register_count(), ~0u);  // register -> make step
+  std::vector<std::uint32_t> slot_of(variables, ~0u);
+  std::vector<std::vector<operand>> reads;  // every action's operands, in order
+  for (std::size_t k = 0; k < head.actions.size(); ++k) {
+    const action& a = head.actions[k];
+    const bool last = k + 1 == head.actions.size();
+    switch (a.op) {
+      case action_op::make:
+        if (a.dst < variables || a.dst >= head.register_count() || temp_of[a.dst] != ~0u)
+          return fail(detail::rule_refused(rule,
+                                           "a make writes a register the GPU engine does "
+                                           "not expect"));
+        if (!table_fits(decl, a.target))
+          return fail(detail::rule_refused(rule, "a make's table cannot live on the GPU"));
+        break;
+      case action_op::unite:
+        if (!last)
+          return fail(detail::rule_refused(rule,
+                                           "the GPU engine runs a union only as the last "
+                                           "action"));
+        if (a.args.size() != 2) return fail(detail::rule_refused(rule, "a union of two values"));
+        plan.end = head_end::unite;
+        break;
+      case action_op::set:
+        if (!last)
+          return fail(detail::rule_refused(rule,
+                                           "the GPU engine runs a set only as the last "
+                                           "action"));
+        if (!table_fits(decl, a.target))
+          return fail(detail::rule_refused(rule, "the GPU engine sets constructors only"));
+        plan.end = head_end::set;
+        plan.set_row.table = a.target;
+        break;
+      default:
+        return fail(detail::rule_refused(rule,
+                                         "the GPU engine runs makes, then one union or "
+                                         "set, in a rule's actions"));
+    }
+    const std::size_t want =
+        a.op == action_op::unite ? 2 : decl.functions[a.target].arity() + (a.op == action_op::set);
+    if (a.args.size() != want)
+      return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+    for (const operand& o : a.args)
+      if (o.is_reg() && (o.v >= head.register_count() || (o.v >= variables && temp_of[o.v] == ~0u)))
+        return fail(detail::rule_refused(rule, "an action reads a register nothing wrote"));
+    reads.push_back(a.args);
+    if (a.op == action_op::make) {
+      temp_of[a.dst] = static_cast<std::uint32_t>(plan.actions.size());
+      plan.actions.emplace_back();
+      plan.actions.back().table = a.target;
+    }
+  }
+  if (plan.step_count() > max_steps)
+    return fail(detail::rule_refused(rule, "more rows per match than the GPU engine appends")
+                    .with("steps", plan.step_count())
+                    .with("max", max_steps));
+  // Saved registers: the union's or set's left operand first, then in the order read.
+  const auto save = [&](std::uint32_t reg) {
+    if (slot_of[reg] != ~0u) return;
+    slot_of[reg] = static_cast<std::uint32_t>(plan.saved.size());
+    plan.saved.push_back(reg);
+  };
+  if (plan.end != head_end::none) {
+    const std::vector<operand>& last = reads.back();
+    const operand& left = plan.end == head_end::unite ? last[0] : last.back();
+    if (const std::uint32_t r = detail::query_register(left, variables); r != ~0u) save(r);
+  }
+  for (const std::vector<operand>& args : reads)
+    for (const operand& o : args)
+      if (const std::uint32_t r = detail::query_register(o, variables); r != ~0u) save(r);
+  if (plan.saved.size() > max_saved)
+    return fail(detail::rule_refused(rule,
+                                     "more saved registers per match than the GPU engine "
+                                     "keeps")
+                    .with("saved", plan.saved.size())
+                    .with("max", max_saved));
+  const auto lower = [&](const operand& o) -> plan_operand {
+    if (o.type == operand::kind::constant) return {operand_kind::constant, o.v};
+    if (o.type == operand::kind::id) return {operand_kind::constant, canonical(o.v)};
+    if (o.v < variables) return {operand_kind::saved, slot_of[o.v]};
+    return {operand_kind::temp, temp_of[o.v]};
+  };
+  std::size_t step = 0;
+  for (std::size_t k = 0; k < head.actions.size(); ++k) {
+    const action& a = head.actions[k];
+    if (a.op == action_op::make) {
+      for (const operand& o : a.args) plan.actions[step].args.push_back(lower(o));
+      ++step;
+    } else if (a.op == action_op::unite) {
+      plan.unite_left = lower(a.args[0]);
+      plan.unite_right = lower(a.args[1]);
+    } else {
+      for (std::size_t i = 0; i + 1 < a.args.size(); ++i)
+        plan.set_row.args.push_back(lower(a.args[i]));
+      plan.set_value = lower(a.args.back());
+    }
+  }
+  return plan;
+}
+
+}  // namespace vyre::eqsat::device

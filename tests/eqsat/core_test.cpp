@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+// The relational core run by the CPU engine, through sessions: egglog's semantics of merges,
+// rebuilds, seminaive evaluation, deletion and subsumption, push/pop, outputs and limits; and
+// math.egg against egglog's own per-iteration counts (math.egglog-counts.tsv).
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include <vyre/eqsat/session.hpp>
+
+namespace eq = vyre::eqsat;
+
+namespace {
+
+//! Every output's text of `text` run on a fresh session (`threads` CPU threads).
+std::string run(const std::string& text, unsigned threads = 1) {
+  eq::session_options o;
+  o.threads = threads;
+  eq::session s(o);
+  auto r = s.run_text(text, "t.egg");
+  if (!r) FAIL(s.describe(r.error()));
+  std::string out;
+  for (const auto& x : s.outputs()) out += x.text;
+  return out;
+}
+
+vyre::error failure_of(const std::string& text) {
+  eq::session s;
+  auto r = s.run_text(text, "t.egg");
+  REQUIRE_FALSE(r);
+  return r.error();
+}
+
+std::string context_of(const vyre::error& e) {
+  return e.context() != nullptr ? e.context() : "";
+}
+
+}  // namespace
+
+TEST_CASE("core: print-size lists every visible function by name, as egglog prints it",
+          "[eqsat][core]") {
+  CHECK(run("(datatype M (B) (A))\n(relation r (M))\n(let $x (A))\n(r (B))\n(print-size)\n"
+            "(print-size r)") == "((A 1)\n (B 1)\n (r 1))\n1\n");
+  CHECK(run("(print-size)") == "()\n");
+}
+
+TEST_CASE("core: congruence on rebuild merges rows and unites their classes", "[eqsat][core]") {
+  // f(a) and f(b) become one row once a = b; its two values unite.
+  CHECK(run("(datatype M (A) (B) (F M))\n(let $fa (F (A)))\n(let $fb (F (B)))\n"
+            "(union (A) (B))\n(check (= $fa $fb))\n(print-size)") == "((A 1)\n (B 1)\n (F 1))\n");
+}
+
+TEST_CASE("core: a function's values merge by its :merge on set and on rebuild", "[eqsat][core]") {
+  const std::string text =
+      "(datatype M (A) (B))\n(function hi (M) i64 :merge (max old new))\n"
+      "(set (hi (A)) 3)\n(set (hi (A)) 2)\n(set (hi (B)) 7)\n"
+      "(check (= (hi (A)) 3))\n(union (A) (B))\n(check (= (hi (A)) 7))\n(print-size hi)";
+  CHECK(run(text) == "1\n");
+  // :no-merge: a second value is an error of the running program, which fail catches.
+  const vyre::error e =
+      failure_of("(function f (i64) i64 :no-merge)\n(set (f 1) 1)\n(set (f 1) 2)");
+  CHECK(e.code() == vyre::errc::invalid_argument);
+  CHECK(context_of(e) == "two different values for one key of a function declared :no-merge");
+  CHECK(run("(function f (i64) i64 :no-merge)\n(set (f 1) 1)\n(fail (set (f 1) 2))\n"
+            "(check (= (f 1) 1))") == "");
+}
+
+TEST_CASE("core: seminaive rules see each match once and an empty query fires once",
+          "[eqsat][core]") {
+  // A rule whose query is empty runs on its first run only: deleted, it is not made again.
+  CHECK(run("(relation R (i64))\n(rule () ((R 1)))\n(run 1)\n(delete (R 1))\n(run 3)\n"
+            "(print-size R)") == "0\n");
+  // A counter with a summing merge counts each derivation once (seminaive), and every
+  // iteration again with :naive.
+  const std::string counter =
+      "(relation E (i64 i64))\n(function n () i64 :merge (+ old new))\n(set (n) 0)\n"
+      "(E 1 2)\n(E 2 3)\n";
+  CHECK(run(counter + "(rule ((E a b)) ((set (n) 1)))\n(run 3)\n(extract (n))") == "2\n");
+  CHECK(run(counter + "(rule ((E a b)) ((set (n) 1)) :naive)\n(run 3)\n(extract (n))") == "6\n");
+  // Deletion is not a change: saturation stops.
+  eq::session s;
+  REQUIRE(
+      s.run_text("(relation R (i64))\n(R 1)\n(rule ((R x)) ((delete (R x))))\n(run 10)", "t.egg"));
+  CHECK(s.iterations().size() == 1);
+  CHECK(s.stopped() == eq::run_stop::saturated);
+}
+
+TEST_CASE("core: subsumed rows are not matched or extracted, but checked and counted",
+          "[eqsat][core]") {
+  const std::string text =
+      "(datatype M (Num i64) (Add M M))\n(relation seen (M))\n"
+      "(let $a (Add (Num 1) (Num 2)))\n(union $a (Num 3))\n(subsume (Add (Num 1) (Num 2)))\n"
+      "(rule ((= e (Add x y))) ((seen e)))\n(run 2)\n"
+      "(check (= $a (Add (Num 1) (Num 2))))\n(print-size)\n(extract $a)";
+  CHECK(run(text) == "((Add 1)\n (Num 3)\n (seen 0))\n(Num 3)\n");
+}
+
+TEST_CASE("core: push and pop restore declarations, rows and ids", "[eqsat][core]") {
+  CHECK(run("(datatype M (A) (B))\n(A)\n(push)\n(datatype N (C))\n(C)\n(union (A) (B))\n"
+            "(print-size)\n(pop)\n(print-size)\n(fail (check (= (A) (B))))") ==
+        "((A 1)\n (B 1)\n (C 1))\n((A 1)\n (B 0))\n");
+  const vyre::error e = failure_of("(pop)");
+  CHECK(context_of(e) == "pop without a matching push");
+}
+
+TEST_CASE("core: extraction costs and variants as egglog computes them", "[eqsat][core]") {
+  const std::string text =
+      "(datatype M (Num i64 :cost 4) (Add M M) (Big M :cost 100))\n(sort V (Vec i64))\n"
+      "(let $e (Add (Num 1) (Num 2)))\n(union $e (Big (Num 3)))\n(extract $e)\n"
+      "(extract (vec-of 1 2 3))\n(extract $e 2)";
+  eq::session s;
+  REQUIRE(s.run_text(text, "t.egg"));
+  REQUIRE(s.outputs().size() == 3);
+  CHECK(s.outputs()[0].text == "(Add (Num 1) (Num 2))\n");
+  CHECK(s.outputs()[0].cost == 1 + 5 + 5);
+  CHECK(s.outputs()[1].text == "(vec-of 1 2 3)\n");
+  CHECK(s.outputs()[1].cost == 3);
+  CHECK(s.outputs()[2].text == "(\n   (Add (Num 1) (Num 2))\n   (Big (Num 3))\n)\n");
+}
+
+TEST_CASE("core: an extraction whose cost overflows 64 bits is an error, not a wrapped cost",
+          "[eqsat][core]") {
+  // Three nodes of cost 2^63 - 1 sum past 2^64 - 1: reported as an overflow, not as "nothing
+  // to extract" and not as a cost of 2^64 - 1.
+  const vyre::error e = failure_of(
+      "(datatype T (A :cost 9223372036854775807) (B T T :cost 9223372036854775807))\n"
+      "(extract (B (A) (A)))");
+  CHECK(std::string(e.message()).find("overflows 2^64 - 1") != std::string::npos);
+  CHECK(std::string(e.message()).find("(B (A) (A))") != std::string::npos);
+  // Two of them fit: 2^64 - 2.
+  eq::session s;
+  REQUIRE(
+      s.run_text("(datatype T (A :cost 9223372036854775807) (C T))\n(extract (C (A)))", "t.egg"));
+  REQUIRE(s.outputs().size() == 1);
+  CHECK(s.outputs()[0].cost == 9223372036854775808ull);
+  // Nothing left to extract is said as such.
+  const vyre::error gone = failure_of("(datatype T (A))\n(let $a (A))\n(delete (A))\n(extract $a)");
+  CHECK(std::string(gone.message()).find("nothing to extract") != std::string::npos);
+}
+
+TEST_CASE("core: the node limit rolls the crossing iteration back", "[eqsat][core]") {
+  const std::string text =
+      "(datatype N (Z) (S N))\n(rule ((S x)) ((S (S x))))\n(S (Z))\n(run 100)\n(print-size)";
+  eq::session_options o;
+  o.node_limit = 40;
+  eq::session s(o);
+  REQUIRE(s.run_text(text, "t.egg"));
+  CHECK(s.stopped() == eq::run_stop::node_limit);
+  REQUIRE_FALSE(s.iterations().empty());
+  CHECK(s.iterations().back().rows <= 40);
+  CHECK(s.db().total_rows() <= 40);
+  CHECK(s.db().total_rows() == s.iterations().back().rows);
+}
+
+TEST_CASE("core: under a node limit a search's kept matches are bounded too", "[eqsat][core]") {
+  // 200^3 = 8M matches of a rule that adds nothing (96 MB of registers): under a node limit of
+  // 1000 the search stops at its match budget (4 MiB) as the node limit does, and the iteration
+  // is rolled back; without a limit it runs and changes nothing.
+  std::string text = "(relation R (i64))\n";
+  for (int i = 0; i < 200; ++i) text += "(R " + std::to_string(i) + ")\n";
+  text += "(rule ((R a) (R b) (R c)) ((R a)))\n(run 1)\n";
+  for (const unsigned threads : {1u, 2u}) {
+    INFO(threads << " threads");
+    eq::session_options o;
+    o.node_limit = 1000;
+    o.threads = threads;
+    eq::session s(o);
+    REQUIRE(s.run_text(text, "t.egg"));
+    CHECK(s.stopped() == eq::run_stop::node_limit);
+    CHECK(s.iterations().empty());
+    CHECK(s.db().total_rows() == 200);
+  }
+  eq::session free_run;
+  REQUIRE(free_run.run_text(text, "t.egg"));
+  REQUIRE(free_run.iterations().size() == 1);
+  CHECK(free_run.iterations()[0].matches == 8000000);
+  CHECK(free_run.db().total_rows() == 200);
+}
+
+TEST_CASE("core: include and input read regular files only and file access can be turned off",
+          "[eqsat][core]") {
+  // A device could be endless (/dev/zero) and a directory has no text: both refused.
+  for (const char* path : {"/dev/null", "/"}) {
+    INFO(path);
+    const vyre::error e = failure_of(std::string("(include \"") + path + "\")");
+    CHECK(std::string(e.message()).find("not a regular file") != std::string::npos);
+  }
+  eq::session_options o;
+  o.file_access = false;
+  for (const char* program : {"(include \"t.egg\")", "(relation R (i64))\n(input R \"r.tsv\")",
+                              "(datatype T (A))\n(output \"out.txt\" (A))",
+                              "(relation R (i64))\n(print-function R :file \"r.txt\")"}) {
+    INFO(program);
+    eq::session s(o);
+    auto r = s.run_text(program, "t.egg");
+    REQUIRE_FALSE(r);
+    CHECK(std::string(r.error().message()).find("file access is off") != std::string::npos);
+  }
+}
+
+TEST_CASE("core: the time limit stops the runs and keeps the last committed iteration",
+          "[eqsat][core]") {
+  eq::session_options o;
+  o.time_limit = 1e-9;
+  eq::session s(o);
+  REQUIRE(s.run_text("(datatype N (Z) (S N))\n(rule ((S x)) ((S (S x))))\n(S (Z))\n(run 100)",
+                     "t.egg"));
+  CHECK(s.stopped() == eq::run_stop::time_limit);
+  CHECK(s.db().total_rows() == 2);
+}
+
+TEST_CASE("core: math.egg matches egglog's counts through iteration 10 on 1 and 2 threads",
+          "[eqsat][core]") {
+  const std::string dir = VYRE_EGGLOG_DATA_DIR;
+  std::ifstream program_file(dir + "/math.egg");
+  std::ifstream counts_file(dir + "/math.egglog-counts.tsv");
+  if (!program_file || !counts_file) {
+    WARN("no egglog data under " << dir << ": SKIPPED");
+    std::exit(VYRE_TEST_SKIP_CODE);
+  }
+  std::stringstream text;
+  text << program_file.rdbuf();
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(counts_file, line);) rows.push_back(line);
+  for (const unsigned threads : {1u, 2u}) {
+    eq::session_options o;
+    o.threads = threads;
+    eq::session s(o);
+    REQUIRE(s.run_text(text.str() + "\n(run 10)\n", "math.egg"));
+    REQUIRE(s.iterations().size() == 10);
+    std::size_t checked = 0;
+    for (const std::string& line : rows) {
+      std::istringstream row(line);
+      std::size_t iteration = 0;
+      std::uint64_t total = 0;
+      row >> iteration >> total;
+      if (iteration == 0 || iteration > 10) continue;
+      const eq::iteration_record& r = s.iterations()[iteration - 1];
+      INFO("iteration " << iteration << ", threads " << threads);
+      CHECK(r.rows == total);
+      for (std::size_t f = 0; f < r.names->size(); ++f) {
+        const std::string key = "\"" + (*r.names)[f] + "\": ";
+        const std::size_t at = line.find(key);
+        REQUIRE(at != std::string::npos);
+        CHECK(r.sizes[f] == std::stoull(line.substr(at + key.size())));
+      }
+      ++checked;
+    }
+    CHECK(checked == 10);
+  }
+}
