@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Skewed egglog programs for bench_eqsat (stdout): workloads where a few e-classes or keys carry
+most of the matches, so a join that gives each first-atom row one thread waits on the heaviest.
+
+    python3 bench/eqsat/skew_programs.py adder 8 > /tmp/adder8.egg     # boolean algebra
+    python3 bench/eqsat/skew_programs.py acsum 10 > /tmp/acsum10.egg   # AC over a long sum
+    python3 bench/eqsat/skew_programs.py closure 3000 > /tmp/tc.egg    # Datalog, power-law
+    bench_eqsat --program /tmp/adder8.egg --iterations 6
+
+adder N: an N-bit ripple-carry adder's sum and carry bits as And/Or/Not terms over variables,
+  under commutativity, distributivity, De Morgan, absorption and double negation. Distributivity
+  and De Morgan make classes with thousands of members, and (And a (Or b c)) then joins a heavy
+  class with each of its members' children.
+acsum N: the sum x0 + ... + x(N-1) under commutativity and associativity: the class of the whole
+  sum collects every bracketing of every order, the classic exponential AC blow-up.
+closure N: transitive closure over a deterministic power-law graph of N nodes (preferential
+  attachment, 2 out-edges a node, one in 20 of them also reversed, which makes cycles through
+  the hubs): a few hubs hold most of the edges, so the join of (path a b) with (edge b c) is
+  dominated by the hubs' keys.
+"""
+import random
+import sys
+
+
+def adder(bits):
+    out = ["(datatype B (Var String) (And B B) (Or B B) (Not B))",
+           "(rewrite (And a b) (And b a))",
+           "(rewrite (Or a b) (Or b a))",
+           "(rewrite (And a (Or b c)) (Or (And a b) (And a c)))",
+           "(rewrite (Or a (And b c)) (And (Or a b) (Or a c)))",
+           "(rewrite (Not (And a b)) (Or (Not a) (Not b)))",
+           "(rewrite (Not (Or a b)) (And (Not a) (Not b)))",
+           "(rewrite (And a (Or a b)) a)",
+           "(rewrite (Or a (And a b)) a)",
+           "(rewrite (Not (Not a)) a)"]
+
+    def xor(x, y):
+        return f"(Or (And {x} (Not {y})) (And (Not {x}) {y}))"
+
+    carry = '(Var "c0")'
+    for i in range(bits):
+        a, b = f'(Var "a{i}")', f'(Var "b{i}")'
+        out.append(f"(let $p{i} {xor(a, b)})")
+        out.append(f"(let $s{i} {xor(f'$p{i}', carry)})")
+        out.append(f"(let $c{i + 1} (Or (And {a} {b}) (And {carry} $p{i})))")
+        carry = f"$c{i + 1}"
+    return out
+
+
+def acsum(n):
+    out = ["(datatype E (X i64) (Add E E))",
+           "(rewrite (Add a b) (Add b a))",
+           "(rewrite (Add a (Add b c)) (Add (Add a b) c))"]
+    term = "(X 0)"
+    for i in range(1, n):
+        term = f"(Add {term} (X {i}))"
+    out.append(f"(let $sum {term})")
+    return out
+
+
+def closure(n):
+    rng = random.Random(20261127)
+    out = ["(relation edge (i64 i64))",
+           "(relation path (i64 i64))",
+           "(rule ((edge a b)) ((path a b)))",
+           "(rule ((path a b) (edge b c)) ((path a c)))"]
+    targets = [0, 1]  # every edge's endpoint once: picking from it is preferential attachment
+    out.append("(edge 1 0)")
+    for v in range(2, n):
+        for _ in range(2):
+            u = rng.choice(targets)
+            if u != v:
+                out.append(f"(edge {v} {u})")
+                if rng.random() < 0.05:
+                    out.append(f"(edge {u} {v})")
+                targets.append(u)
+        targets.append(v)
+    return out
+
+
+def main():
+    kinds = {"adder": adder, "acsum": acsum, "closure": closure}
+    if len(sys.argv) != 3 or sys.argv[1] not in kinds:
+        sys.exit("usage: skew_programs.py adder|acsum|closure SIZE")
+    print("\n".join(kinds[sys.argv[1]](int(sys.argv[2]))))
+
+
+if __name__ == "__main__":
+    main()
