@@ -15,7 +15,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <vyre/vyre.cuh>
+#include <vyre/egraph.cuh>
 
 #include "bench_cuda.cuh"
 #include "bench_support.hpp"

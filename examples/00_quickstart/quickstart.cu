@@ -12,7 +12,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/egraph.cuh>
 
 namespace quickstart {
 

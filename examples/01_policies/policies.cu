@@ -22,7 +22,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/egraph.cuh>
 
 namespace policies_example {
 

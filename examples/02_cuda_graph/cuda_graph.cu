@@ -17,7 +17,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/graph.cuh>
 
 namespace example {
 

@@ -16,7 +16,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/fusion.cuh>
 
 // Step 0: the stages' work, as elementwise functors. Kernel arguments, so trivially copyable;
 // __host__ __device__ here only so main() can check the GPU's answer on the CPU.

@@ -28,7 +28,8 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/algorithms.cuh>
+#include <vyre/egraph.cuh>
 
 #include "load_egraph.hpp"
 

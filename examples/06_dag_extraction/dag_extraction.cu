@@ -24,7 +24,7 @@
 #include <cstdio>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/algorithms.cuh>
 #if VYRE_HAVE_CBC
 #include <vyre/algorithms/dag_ilp.hpp>
 #endif

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/core.hpp>
 
 #include "device_buffer.cuh"
 

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/egraph.cuh>
 
 #include "device_buffer.cuh"
 

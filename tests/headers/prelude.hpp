@@ -61,8 +61,16 @@
 #include <Cbc_C_Interface.h>
 #endif
 #if defined(__CUDACC__)
-#include <cub/cub.cuh>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cub/device/device_select.cuh>
 #include <cuda/atomic>
 #include <cuda/functional>
+#include <cuda/memory_resource>
+#include <cuda/std/array>
 #include <cuda/std/atomic>
+#include <cuda/std/functional>
+#include <cuda/std/tuple>
 #endif

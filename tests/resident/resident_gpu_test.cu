@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include <vyre/vyre.cuh>
+#include <vyre/egraph.cuh>
 
 #include "require_ok.cuh"
 
