@@ -196,16 +196,22 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   constexpr u32 values = 8;  // the Num rows hold values below it
 
   // A small random e-graph: 24 classes, rows with distinct arguments per table, sorted by them.
+  // Skewed: most Mul rows in class 0 and most Add rows take class 0 as their second argument,
+  // so one key holds most of the join's candidates.
   constexpr u32 classes = 24;
+  const bool skewed = GENERATE(false, true);
+  CAPTURE(skewed);
   std::mt19937 rng(11);
   std::uniform_int_distribution<u32> cls(0, classes - 1);
+  std::bernoulli_distribution heavy(skewed ? 0.8 : 0.0);
   std::vector<std::vector<u32>> cells(3);
   std::set<std::vector<u32>> seen;
   for (u32 i = 0; i < 900; ++i) {
     const u32 t = i % 2 == 0 ? add : mul;
-    std::vector<u32> key{t, cls(rng), cls(rng)};
+    const u32 second = t == add && heavy(rng) ? 0u : cls(rng);
+    std::vector<u32> key{t, cls(rng), second};
     if (!seen.insert(key).second) continue;
-    cells[t].insert(cells[t].end(), {key[1], key[2], cls(rng)});
+    cells[t].insert(cells[t].end(), {key[1], key[2], t == mul && heavy(rng) ? 0u : cls(rng)});
   }
   for (u32 c = 0; c < classes; c += 2)  // Num rows: i64 values, several per class
     cells[num].insert(cells[num].end(), {c % 4 == 0 ? two : (c / 2) % values, c});
@@ -258,18 +264,13 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
                             scratch[f].get(), s);
   });
   REQUIRE_OK(q);
-  const u32 first_rows = q->atoms[0].rows;
-  auto counts = make_array<u32>(first_rows, s);
-  REQUIRE_OK(dev::count_matches(*q, counts.get(), s));
-  std::vector<u32> offsets = download(counts.get(), first_rows, s);
-  for (u32 i = in_use[plan.atoms[0].table]; i < first_rows; ++i)
-    CHECK(offsets[i] == 0);  // padding: no matches
-  u32 total = 0;
-  for (u32& o : offsets) total += std::exchange(o, total);
+  dev::join_search search(test_gpu().memory_ref(), s);
+  REQUIRE_OK(search.add(*q));
+  REQUIRE_OK(search.run());
+  const u32 total = search.matches(0);
   CHECK(total == want.size());
-  auto device_offsets = upload(offsets, s);
   auto out = make_array<u32>(std::size_t{total} * 2, s);
-  REQUIRE_OK(dev::write_matches(*q, device_offsets.get(), out.get(), s));
+  REQUIRE_OK(search.write(0, out.get()));
   const std::vector<u32> flat = download(out.get(), std::size_t{total} * 2, s);
   std::vector<std::vector<u32>> got;
   for (u32 m = 0; m < total; ++m) got.push_back({flat[2 * m], flat[2 * m + 1]});
@@ -277,15 +278,16 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   std::sort(want.begin(), want.end());
   CHECK(got == want);
 
-  // A buffer of room for half the matches: those are stored (as the full write stored them),
-  // nothing past it is written.
-  const u32 room = total / 2, guard = 64;
-  auto half = upload(std::vector<u32>(std::size_t{room + guard} * 2, 0xdeadbeefu), s);
-  REQUIRE_OK(dev::write_matches(*q, device_offsets.get(), half.get(), s, room));
-  const std::vector<u32> partial = download(half.get(), std::size_t{room + guard} * 2, s);
-  CHECK(std::equal(partial.begin(), partial.begin() + 2 * room, flat.begin()));
-  CHECK(std::all_of(partial.begin() + 2 * room, partial.end(),
-                    [](u32 v) { return v == 0xdeadbeefu; }));
+  // The same query twice in one search: two equal results (each query keeps its own levels).
+  dev::join_search twice(test_gpu().memory_ref(), s);
+  REQUIRE_OK(twice.add(*q));
+  REQUIRE_OK(twice.add(*q));
+  REQUIRE_OK(twice.run());
+  REQUIRE(twice.matches(0) == total);
+  REQUIRE(twice.matches(1) == total);
+  auto second = make_array<u32>(std::size_t{total} * 2, s);
+  REQUIRE_OK(twice.write(1, second.get()));
+  CHECK(download(second.get(), std::size_t{total} * 2, s) == flat);
 
   // A plan beyond the flat query's arrays is refused with the counts named.
   dev::rule_plan big = plan;

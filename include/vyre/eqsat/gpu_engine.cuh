@@ -876,59 +876,31 @@ class gpu_engine {
       widen(plans[r].set_value);
     }
 
-    // 1. Search: count passes of every rule, one read back of the totals, write passes.
+    // 1. Search: every rule's join level by level (one read back of the candidate totals per
+    // level), then the matches written where the apply reads them.
     std::vector<index> indexes;
-    std::vector<device::flat_query> queries(rules);
     std::vector<device::table_ref> views(tables_.size());
     for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
-    std::vector<u32_array> offsets(rules);
-    std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
-    std::vector<unsigned long long> totals(rules, 0);
-    VYRE_TRY_ASSIGN(
-        device_array<unsigned long long> totals_dev,
-        allocate<unsigned long long>((std::max)(rules, std::size_t{1}), "eqsat: match totals"));
-    if (rules != 0)
-      VYRE_CUDA_TRY(cudaMemsetAsync(totals_dev.get(), 0, totals_dev.size_bytes(), stream()),
-                    "eqsat: match totals");
+    device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
     for (std::size_t r = 0; r < rules; ++r) {
-      device::flat_query& q = queries[r];
-      VYRE_TRY_ASSIGN(q, device::flatten(plans[r], std::span<const device::table_ref>(views),
-                                         [&](std::uint32_t f, std::uint32_t column) {
-                                           return index_of(indexes, f, column);
-                                         }));
-      const std::uint32_t n = q.atoms[0].rows;
-      if (n == 0) continue;
-      VYRE_TRY(device::detail::cub_items(n, "eqsat: total matches"));
-      VYRE_TRY_ASSIGN(offsets[r], allocate<std::uint32_t>(n, "eqsat: matches per row"));
-      VYRE_TRY(device::count_matches(q, offsets[r].get(), stream()));
-      const std::uint32_t* counts = offsets[r].get();
-      unsigned long long* total = totals_dev.get() + r;
-      VYRE_TRY(algorithms::detail::cub_call(
-          runtime_,
-          [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceReduce::Reduce(temp, bytes, counts, total, static_cast<int>(n),
-                                             cuda::std::plus<unsigned long long>{}, 0ull, stream());
-          },
-          stream(), "eqsat: total matches"));
+      VYRE_TRY_ASSIGN(const device::flat_query q,
+                      device::flatten(plans[r], std::span<const device::table_ref>(views),
+                                      [&](std::uint32_t f, std::uint32_t column) {
+                                        return index_of(indexes, f, column);
+                                      }));
+      VYRE_TRY(search.add(q));
     }
-    // The search's one host round trip per iteration: the totals size the match buffers, the
-    // rows each table will hold (the rebuild's scratch is four u32 per row of the largest)
-    // and the fresh classes.
-    if (rules != 0)
-      VYRE_TRY(read_back(totals.data(), totals_dev.get(), rules, "eqsat: read the totals"));
+    VYRE_TRY(search.run());
+    std::vector<std::uint64_t> totals(rules, 0);
+    std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<std::uint64_t> appended(tables_.size(), 0);
     std::uint64_t fresh = 0, match_words = 0;
     for (std::size_t r = 0; r < rules; ++r) {
-      const unsigned long long total = totals[r];
+      const std::uint64_t total = search.matches(r);
+      totals[r] = total;
       report.matches += total;
       if (total == 0) continue;
       const device::rule_plan& plan = plans[r];
-      if (total > 0xffffffffull)
-        return fail(error(errc::abi_limit, "eqsat gpu_engine: matches of one rule exceed u32")
-                        .about(plan.rule < decl_->rules.size() ? decl_->rules[plan.rule].name
-                                                               : std::string())
-                        .with("matches", total)
-                        .fix("stop earlier with --node-limit"));
       for (std::size_t s = 0; s < plan.step_count(); ++s) appended[step_table(plan, s)] += total;
       fresh += total * plan.actions.size();
       match_words += total * plan.saved.size();
@@ -948,23 +920,13 @@ class gpu_engine {
     VYRE_TRY(ensure_arena(static_cast<std::size_t>((std::max)(match_words, 4 * widest))));
     std::size_t match_at = 0;
     for (std::size_t r = 0; r < rules; ++r) {
-      const unsigned long long total = totals[r];
-      if (total == 0) continue;
+      if (totals[r] == 0) continue;
       matches[r] = arena_.get() + match_at;
-      match_at += static_cast<std::size_t>(total * plans[r].saved.size());
-      const std::uint32_t n = queries[r].atoms[0].rows;
-      std::uint32_t* counts = offsets[r].get();
-      VYRE_TRY(algorithms::detail::cub_call(
-          runtime_,
-          [&](void* temp, std::size_t& bytes) {
-            return cub::DeviceScan::ExclusiveSum(temp, bytes, counts, counts, static_cast<int>(n),
-                                                 stream());
-          },
-          stream(), "eqsat: match offsets"));
-      VYRE_TRY(device::write_matches(queries[r], counts, matches[r], stream()));
+      match_at += static_cast<std::size_t>(totals[r] * plans[r].saved.size());
+      VYRE_TRY(search.write(r, matches[r]));
     }
+    search.clear();
     indexes.clear();
-    offsets.clear();
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");
     const auto t1 = clock::now();
 

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! E-matching on the device: a rule's `rule_plan` (`device/plan.hpp`) flattened into a POD
-//! block (`flat_query`) that a join-interpreter kernel runs over per-function tables
-//! (`table_ref`), a thread per row of the first atom's table, nested loops over the later
-//! atoms through column indexes (or over every row of an atom that shares no column with the
-//! atoms before it).
+//! block (`flat_query`) over per-function tables (`table_ref`), and `join_search`, the executor
+//! that finds every query's matches level by level.
 //!
 //! Index. A later atom finds its candidate rows by the value of its `key_column` (a value the
 //! earlier atoms bound, or a literal): a `column_index` is that column's values ascending with
@@ -12,37 +10,46 @@
 //! column with the row ids, in caller-given scratch); a table sorted by its arguments (as
 //! `rebuild.cuh`'s `sort_rows` leaves it) is its own index by column 0 (`sorted_index`).
 //!
-//! Two phases, so the matches land in one exact buffer: `count_matches` writes the matches per
-//! row of atom 0, the caller scans them (e.g. `cub::DeviceScan::ExclusiveSum`) and sums them,
-//! `write_matches` stores every match's saved registers (`rule_plan::saved`, in that order)
-//! at its row's offset: match m is `saved_count` u32 at `out + m * saved_count`.
-//! `match_from<Write>` is the per-row device function, for use in an author's own kernel.
+//! Join. Level k extends the partial matches of atoms `[0, k)` by atom k: one thread per
+//! partial match counts its candidate rows (an index range), a scan places them, and one
+//! thread per candidate finds its partial match by binary search over the scan, checks its
+//! row and writes the extended match. So a class with a million members costs a million
+//! threads, not one thread a million steps: the time follows the matches, not the heaviest key
+//! (a thread per row of atom 0 with nested loops collapses on skewed e-graphs). Where atom k can
+//! reject a candidate (a repeated variable, a literal), a flag scan compacts the survivors.
+//! Matches come out in nested-loop order: match m is `saved_count` u32 at `out + m *
+//! saved_count`, the registers of `rule_plan::saved` in that order.
 //!
 //! Memory: the flat query is passed by value (about 1.2 KB of kernel parameters); a thread
-//! keeps `max_registers` registers and two positions per atom. An index of `n` rows uses
-//! `4 n` u32 of scratch (sort double buffers); it stays valid while the table is unchanged.
-//! Limits: `max_atoms` atoms, `max_registers` registers, `max_saved` saved registers per
-//! rule, `max_width` columns per table (checked by `flatten`); matches per row below 2^32.
+//! keeps `max_registers` registers and `max_atoms` row ids. An index of `n` rows uses `4 n`
+//! u32 of scratch (sort double buffers); it stays valid while the table is unchanged. Limits:
+//! `max_atoms` atoms, `max_registers` registers, `max_saved` saved registers per rule,
+//! `max_width` columns per table (checked by `flatten`); candidates per level below 2^31.
 //!
 //!     namespace dev = vyre::eqsat::device;
 //!     auto q = dev::flatten(plan, tables, [&](std::uint32_t table, std::uint32_t column) {
 //!       return dev::build_index(memory, tables[table], column, bits, scratch[table], stream);
 //!     });                                                   // expected<flat_query>
-//!     VYRE_TRY(dev::count_matches(*q, counts, stream));     // counts: u32 per row of atom 0
-//!     // exclusive scan of counts in place, total = last offset + last count
-//!     VYRE_TRY(dev::write_matches(*q, counts, out, stream));
+//!     dev::join_search search(memory, stream);
+//!     VYRE_TRY(search.add(*q));
+//!     VYRE_TRY(search.run());                               // search.matches(0)
+//!     VYRE_TRY(search.write(0, out));                       // matches(0) * saved_count u32
 #pragma once
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include <cuda_runtime_api.h>
+#include <cub/block/block_reduce.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/reserve.hpp"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/runtime/memory.hpp"
@@ -207,112 +214,346 @@ __device__ inline void index_range(const column_index& ix, std::uint32_t value, 
   hi = l;
 }
 
-//! The matches whose atom-0 row is `first`: the nested loops of the plan as an explicit stack.
-//! Counts them; with `Write`, also stores each match's saved registers at `out` (consecutive),
-//! the first `room` of them (the rest are counted, not stored).
-template <bool Write>
-__device__ std::uint32_t match_from(const flat_query& q, std::uint32_t first, std::uint32_t* out,
-                                    std::uint64_t room = ~std::uint64_t{0}) {
-  std::uint32_t regs[max_registers];
-  std::uint32_t pos[max_atoms], end[max_atoms];
-  if (!try_row(q.atoms[0], first, regs)) return 0;
-  std::uint32_t found = 0;
-  auto emit = [&]() {
-    if constexpr (Write) {
-      if (found < room)
-        for (std::uint32_t s = 0; s < q.saved_count; ++s)
-          out[std::size_t{found} * q.saved_count + s] = regs[q.saved[s]];
-    }
-    ++found;
-  };
-  // Positions of atom k's candidate rows, from the value its key column must hold (every row
-  // in use when it has none).
-  auto open = [&](std::uint32_t k) {
-    const flat_atom& a = q.atoms[k];
-    if (a.key_column == no_column) {
-      pos[k] = 0;
-      end[k] = a.in_use();
-      return;
-    }
-    const std::uint32_t key =
-        a.op[a.key_column] == 2 ? a.value[a.key_column] : regs[a.value[a.key_column]];
-    index_range(a.index, key, pos[k], end[k]);
-  };
-  if (q.atom_count == 1) {
-    emit();
-    return found;
+//! Level `k` of a query's join: the partial matches over atoms `[0, k)` (the prefixes) and, once
+//! `join_extent_kernel` and a scan have run, where each prefix's candidate rows of atom `k` are.
+//! Level 0 has no prefixes: its candidates are atom 0's rows.
+struct join_level {
+  //! `k` row ids per prefix (row-major). Null at level 1: prefix i is atom 0's row i.
+  const std::uint32_t* prefixes = nullptr;
+  //! Null: `count` prefixes. Else a device u32, at most `count`: the prefixes in use (a level
+  //! after a filtering one keeps its upper bound on the host and its exact count here).
+  const std::uint32_t* live = nullptr;
+  std::uint32_t count = 0;  //!< prefixes (or their upper bound)
+  std::uint32_t k = 0;
+  const std::uint32_t* offsets = nullptr;  //!< exclusive scan of the candidates per prefix
+  const std::uint32_t* first = nullptr;    //!< each prefix's first candidate in atom k's index
+};
+
+//! Whether every candidate of atom `k` matches once it is found: each column but the key binds
+//! (the index lookup already gave the key), and at level 0 every row is in use.
+inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
+  const flat_atom& a = q.atoms[k];
+  if (k == 0 && a.live != nullptr) return false;
+  for (std::uint32_t c = 0; c < a.width; ++c)
+    if (a.op[c] != static_cast<std::uint8_t>(column_op::bind) && (k == 0 || c != a.key_column))
+      return false;
+  return true;
+}
+
+//! `[lo, hi)`: the positions of atom `k`'s candidate rows given the registers bound so far.
+__device__ inline void join_range(const flat_atom& a, const std::uint32_t* regs, std::uint32_t& lo,
+                                  std::uint32_t& hi) {
+  if (a.key_column == no_column) {
+    lo = 0;
+    hi = a.in_use();
+    return;
   }
-  std::uint32_t level = 1;
-  open(1);
-  while (level >= 1) {
-    if (pos[level] == end[level]) {
-      --level;
-      continue;
-    }
-    const flat_atom& a = q.atoms[level];
-    const std::uint32_t p = pos[level]++;
-    const std::uint32_t row =
-        a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[p] : p;
-    if (!try_row(a, row, regs)) continue;
-    if (level + 1 == q.atom_count) {
-      emit();
-      continue;
-    }
-    ++level;
-    open(level);
+  const std::uint32_t key =
+      a.op[a.key_column] == 2 ? a.value[a.key_column] : regs[a.value[a.key_column]];
+  index_range(a.index, key, lo, hi);
+}
+
+//! Candidate `t` of level `L`: binds the registers of its prefix's rows and of its own row,
+//! stores the rows (`L.k + 1` of them) in `rows`; whether the candidate row matches. A candidate
+//! finds its prefix by binary search over the scanned counts, so a prefix with a million
+//! candidates spreads over a million threads: the time follows the matches, not the heaviest
+//! key.
+__device__ inline bool join_candidate(const flat_query& q, const join_level& L, std::uint32_t t,
+                                      std::uint32_t* regs, std::uint32_t* rows) {
+  if (L.k == 0) {
+    rows[0] = t;
+    return t < q.atoms[0].in_use() && try_row(q.atoms[0], t, regs);
   }
-  return found;
+  std::uint32_t lo = 0, hi = L.count;  // the last prefix whose offset is <= t
+  while (lo < hi) {
+    const std::uint32_t m = lo + (hi - lo) / 2;
+    if (L.offsets[m] <= t)
+      lo = m + 1;
+    else
+      hi = m;
+  }
+  const std::uint32_t p = lo - 1;
+  for (std::uint32_t j = 0; j < L.k; ++j) {
+    rows[j] = L.prefixes != nullptr ? L.prefixes[std::size_t{p} * L.k + j] : p;
+    if (!try_row(q.atoms[j], rows[j], regs)) return false;
+  }
+  const flat_atom& a = q.atoms[L.k];
+  const std::uint32_t at = L.first[p] + (t - L.offsets[p]);
+  rows[L.k] = a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[at] : at;
+  return try_row(a, rows[L.k], regs);
 }
 
 namespace detail {
 
-//! Rows past those in use count 0 matches (so a scan over the capacity stays exact).
+//! Per prefix of level `L.k >= 1`: its candidates in atom `k` (`counts`) and the first one's
+//! position (`first`), and their sum added to `*total` (one atomic per block). Prefixes past
+//! those in use (and, at level 1, atom-0 rows that fail their own columns) get none.
 template <int = 0>
-VYRE_KERNEL void count_matches_kernel(flat_query q, std::uint32_t* counts) {
-  const std::uint32_t used = q.atoms[0].in_use();
-  VYRE_DETAIL_GRID_LOOP(i, q.atoms[0].rows) {
-    counts[i] = i < used ? match_from<false>(q, static_cast<std::uint32_t>(i), nullptr) : 0u;
+VYRE_KERNEL void join_extent_kernel(flat_query q, join_level L, std::uint32_t* counts,
+                                    std::uint32_t* first, unsigned long long* total) {
+  const std::uint32_t used =
+      L.live != nullptr ? *L.live : (L.prefixes == nullptr ? q.atoms[0].in_use() : L.count);
+  unsigned long long sum = 0;
+  VYRE_DETAIL_GRID_LOOP(i, L.count) {
+    std::uint32_t regs[max_registers];
+    bool ok = i < used;
+    for (std::uint32_t j = 0; ok && j < L.k; ++j) {
+      const std::uint32_t row =
+          L.prefixes != nullptr ? L.prefixes[i * L.k + j] : static_cast<std::uint32_t>(i);
+      ok = try_row(q.atoms[j], row, regs);
+    }
+    std::uint32_t lo = 0, hi = 0;
+    if (ok) join_range(q.atoms[L.k], regs, lo, hi);
+    counts[i] = hi - lo;
+    first[i] = lo;
+    sum += hi - lo;
+  }
+  using block_reduce = cub::BlockReduce<unsigned long long, block>;
+  __shared__ typename block_reduce::TempStorage temp;
+  sum = block_reduce(temp).Sum(sum);
+  if (threadIdx.x == 0 && sum != 0) atomicAdd(total, sum);
+}
+
+//! `flags[t]`: whether candidate `t` matches (then scanned into output positions).
+template <int = 0>
+VYRE_KERNEL void join_flags_kernel(flat_query q, join_level L, std::uint32_t total,
+                                   std::uint32_t* flags) {
+  VYRE_DETAIL_GRID_LOOP(t, total) {
+    std::uint32_t regs[max_registers], rows[max_atoms];
+    flags[t] = join_candidate(q, L, static_cast<std::uint32_t>(t), regs, rows) ? 1u : 0u;
   }
 }
 
-template <int = 0>
-VYRE_KERNEL void write_matches_kernel(flat_query q, const std::uint32_t* offsets,
-                                      std::uint32_t* matches, std::uint64_t capacity) {
-  const std::uint32_t used = q.atoms[0].in_use();
-  VYRE_DETAIL_GRID_LOOP(i, used) {
-    const std::uint64_t at = offsets[i];
-    if (at >= capacity) continue;
-    (void)match_from<true>(q, static_cast<std::uint32_t>(i), matches + at * q.saved_count,
-                           capacity - at);
+//! Stores every matching candidate: at the last level its saved registers (`q.saved_count`
+//! u32), else its rows (the next level's prefix, `L.k + 1` u32). `inclusive`: the inclusive scan
+//! of `join_flags_kernel`'s flags, which places candidate t at `inclusive[t] - 1` when it
+//! matches; null: every candidate matches and goes to position t.
+template <bool Last>
+VYRE_KERNEL void join_write_kernel(flat_query q, join_level L, std::uint32_t total,
+                                   const std::uint32_t* inclusive, std::uint32_t* out) {
+  VYRE_DETAIL_GRID_LOOP(t, total) {
+    std::size_t at = t;
+    if (inclusive != nullptr) {
+      const std::uint32_t before = t == 0 ? 0u : inclusive[t - 1];
+      if (inclusive[t] == before) continue;
+      at = before;
+    }
+    std::uint32_t regs[max_registers], rows[max_atoms];
+    if (!join_candidate(q, L, static_cast<std::uint32_t>(t), regs, rows)) continue;
+    if constexpr (Last) {
+      for (std::uint32_t s = 0; s < q.saved_count; ++s)
+        out[at * q.saved_count + s] = regs[q.saved[s]];
+    } else {
+      for (std::uint32_t j = 0; j <= L.k; ++j) out[at * (L.k + 1) + j] = rows[j];
+    }
   }
 }
 
 }  // namespace detail
 
-// --- host side ------------------------------------------------------------------------------
+//! The matches of several queries, found level by level so every launch's work is one thread
+//! per candidate row (not per row of atom 0): atom `k`'s candidates of every prefix are
+//! counted (`join_extent_kernel`), scanned, then each candidate finds its prefix by binary
+//! search, checks its row and, where atom `k` can reject rows, is compacted by a flag scan.
+//! Levels run for all queries at once, so one host round trip per level reads every query's
+//! candidate total; one more reads the exact match totals of queries whose last atom filters.
+//!
+//! Matches come out in the order of the nested loops (atom 0's row, then atom 1's index
+//! position, ...), as a per-row search would give them. Memory: per level and query, two u32
+//! per prefix (counts, first), `k + 1` u32 per surviving candidate for the next level, one u32
+//! per candidate where atom `k` filters; the last level's buffers stay until `write`.
+//!
+//!     device::join_search search(memory, stream);
+//!     for (auto& q : queries) VYRE_TRY(search.add(q));
+//!     VYRE_TRY(search.run());                    // search.matches(i): query i's match count
+//!     VYRE_TRY(search.write(i, out));            // out: matches(i) * saved_count u32
+class join_search {
+  using u32_array = device_array<std::uint32_t>;
 
-//! `counts[i]` = the matches whose atom-0 row is i, for every row of atom 0's table (0 for the
-//! rows past those in use when its `live` is set).
-inline expected<void> count_matches(const flat_query& q, std::uint32_t* counts,
-                                    cudaStream_t stream) {
-  if (q.atoms[0].rows == 0) return {};
-  detail::count_matches_kernel<>
-      <<<detail::grid(q.atoms[0].rows), detail::block, 0, stream>>>(q, counts);
-  return algorithms::detail::launched("eqsat::device::count_matches");
-}
+ public:
+  //! A search on `stream`, its buffers from `memory`; `telemetry` (optional) counts its host
+  //! waits and read backs.
+  join_search(device_resource_ref memory, cudaStream_t stream,
+              telemetry_counters* telemetry = nullptr) noexcept
+      : runtime_(detail::runtime_for(memory)), stream_(stream) {
+    runtime_.telemetry = telemetry;
+  }
 
-//! Stores the saved registers of row i's matches from match `offsets[i]` on (the exclusive
-//! scan of `count_matches`' counts); `out` holds `total * q.saved_count` u32. With a
-//! `capacity` (in matches), the matches from it on are not stored: a caller that sized `out`
-//! before the total was known checks the total against it afterwards.
-inline expected<void> write_matches(const flat_query& q, const std::uint32_t* offsets,
-                                    std::uint32_t* out, cudaStream_t stream,
-                                    std::uint64_t capacity = ~std::uint64_t{0}) {
-  if (q.atoms[0].rows == 0) return {};
-  detail::write_matches_kernel<>
-      <<<detail::grid(q.atoms[0].rows), detail::block, 0, stream>>>(q, offsets, out, capacity);
-  return algorithms::detail::launched("eqsat::device::write_matches");
-}
+  //! Adds a query (kept by value); its index is the order of the calls.
+  expected<void> add(const flat_query& q) {
+    VYRE_TRY(try_reserve(queries_, queries_.size() + 1, what));
+    state s;
+    s.q = q;
+    queries_.push_back(std::move(s));
+    return {};
+  }
+
+  //! Runs every query's levels up to its last one; afterwards `matches(i)` is exact.
+  expected<void> run() {
+    std::uint32_t deepest = 1;
+    for (state& s : queries_) {
+      deepest = (std::max)(deepest, s.q.atom_count);
+      // Level 1's prefixes are atom 0's rows; a one-atom query's only level is 0.
+      s.level.k = s.q.atom_count == 1 ? 0u : 1u;
+      s.level.count = s.q.atoms[0].rows;
+    }
+    const std::size_t n = queries_.size();
+    VYRE_TRY_ASSIGN(device_array<unsigned long long> totals, allocate<unsigned long long>(n));
+    std::vector<unsigned long long> host;
+    VYRE_TRY(try_resize(host, n, what));
+    for (std::uint32_t k = 1; k < deepest; ++k) {
+      // Candidates of every query at level k, one read back for all.
+      VYRE_CUDA_TRY(cudaMemsetAsync(totals.get(), 0, totals.size_bytes(), stream_), what);
+      for (std::size_t i = 0; i < n; ++i)
+        if (queries_[i].level.k == k && queries_[i].level.count != 0)
+          VYRE_TRY(extents(queries_[i], totals.get() + i));
+      VYRE_TRY(
+          algorithms::detail::copy_to_host(runtime_, host.data(), totals.get(), n, stream_, what));
+      for (std::size_t i = 0; i < n; ++i) {
+        state& s = queries_[i];
+        if (s.level.k != k) continue;
+        if (host[i] > 0x7fffffffull)
+          return fail(error(errc::abi_limit, "eqsat::device::join_search: candidates of one query")
+                          .with("query", i)
+                          .with("level", k)
+                          .with("candidates", host[i])
+                          .with("max", 0x7fffffffull)
+                          .fix("stop earlier with --node-limit"));
+        s.candidates = static_cast<std::uint32_t>(host[i]);
+        if (s.level.count != 0) VYRE_TRY(scan(s.counts.get(), s.level.count));
+        if (k + 1 < s.q.atom_count) VYRE_TRY(next_level(s));
+      }
+    }
+    // The last level of every query: flags where its atom filters, then their exact totals.
+    VYRE_TRY_ASSIGN(device_array<std::uint32_t> exact, allocate<std::uint32_t>(n));
+    std::vector<std::uint32_t> exact_host;
+    bool filtered = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      state& s = queries_[i];
+      if (s.level.k == 0) s.candidates = s.q.atoms[0].rows;
+      s.matches = s.candidates;
+      if (s.candidates == 0 || join_filter_free(s.q, s.level.k)) continue;
+      VYRE_TRY(flag(s));
+      VYRE_CUDA_TRY(cudaMemcpyAsync(exact.get() + i, s.inclusive.get() + s.candidates - 1,
+                                    sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, stream_),
+                    what);
+      filtered = true;
+    }
+    if (filtered) {
+      VYRE_TRY(try_resize(exact_host, n, what));
+      VYRE_TRY(algorithms::detail::copy_to_host(runtime_, exact_host.data(), exact.get(), n,
+                                                stream_, what));
+      for (std::size_t i = 0; i < n; ++i)
+        if (queries_[i].inclusive.size() != 0) queries_[i].matches = exact_host[i];
+    }
+    return {};
+  }
+
+  std::size_t size() const noexcept { return queries_.size(); }
+  //! Drops every query and its buffers.
+  void clear() noexcept { queries_.clear(); }
+  //! Query `i`'s matches (after `run`).
+  std::uint32_t matches(std::size_t i) const noexcept { return queries_[i].matches; }
+
+  //! Stores query `i`'s matches at `out` (`matches(i) * saved_count` u32), in nested-loop order.
+  expected<void> write(std::size_t i, std::uint32_t* out) {
+    state& s = queries_[i];
+    if (s.candidates == 0) return {};
+    detail::join_write_kernel<true><<<detail::grid(s.candidates), detail::block, 0, stream_>>>(
+        s.q, s.level, s.candidates, s.inclusive.size() != 0 ? s.inclusive.get() : nullptr, out);
+    return algorithms::detail::launched("eqsat::device::join_search::write");
+  }
+
+ private:
+  static constexpr const char* what = "eqsat::device::join_search";
+
+  struct state {
+    flat_query q{};
+    join_level level;
+    u32_array prefixes;   // the level's prefixes (none at level 0 and 1)
+    u32_array counts;     // candidates per prefix, then their exclusive scan
+    u32_array first;      // the first candidate's index position per prefix
+    u32_array inclusive;  // the level's flags, scanned (where its atom filters)
+    u32_array kept;       // the previous level's: its total is this level's prefix count
+    std::uint32_t candidates = 0;
+    std::uint32_t matches = 0;
+  };
+
+  template <class T>
+  expected<device_array<T>> allocate(std::size_t n) const {
+    return runtime_.allocate<T>((std::max)(n, std::size_t{1}), stream_, what);
+  }
+
+  //! Counts, first positions and their sum (added to `*total`) of `s`'s current level.
+  expected<void> extents(state& s, unsigned long long* total) {
+    const std::uint32_t n = s.level.count;
+    VYRE_TRY(detail::cub_items(n, what));
+    VYRE_TRY_ASSIGN(s.counts, allocate<std::uint32_t>(n));
+    VYRE_TRY_ASSIGN(s.first, allocate<std::uint32_t>(n));
+    detail::join_extent_kernel<><<<detail::grid(n), detail::block, 0, stream_>>>(
+        s.q, s.level, s.counts.get(), s.first.get(), total);
+    s.level.offsets = s.counts.get();
+    s.level.first = s.first.get();
+    return algorithms::detail::launched(what);
+  }
+
+  //! `data[0, n)` replaced by its exclusive scan.
+  expected<void> scan(std::uint32_t* data, std::uint32_t n) {
+    return algorithms::detail::cub_call(
+        runtime_,
+        [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceScan::ExclusiveSum(temp, bytes, data, data, static_cast<int>(n),
+                                               stream_);
+        },
+        stream_, what);
+  }
+
+  //! `s.inclusive`: the inclusive scan of the current level's match flags.
+  expected<void> flag(state& s) {
+    const std::uint32_t n = s.candidates;
+    VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
+    std::uint32_t* flags = s.inclusive.get();
+    detail::join_flags_kernel<>
+        <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, flags);
+    VYRE_TRY(algorithms::detail::launched(what));
+    return algorithms::detail::cub_call(
+        runtime_,
+        [&](void* temp, std::size_t& bytes) {
+          return cub::DeviceScan::InclusiveSum(temp, bytes, flags, flags, static_cast<int>(n),
+                                               stream_);
+        },
+        stream_, what);
+  }
+
+  //! The matching candidates of `s`'s level become the prefixes of the next level (their exact
+  //! count stays on the device when the level filters; `candidates` bounds it).
+  expected<void> next_level(state& s) {
+    const std::uint32_t n = s.candidates, k = s.level.k;
+    const bool filters = !join_filter_free(s.q, k);
+    if (filters && n != 0) VYRE_TRY(flag(s));
+    VYRE_TRY_ASSIGN(u32_array next, allocate<std::uint32_t>(std::size_t{n} * (k + 1)));
+    if (n != 0) {
+      detail::join_write_kernel<false><<<detail::grid(n), detail::block, 0, stream_>>>(
+          s.q, s.level, n, filters ? s.inclusive.get() : nullptr, next.get());
+      VYRE_TRY(algorithms::detail::launched(what));
+    }
+    // The next level's exact count is the flags' inclusive total: it must outlive this level.
+    s.kept = std::move(s.inclusive);
+    s.prefixes = std::move(next);
+    s.level = join_level{};
+    s.level.prefixes = s.prefixes.get();
+    s.level.count = n;
+    s.level.k = k + 1;
+    if (filters && n != 0) s.level.live = s.kept.get() + n - 1;
+    s.counts = u32_array{};
+    s.first = u32_array{};
+    return {};
+  }
+
+  algorithms::detail::runtime_ref runtime_;
+  cudaStream_t stream_;
+  std::vector<state> queries_;
+};
 
 //! The index of a table sorted by its arguments (`rebuild.cuh`'s `sort_rows`) by column 0: the
 //! table itself (its rows in use, with `live`). @pre `t.width > 1` (a nullary constructor has
