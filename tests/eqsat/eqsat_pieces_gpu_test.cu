@@ -254,15 +254,27 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
     const u32 mask = t == num ? 0b10u : 0b111u;
     tables.push_back({device_cells.back().get(), static_cast<u32>(held.size() / widths[t]),
                       widths[t], mask, at_capacity ? live.get() + t : nullptr});
-    scratch.push_back(make_array<u32>(4 * std::size_t{tables.back().rows}, s));
+    scratch.push_back(make_array<u32>(6 * std::size_t{tables.back().rows}, s));
   }
   const dev::key_bits bits{classes, values};
   std::vector<dev::column_index> indexes;  // keeps them for the checks below
-  auto q = dev::flatten(plan, std::span<const dev::table_ref>(tables), [&](u32 f, u32 column) {
-    if (column == 0) return vyre::expected<dev::column_index>(dev::sorted_index(tables[f]));
-    return dev::build_index(test_gpu().memory_ref(), tables[f], column, bits.of(tables[f], column),
-                            scratch[f].get(), s);
-  });
+  // Indexes by a pair of columns where the plan has a second known column (the Mul atom's x,
+  // the Num atom's literal), the table itself where it is sorted that way.
+  CHECK(std::any_of(plan.atoms.begin() + 1, plan.atoms.end(),
+                    [](const dev::plan_atom& a) { return a.key_column2 != dev::no_column; }));
+  auto q = dev::flatten(plan, std::span<const dev::table_ref>(tables),
+                        [&](u32 f, u32 column, u32 column2) -> vyre::expected<dev::column_index> {
+                          const int b = bits.of(tables[f], column);
+                          if (column2 != dev::no_column) {
+                            if (column == 0 && column2 == 1 && tables[f].width > 2)
+                              return dev::sorted_pair_index(tables[f]);
+                            return dev::build_pair_index(test_gpu().memory_ref(), tables[f], column,
+                                                         column2, b, scratch[f].get(), s);
+                          }
+                          if (column == 0) return dev::sorted_index(tables[f]);
+                          return dev::build_index(test_gpu().memory_ref(), tables[f], column, b,
+                                                  scratch[f].get(), s);
+                        });
   REQUIRE_OK(q);
   dev::join_search search(test_gpu().memory_ref(), s);
   REQUIRE_OK(search.add(*q));

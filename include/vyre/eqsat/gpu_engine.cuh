@@ -230,7 +230,7 @@ struct gpu_rebuild_shape_hash {
 //! A search index built for one iteration: one block of the sort's two key and two row
 //! buffers; `view` points at the sorted pair.
 struct gpu_built_index {
-  std::uint32_t table = 0, column = 0;
+  std::uint32_t table = 0, column = 0, column2 = device::no_column;
   device_array<std::uint32_t> block;
   device::column_index view{};
 };
@@ -764,24 +764,34 @@ class gpu_engine {
     return report;
   }
 
-  //! The index of table `t` by `column` (built into `built` once per search).
+  //! The index of table `f` by `column`, or by the pair with `column2` unless that is
+  //! `no_column` (built into `built` once per search).
   expected<device::column_index> index_of(std::vector<index>& built, std::uint32_t f,
-                                          std::uint32_t column) {
+                                          std::uint32_t column, std::uint32_t column2) {
     const table& t = tables_[f];
-    // Rebuilt tables are sorted by their keys: by the first one already.
-    if (column == 0 && t.width > 1) return device::sorted_index(view(f));
+    // Rebuilt tables are sorted by their keys: by the first one (and the first two) already.
+    if (column == 0 && t.width > 1 && column2 == device::no_column)
+      return device::sorted_index(view(f));
+    if (column == 0 && column2 == 1 && t.width > 2) return device::sorted_pair_index(view(f));
     for (const index& ix : built)
-      if (ix.table == f && ix.column == column) return ix.view;
+      if (ix.table == f && ix.column == column && ix.column2 == column2) return ix.view;
     index ix;
     ix.table = f;
     ix.column = column;
+    ix.column2 = column2;
     ix.view = device::column_index{nullptr, nullptr, 1, t.rows};
     if (t.rows != 0) {
-      VYRE_TRY_ASSIGN(ix.block,
-                      allocate<std::uint32_t>(4 * std::size_t{t.rows}, "eqsat: search index"));
-      VYRE_TRY_ASSIGN(
-          ix.view, device::build_index(runtime_.memory, view(f), column, bits().of(view(f), column),
-                                       ix.block.get(), stream()));
+      const bool pair = column2 != device::no_column;
+      VYRE_TRY_ASSIGN(ix.block, allocate<std::uint32_t>((pair ? 6 : 4) * std::size_t{t.rows},
+                                                        "eqsat: search index"));
+      const int column_bits = bits().of(view(f), column);
+      if (pair) {
+        VYRE_TRY_ASSIGN(ix.view, device::build_pair_index(runtime_.memory, view(f), column, column2,
+                                                          column_bits, ix.block.get(), stream()));
+      } else {
+        VYRE_TRY_ASSIGN(ix.view, device::build_index(runtime_.memory, view(f), column, column_bits,
+                                                     ix.block.get(), stream()));
+      }
     }
     built.push_back(std::move(ix));
     return built.back().view;
@@ -883,11 +893,12 @@ class gpu_engine {
     for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
     device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
     for (std::size_t r = 0; r < rules; ++r) {
-      VYRE_TRY_ASSIGN(const device::flat_query q,
-                      device::flatten(plans[r], std::span<const device::table_ref>(views),
-                                      [&](std::uint32_t f, std::uint32_t column) {
-                                        return index_of(indexes, f, column);
-                                      }));
+      VYRE_TRY_ASSIGN(
+          const device::flat_query q,
+          device::flatten(plans[r], std::span<const device::table_ref>(views),
+                          [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
+                            return index_of(indexes, f, column, column2);
+                          }));
       VYRE_TRY(search.add(q));
     }
     VYRE_TRY(search.run());

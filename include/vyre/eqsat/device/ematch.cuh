@@ -8,7 +8,10 @@
 //! earlier atoms bound, or a literal): a `column_index` is that column's values ascending with
 //! the row of each, found by binary search. `build_index` makes one (a radix sort of the
 //! column with the row ids, in caller-given scratch); a table sorted by its arguments (as
-//! `rebuild.cuh`'s `sort_rows` leaves it) is its own index by column 0 (`sorted_index`).
+//! `rebuild.cuh`'s `sort_rows` leaves it) is its own index by column 0 (`sorted_index`). An
+//! atom with a second known column (`key_column2`) is looked up by the pair: `build_pair_index`
+//! (or `sorted_pair_index` for columns 0 and 1), so its candidates are the rows that agree on
+//! both.
 //!
 //! Join. Level k extends the partial matches of atoms `[0, k)` by atom k: one thread per
 //! partial match counts its candidate rows (an index range), a scan places them, and one
@@ -70,6 +73,10 @@ struct column_index {
   //! table viewed at a capacity, `table_ref::live`).
   const std::uint32_t* live = nullptr;
 
+  //! Null: one key column. Else the second key of each position (same stride): an index by a
+  //! pair of columns, ascending by `(keys, keys2)`.
+  const std::uint32_t* keys2 = nullptr;
+
 #if defined(__CUDACC__)
   //! Keys in use (`*live`, or `count`).
   __device__ std::uint32_t in_use() const noexcept {
@@ -88,6 +95,7 @@ struct flat_atom {
   std::uint32_t rows;
   std::uint32_t width;
   std::uint32_t key_column;
+  std::uint32_t key_column2;  //!< `no_column`, or the index is by the pair
   std::uint32_t value[max_width];
   std::uint8_t op[max_width];
 
@@ -134,6 +142,7 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
   g.rows = t.rows;
   g.width = t.width;
   g.key_column = a.key_column;
+  g.key_column2 = a.key_column2;
   for (std::size_t c = 0; c < a.columns.size(); ++c) {
     g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
     g.value[c] = a.columns[c].value;
@@ -141,10 +150,10 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
   return g;
 }
 
-//! `plan` flattened against `tables` (indexed by function). `index_of(table, column)`
-//! returns an `expected<column_index>` of table `table` by `column`; it is called for every
-//! atom after the first that has a key column (`plan.index_keys()` lists them, to build them
-//! beforehand).
+//! `plan` flattened against `tables` (indexed by function). `index_of(table, column, column2)`
+//! returns an `expected<column_index>` of table `table` by `column` (and by the pair with
+//! `column2` unless that is `no_column`); it is called for every atom after the first that has
+//! a key column (`plan.index_keys()` lists them, to build them beforehand).
 template <class IndexOf>
 expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
                              IndexOf&& index_of) {
@@ -162,7 +171,7 @@ expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> t
                       .fix("pass one table_ref per function of the declarations"));
     q.atoms[k] = flatten_atom(a, tables[a.table]);
     if (k != 0 && a.key_column != no_column) {
-      VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.table, a.key_column));
+      VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.table, a.key_column, a.key_column2));
     }
   }
   return q;
@@ -190,14 +199,22 @@ __device__ inline bool try_row(const flat_atom& a, std::uint32_t row, std::uint3
   return true;
 }
 
-//! `[lo, hi)`: the positions of `index` whose key is `value` (binary search).
-__device__ inline void index_range(const column_index& ix, std::uint32_t value, std::uint32_t& lo,
-                                   std::uint32_t& hi) {
+//! `[lo, hi)`: the positions of `index` whose key is `value` (and whose second key is `value2`
+//! in an index by a pair): two binary searches.
+__device__ inline void index_range(const column_index& ix, std::uint32_t value,
+                                   std::uint32_t value2, std::uint32_t& lo, std::uint32_t& hi) {
   const std::uint32_t count = ix.in_use();
+  // Whether position m sorts before (value, value2), or (with `upper`) at or before it.
+  const auto before = [&](std::uint32_t m, bool upper) {
+    const std::uint32_t k = ix.keys[std::size_t{m} * ix.stride];
+    if (k != value || ix.keys2 == nullptr) return upper ? k <= value : k < value;
+    const std::uint32_t k2 = ix.keys2[std::size_t{m} * ix.stride];
+    return upper ? k2 <= value2 : k2 < value2;
+  };
   std::uint32_t l = 0, h = count;
   while (l < h) {
     const std::uint32_t m = l + (h - l) / 2;
-    if (ix.keys[std::size_t{m} * ix.stride] < value)
+    if (before(m, false))
       l = m + 1;
     else
       h = m;
@@ -206,7 +223,7 @@ __device__ inline void index_range(const column_index& ix, std::uint32_t value, 
   h = count;
   while (l < h) {
     const std::uint32_t m = l + (h - l) / 2;
-    if (ix.keys[std::size_t{m} * ix.stride] <= value)
+    if (before(m, true))
       l = m + 1;
     else
       h = m;
@@ -229,14 +246,15 @@ struct join_level {
   const std::uint32_t* first = nullptr;    //!< each prefix's first candidate in atom k's index
 };
 
-//! Whether every candidate of atom `k` matches once it is found: each column but the key binds
-//! (the index lookup already gave the key), and at level 0 every row is in use.
+//! Whether every candidate of atom `k` matches once it is found: each column but the keys its
+//! index searched binds (the lookup already gave those), and at level 0 every row is in use.
 inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
   const flat_atom& a = q.atoms[k];
   if (k == 0 && a.live != nullptr) return false;
-  for (std::uint32_t c = 0; c < a.width; ++c)
-    if (a.op[c] != static_cast<std::uint8_t>(column_op::bind) && (k == 0 || c != a.key_column))
-      return false;
+  for (std::uint32_t c = 0; c < a.width; ++c) {
+    const bool key = k != 0 && (c == a.key_column || (c == a.key_column2 && a.index.keys2));
+    if (a.op[c] != static_cast<std::uint8_t>(column_op::bind) && !key) return false;
+  }
   return true;
 }
 
@@ -248,9 +266,9 @@ __device__ inline void join_range(const flat_atom& a, const std::uint32_t* regs,
     hi = a.in_use();
     return;
   }
-  const std::uint32_t key =
-      a.op[a.key_column] == 2 ? a.value[a.key_column] : regs[a.value[a.key_column]];
-  index_range(a.index, key, lo, hi);
+  const auto known = [&](std::uint32_t c) { return a.op[c] == 2 ? a.value[c] : regs[a.value[c]]; };
+  index_range(a.index, known(a.key_column), a.key_column2 != no_column ? known(a.key_column2) : 0u,
+              lo, hi);
 }
 
 //! Candidate `t` of level `L`: binds the registers of its prefix's rows and of its own row,
@@ -584,6 +602,74 @@ inline expected<column_index> build_index(device_resource_ref memory, const tabl
   VYRE_TRY(algorithms::detail::launched(what));
   VYRE_TRY(detail::sort_pairs(memory, keys, rows, t.rows, bits, stream, what));
   return column_index{keys.Current(), rows.Current(), 1, t.rows};
+}
+
+//! The index of a table sorted by its arguments by the pair of columns 0 and 1: the table
+//! itself. @pre `t.width > 2` (column 1 is an argument, not the value).
+inline column_index sorted_pair_index(const table_ref& t) noexcept {
+  column_index ix = sorted_index(t);
+  ix.keys2 = t.cells + 1;
+  return ix;
+}
+
+namespace detail {
+
+//! keys[i] = (column `col` << 32) | column `col2` of row i, row_ids[i] = i; a row not in use
+//! gets ~0, which sorts last and which no search looks for.
+template <int = 0>
+VYRE_KERNEL void pair_keys_kernel(table_ref t, std::uint32_t col, std::uint32_t col2,
+                                  std::uint64_t* keys, std::uint32_t* row_ids) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+    const std::uint32_t* cells = t.cells + i * t.width;
+    keys[i] = i < used ? (std::uint64_t{cells[col]} << 32) | cells[col2] : ~std::uint64_t{0};
+    row_ids[i] = static_cast<std::uint32_t>(i);
+  }
+}
+
+}  // namespace detail
+
+//! The index of `t` by the pair (`column`, `column2`), built in `scratch` (`6 * t.rows` u32,
+//! 8-byte aligned, which the index then points into). `bits`: the value range of `column`'s
+//! values (the second column's take all 32 bits). The pairs sort as one 64-bit key whose high
+//! half is `column`; the index reads its halves in place (the device is little-endian).
+inline expected<column_index> build_pair_index(device_resource_ref memory, const table_ref& t,
+                                               std::uint32_t column, std::uint32_t column2,
+                                               int bits, std::uint32_t* scratch,
+                                               cudaStream_t stream) {
+  const char* what = "eqsat::device::build_pair_index";
+  if (column >= t.width || column2 >= t.width || column == column2)
+    return fail(error(errc::invalid_argument, what)
+                    .with("column", column)
+                    .with("column2", column2)
+                    .with("width", t.width)
+                    .fix("index two different columns of the table (below its width)"));
+  if (reinterpret_cast<std::uintptr_t>(scratch) % alignof(std::uint64_t) != 0)
+    return fail(error(errc::invalid_argument, what).fix("pass 8-byte aligned scratch"));
+  if (t.rows == 0) return column_index{};
+  const std::size_t n = t.rows;
+  VYRE_TRY(detail::cub_items(n, what));
+  auto* wide = reinterpret_cast<std::uint64_t*>(scratch);
+  cub::DoubleBuffer<std::uint64_t> keys(wide, wide + n);
+  cub::DoubleBuffer<std::uint32_t> rows(scratch + 4 * n, scratch + 5 * n);
+  detail::pair_keys_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(
+      t, column, column2, keys.Current(), rows.Current());
+  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(algorithms::detail::cub_call(
+      detail::runtime_for(memory),
+      [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, rows, static_cast<int>(n), 0,
+                                               32 + bits, stream);
+      },
+      stream, what));
+  const auto* halves = reinterpret_cast<const std::uint32_t*>(keys.Current());
+  column_index ix;
+  ix.keys = halves + 1;
+  ix.keys2 = halves;
+  ix.rows = rows.Current();
+  ix.stride = 2;
+  ix.count = t.rows;
+  return ix;
 }
 
 }  // namespace vyre::eqsat::device

@@ -39,6 +39,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -80,6 +81,10 @@ struct plan_atom {
   //! The column whose value is known before this atom runs (a check or literal column), used
   //! to look the candidate rows up in an index; `no_column`: every row is a candidate.
   std::uint32_t key_column = no_column;
+  //! A second known column, looked up with the first in an index by the pair, so the
+  //! candidates are the rows that agree on both (`(And a (Or a b))` finds the `Or` rows of a
+  //! class whose first argument is `a`, not every `Or` row of the class); `no_column`: none.
+  std::uint32_t key_column2 = no_column;
   VYRE_HOST_SPECIAL_MEMBERS(plan_atom);
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(plan_atom);
@@ -132,11 +137,13 @@ struct rule_plan {
   std::uint32_t step_count() const noexcept {
     return static_cast<std::uint32_t>(actions.size()) + (end == head_end::set ? 1u : 0u);
   }
-  //! The (table, column) indexes the plan looks rows up in.
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> index_keys() const {
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> keys;
+  //! The indexes the plan looks rows up in: (table, key column, second key column or
+  //! `no_column`).
+  std::vector<std::array<std::uint32_t, 3>> index_keys() const {
+    std::vector<std::array<std::uint32_t, 3>> keys;
     for (std::size_t k = 1; k < atoms.size(); ++k)
-      if (atoms[k].key_column != no_column) keys.emplace_back(atoms[k].table, atoms[k].key_column);
+      if (atoms[k].key_column != no_column)
+        keys.push_back({atoms[k].table, atoms[k].key_column, atoms[k].key_column2});
     return keys;
   }
   //! A readable listing (one atom or step per line), for docs and debugging.
@@ -152,7 +159,7 @@ struct rule_plan {
         else if (c != 0)
           out += ", ";
         const plan_column& col = a.columns[c];
-        if (i != 0 && c == a.key_column) out += "*";
+        if (i != 0 && (c == a.key_column || c == a.key_column2)) out += "*";
         if (col.op == column_op::literal) {
           out += "#" + std::to_string(col.value);
         } else {
@@ -334,6 +341,9 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     if (!first && known(atom.columns[width - 1])) atom.key_column = width - 1;
     for (std::uint32_t c = 0; c + 1 < width && atom.key_column == no_column; ++c)
       if (known(atom.columns[c])) atom.key_column = c;
+    for (std::uint32_t c = 0; !first && atom.key_column != no_column && c < width; ++c)
+      if (c != atom.key_column && atom.key_column2 == no_column && known(atom.columns[c]))
+        atom.key_column2 = c;
     for (std::uint32_t c = 0; c < width; ++c) {
       plan_column& col = atom.columns[c];
       if (col.op == column_op::literal) {
