@@ -123,6 +123,17 @@ TEST_CASE("core: extraction costs and variants as egglog computes them", "[eqsat
   CHECK(s.outputs()[2].text == "(\n   (Add (Num 1) (Num 2))\n   (Big (Num 3))\n)\n");
 }
 
+TEST_CASE("core: consecutive extracts share costs only while the database is unchanged",
+          "[eqsat][core]") {
+  // The second extract's expression adds a row (the costs must be recomputed: (Num 3) is new);
+  // the union between the third and fourth extracts makes (Num 3) the cheapest term of $e.
+  const std::string text =
+      "(datatype M (Num i64) (Add M M))\n(let $e (Add (Num 1) (Num 2)))\n(extract $e)\n"
+      "(extract (Num 3))\n(extract $e)\n(union $e (Num 3))\n(extract $e)\n(extract $e)";
+  CHECK(run(text) ==
+        "(Add (Num 1) (Num 2))\n(Num 3)\n(Add (Num 1) (Num 2))\n(Num 3)\n(Num 3)\n");
+}
+
 TEST_CASE("core: an extraction whose cost overflows 64 bits is an error, not a wrapped cost",
           "[eqsat][core]") {
   // Three nodes of cost 2^63 - 1 sum past 2^64 - 1: reported as an overflow, not as "nothing

@@ -22,6 +22,7 @@
 //! `prove-exists`), `set-option`.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -312,6 +313,8 @@ class session {
                      "write (command args ...)"));
     // Runs stay on the offload engine between run commands; anything else reads the host.
     if (head != "run" && head != "run-schedule") VYRE_TRY(settle());
+    // Consecutive extracts share one cost table; any other command may change the database.
+    if (head != "extract") extract_memo_.reset();
     lang::compiler c(state_->decl, state_->env, tree);
     c.set_values(state_->db.base);
     auto declared = [&](const expected<void>& r) -> expected<void> {
@@ -460,7 +463,7 @@ class session {
     VYRE_TRY_ASSIGN(const std::vector<value> regs,
                     engine_->run_actions(e.block, prim_context::full));
     const value v = engine_->canonical(e.result.is_reg() ? regs[e.result.v] : e.result.v, e.sort);
-    extractor ex(state_->decl, state_->db);
+    extractor& ex = memo_extractor();
     program_output out;
     if (variants == 0) {
       const std::uint64_t cost = ex.cost(v, e.sort);
@@ -486,6 +489,22 @@ class session {
     }
     outputs_.push_back(std::move(out));
     return {};
+  }
+
+  //! The extractor of the current database: the previous extract's while nothing changed since
+  //! (an extract's own expression may add rows or unite, which the signature sees; its rebuild
+  //! moves the timestamp only), so a run of extracts computes the costs of a large e-graph once.
+  extractor& memo_extractor() {
+    const database& db = state_->db;
+    std::uint64_t cells = 0;
+    for (const table& t : db.tables) cells += t.rows();
+    const std::array<std::uint64_t, 3> now{cells, db.ids.size(), db.ids.unions()};
+    if (extract_memo_ == nullptr || now != extract_memo_state_) {
+      extract_memo_.reset();
+      extract_memo_ = std::make_unique<extractor>(state_->decl, db);
+      extract_memo_state_ = now;
+    }
+    return *extract_memo_;
   }
 
   expected<std::uint32_t> function_named(const lang::sexpr_tree& tree, std::uint32_t node) const {
@@ -884,6 +903,8 @@ class session {
   session_options options_;
   std::shared_ptr<const std::vector<std::string>> names_;
   std::unique_ptr<state> state_;
+  std::unique_ptr<extractor> extract_memo_;  //!< `memo_extractor`
+  std::array<std::uint64_t, 3> extract_memo_state_{};
   std::vector<std::unique_ptr<state>> saved_;
   std::unique_ptr<cpu_engine> engine_;
   std::vector<std::string> files_;
