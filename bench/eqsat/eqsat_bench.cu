@@ -66,12 +66,12 @@ std::string per_iteration_json(const run_record& run) {
     std::snprintf(line, sizeof line,
                   "%s{\"iteration\": %llu, \"enodes\": %llu, \"eclasses\": %llu, \"matches\": "
                   "%llu, \"search_s\": %.6f, \"apply_s\": %.6f, \"rebuild_s\": %.6f, "
-                  "\"device\": \"%s\"}",
+                  "\"rebuild_rounds\": %u, \"device\": \"%s\"}",
                   i != 0 ? ", " : "", static_cast<unsigned long long>(s.iteration),
                   static_cast<unsigned long long>(s.rows),
                   static_cast<unsigned long long>(s.eclasses),
                   static_cast<unsigned long long>(s.matches), s.search_seconds, s.apply_seconds,
-                  s.rebuild_seconds, s.device.c_str());
+                  s.rebuild_seconds, s.rebuild_rounds, s.device.c_str());
     out += line;
   }
   return out + "]";

@@ -130,8 +130,22 @@ TEST_CASE("core: consecutive extracts share costs only while the database is unc
   const std::string text =
       "(datatype M (Num i64) (Add M M))\n(let $e (Add (Num 1) (Num 2)))\n(extract $e)\n"
       "(extract (Num 3))\n(extract $e)\n(union $e (Num 3))\n(extract $e)\n(extract $e)";
-  CHECK(run(text) ==
-        "(Add (Num 1) (Num 2))\n(Num 3)\n(Add (Num 1) (Num 2))\n(Num 3)\n(Num 3)\n");
+  CHECK(run(text) == "(Add (Num 1) (Num 2))\n(Num 3)\n(Add (Num 1) (Num 2))\n(Num 3)\n(Num 3)\n");
+}
+
+TEST_CASE("core: an iteration reports the rounds its rebuild took", "[eqsat][core]") {
+  // Uniting (A) with (B) makes F(A) congruent to F(B) (a second round) and then F(F(A)) to
+  // F(F(B)) (a third look); the second run unites nothing and rebuilds nothing.
+  const std::string text =
+      "(datatype M (A) (B) (F M))\n(let $x (F (F (A))))\n(let $y (F (F (B))))\n"
+      "(rewrite (A) (B))\n(run 1)\n(check (= $x $y))\n(run 1)";
+  eq::session s;
+  auto r = s.run_text(text, "t.egg");
+  if (!r) FAIL(s.describe(r.error()));
+  REQUIRE(s.iterations().size() == 2);
+  CHECK(s.iterations()[0].unions >= 3);
+  CHECK(s.iterations()[0].rebuild_rounds >= 2);
+  CHECK(s.iterations()[1].rebuild_rounds == 0);
 }
 
 TEST_CASE("core: an extraction whose cost overflows 64 bits is an error, not a wrapped cost",

@@ -207,11 +207,11 @@ int run(int argc, char** argv) {
     std::fprintf(
         stderr,
         "iteration %llu: %llu e-nodes, %llu e-classes, %llu matches, %llu unions; "
-        "search %.4f s, apply %.4f s, rebuild %.4f s (%s)\n",
+        "search %.4f s, apply %.4f s, rebuild %.4f s in %u rounds (%s)\n",
         static_cast<unsigned long long>(r.iteration), static_cast<unsigned long long>(r.rows),
         static_cast<unsigned long long>(r.eclasses), static_cast<unsigned long long>(r.matches),
         static_cast<unsigned long long>(r.unions), r.search_seconds, r.apply_seconds,
-        r.rebuild_seconds, r.device.c_str());
+        r.rebuild_seconds, r.rebuild_rounds, r.device.c_str());
   };
   vyre::eqsat::session s(so);
   auto result = s.run_file(opts.file);
@@ -266,6 +266,7 @@ int run(int argc, char** argv) {
              ", \"functions\": " + functions_json(r) +
              ", \"matches\": " + std::to_string(r.matches) +
              ", \"unions\": " + std::to_string(r.unions) +
+             ", \"rebuild_rounds\": " + std::to_string(r.rebuild_rounds) +
              ", \"device\": " + vyre::io::json_string(r.device) + ", \"seconds\": " + seconds + "}";
     }
     out += "],\n \"outputs\": [";

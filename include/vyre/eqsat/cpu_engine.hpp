@@ -72,6 +72,9 @@ struct iteration_report {
   double search_seconds = 0;
   double apply_seconds = 0;
   double rebuild_seconds = 0;
+  //! Rounds of the rebuild (canonicalize, find congruent rows, unite) until one merged nothing;
+  //! 0 when nothing was united. The depth to which congruence had to propagate.
+  std::uint32_t rebuild_rounds = 0;
   iteration_stop stopped = iteration_stop::none;  //!< a limit was crossed: roll back
 };
 
@@ -259,7 +262,7 @@ class cpu_engine {
       report.stopped = iteration_stop::node_limit;
       return report;
     }
-    if (state.united) VYRE_TRY(rebuild_loop());
+    if (state.united) VYRE_TRY(rebuild_loop(&report.rebuild_rounds));
     ++db_->now;
     report.rebuild_seconds = std::chrono::duration<double>(clock::now() - t2).count();
     report.unions = db_->ids.unions() - unions_before;
@@ -604,10 +607,12 @@ class cpu_engine {
 
   //! Containers first (their contents canonical; equal ones united), then every row with a
   //! non-canonical id written again through the merge; rounds until one changes nothing.
-  expected<void> rebuild_loop() {
+  //! `rounds` (optional): the rounds it took.
+  expected<void> rebuild_loop(std::uint32_t* rounds = nullptr) {
     database& db = *db_;
     apply_state state(*this, prim_context::write);
     for (;;) {
+      if (rounds != nullptr) ++*rounds;
       bool round_changed = false;
       VYRE_TRY(rebuild_containers(round_changed));
       const std::uint32_t ts = db.now;

@@ -283,6 +283,7 @@ class gpu_engine {
         base_bound_(o.base_bound_),
         graph_base_bound_(o.graph_base_bound_),
         unions_(o.unions_),
+        last_rebuild_rounds_(o.last_rebuild_rounds_),
         capture_rebuilds_(o.capture_rebuilds_) {}
   gpu_engine& operator=(gpu_engine&&) = delete;
   gpu_engine(const gpu_engine&) = delete;
@@ -979,6 +980,7 @@ class gpu_engine {
     report.search_seconds = std::chrono::duration<double>(t1 - t0).count();
     report.apply_seconds = std::chrono::duration<double>(t2 - t1).count();
     report.rebuild_seconds = std::chrono::duration<double>(t3 - t2).count();
+    report.rebuild_rounds = last_rebuild_rounds_;
     report.unions = old_roots - old_roots_after;
     bool rows_changed = false;
     for (std::size_t f = 0; f < tables_.size(); ++f)
@@ -1133,7 +1135,8 @@ class gpu_engine {
     } else {
       const auto exact = [this](std::uint32_t c) { return view(c); };
       auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
-      for (std::uint32_t any = 1; any != 0;) {
+      last_rebuild_rounds_ = 0;
+      for (std::uint32_t any = 1; any != 0; ++last_rebuild_rounds_) {
         VYRE_CUDA_TRY(cudaMemsetAsync(merged, 0, sizeof(std::uint32_t), stream()), what);
         VYRE_TRY(rebuild_round(stream(), exact, uf(), bits(), runtime_.memory));
         VYRE_TRY(read_back(&any, merged, 1, what));
@@ -1169,6 +1172,7 @@ class gpu_engine {
       return fail(error(errc::invalid_state, "eqsat gpu_engine: the rebuild did not converge")
                       .with("rounds", done.rounds)
                       .fix("report this: the rebuild loop has no reachable round cap"));
+    if (captured) last_rebuild_rounds_ = static_cast<std::uint32_t>(done.rounds);
     std::vector<std::uint32_t> kept(tables_.size());
     std::memcpy(kept.data(), report.data() + report_kept, kept.size() * sizeof(std::uint32_t));
     for (std::size_t c = 0; c < tables_.size(); ++c)
@@ -1199,12 +1203,13 @@ class gpu_engine {
   //! Shapes met once (launched); the second meeting captures (`rebuild_graph`).
   std::unordered_set<detail::gpu_rebuild_shape, detail::gpu_rebuild_shape_hash> shapes_seen_;
   std::uint32_t ids_ = 0;
-  std::uint64_t eclasses_ = 0;          //!< roots of the id space (containers' included)
-  std::uint64_t container_roots_ = 0;   //!< container ids among them (the host's, unchanged)
-  std::uint64_t base_bound_ = 1;        //!< every base-sort value in a table is below it
-  std::uint64_t graph_base_bound_ = 0;  //!< `base_bound_` the captured rebuilds sort by
-  std::uint64_t unions_ = 0;            //!< the id space's union counter (`id_space::unions`)
-  bool capture_rebuilds_ = true;        //!< `capture_rebuilds`
+  std::uint64_t eclasses_ = 0;             //!< roots of the id space (containers' included)
+  std::uint64_t container_roots_ = 0;      //!< container ids among them (the host's, unchanged)
+  std::uint64_t base_bound_ = 1;           //!< every base-sort value in a table is below it
+  std::uint64_t graph_base_bound_ = 0;     //!< `base_bound_` the captured rebuilds sort by
+  std::uint64_t unions_ = 0;               //!< the id space's union counter (`id_space::unions`)
+  std::uint32_t last_rebuild_rounds_ = 0;  //!< the last rebuild's rounds (its report)
+  bool capture_rebuilds_ = true;           //!< `capture_rebuilds`
 };
 
 }  // namespace vyre::eqsat

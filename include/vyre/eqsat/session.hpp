@@ -77,6 +77,7 @@ struct iteration_record {
   double search_seconds = 0;
   double apply_seconds = 0;
   double rebuild_seconds = 0;
+  std::uint32_t rebuild_rounds = 0;  //!< `iteration_report::rebuild_rounds`
   bool changed = false;
   std::string device = "cpu";  //!< where it ran
 };
@@ -880,6 +881,7 @@ class session {
     rec.search_seconds = r.search_seconds;
     rec.apply_seconds = r.apply_seconds;
     rec.rebuild_seconds = r.rebuild_seconds;
+    rec.rebuild_rounds = r.rebuild_rounds;
     rec.changed = r.changed;
     if (options_.on_iteration) options_.on_iteration(rec);
     iterations_.push_back(std::move(rec));

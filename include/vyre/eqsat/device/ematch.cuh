@@ -515,13 +515,14 @@ class join_search {
     return algorithms::detail::launched(what);
   }
 
-  //! `data[0, n)` replaced by its exclusive scan.
-  expected<void> scan(std::uint32_t* data, std::uint32_t n) {
+  //! `data[0, n)` replaced by its exclusive (or `inclusive`) scan.
+  expected<void> scan(std::uint32_t* data, std::uint32_t n, bool inclusive = false) {
     return algorithms::detail::cub_call(
         runtime_,
         [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceScan::ExclusiveSum(temp, bytes, data, data, static_cast<int>(n),
-                                               stream_);
+          const int items = static_cast<int>(n);
+          return inclusive ? cub::DeviceScan::InclusiveSum(temp, bytes, data, data, items, stream_)
+                           : cub::DeviceScan::ExclusiveSum(temp, bytes, data, data, items, stream_);
         },
         stream_, what);
   }
@@ -530,17 +531,10 @@ class join_search {
   expected<void> flag(state& s) {
     const std::uint32_t n = s.candidates;
     VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
-    std::uint32_t* flags = s.inclusive.get();
     detail::join_flags_kernel<>
-        <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, flags);
+        <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, s.inclusive.get());
     VYRE_TRY(algorithms::detail::launched(what));
-    return algorithms::detail::cub_call(
-        runtime_,
-        [&](void* temp, std::size_t& bytes) {
-          return cub::DeviceScan::InclusiveSum(temp, bytes, flags, flags, static_cast<int>(n),
-                                               stream_);
-        },
-        stream_, what);
+    return scan(s.inclusive.get(), n, true);
   }
 
   //! The matching candidates of `s`'s level become the prefixes of the next level (their exact
