@@ -8,7 +8,7 @@
 //! - eqsat/device/: the engine's pieces, public for an engine author's own kernels and streams
 //!   (namespace `vyre::eqsat::device`): `plan.hpp` (rules lowered to device plans,
 //!   `plan_rule`), `table.cuh` (a table's device view), `ematch.cuh` (plans flattened, the
-//!   join-interpreter count and write passes, column indexes), `union_find.cuh` (lock-free,
+//!   level-by-level `join_search`, column and pair indexes), `union_find.cuh` (lock-free,
 //!   smallest id wins), `rebuild.cuh` (canonicalize, sort rows, unite congruent rows, drop
 //!   duplicates), `hashcons.cuh` (device lookup-or-insert of rows)
 #pragma once

@@ -29,12 +29,14 @@
 //!
 //! Iteration (naive: every rule matches the whole e-graph each time; for these heads a match
 //! applied again changes nothing, so the e-graph is the seminaive one, only `matches` differs):
-//! 1. Search: every rule's `device::rule_plan`, flattened into `device::flat_query`, runs in
-//!    one join-interpreter kernel: a thread per row of atom 0's table, nested loops over the
-//!    later atoms through indexes (rows sorted by the key column, found by binary search; a
-//!    table is sorted by its first column after every rebuild and needs no index for it). Two
-//!    phases: count matches per row, read every rule's total back in one copy (the one host
-//!    round trip the search makes per iteration), scan, write the saved registers.
+//! 1. Search: every rule's `device::rule_plan`, flattened into `device::flat_query`, joins
+//!    level by level in one `device::join_search` (ematch.cuh): a thread per partial match
+//!    counts its candidates in the next atom's index (rows sorted by the key column or a pair
+//!    of columns, found by binary search; a table is sorted by its arguments after every
+//!    rebuild and needs no index for its first one or two), a scan places them, a thread per
+//!    candidate extends its match. Every rule advances a level together: one host round trip
+//!    per level reads every rule's candidate total; the last level writes the saved
+//!    registers.
 //! 2. Apply without hashing: every make of every match appends a row with a fresh class
 //!    (`base + match * makes + step`), a set appends its row with its value, at positions known
 //!    from the totals; then the match's union runs (lock-free: a CAS links the larger root under
