@@ -530,6 +530,7 @@ class join_search {
   //! `s.inclusive`: the inclusive scan of the current level's match flags.
   expected<void> flag(state& s) {
     const std::uint32_t n = s.candidates;
+    VYRE_TRY(detail::cub_items(n, what));
     VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
     detail::join_flags_kernel<>
         <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, s.inclusive.get());
