@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
+#include <iterator>
 #include <string>
 #include <type_traits>
 
@@ -51,9 +52,14 @@ TEST_CASE("a long subject keeps its tail behind an ellipsis, never silently", "[
 }
 
 TEST_CASE("values beyond the capacity are dropped, never written out of bounds", "[core][error]") {
+  static constexpr const char* names[] = {"v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"};
+  static_assert(std::size(names) > vyre::error::max_values);
   vyre::error err(vyre::errc::invalid_argument, "too many");
-  for (int i = 0; i < 10; ++i) err.with("v", static_cast<std::uint64_t>(i));
-  CHECK(err.value_count() == vyre::error::max_values);
+  for (std::size_t i = 0; i < std::size(names); ++i) err.with(names[i], 100 + i);
+  REQUIRE(err.value_count() == vyre::error::max_values);
+  // The first ones are kept, in order, with their values; the later ones are dropped.
+  for (std::size_t i = 0; i < std::size(names); ++i)
+    CHECK(err.value_or(names[i], 0) == (i < vyre::error::max_values ? 100 + i : 0));
 }
 
 TEST_CASE("error_exception carries the error and its message", "[core][error]") {

@@ -163,7 +163,27 @@ TEST_CASE("snapshot::validate: each failure is its own error naming row and valu
 
 TEST_CASE("snapshot::validate: empty snapshot and self loops are valid", "[egraph][snapshot]") {
   eg::snapshot empty;
-  empty.validate();
+  CHECK(empty.validate<expect>().has_value());
+  CHECK(empty.row_count() == 0);
+  // A class whose only node has itself as both children: valid (egg writes such nodes), and
+  // the children are kept as given.
   const auto loop = eg::snapshot::build({{5, "f", {5, 5}}});
-  loop.validate();
+  CHECK(loop.validate<expect>().has_value());
+  REQUIRE(loop.row_count() == 1);
+  const auto kids = loop.children_of(loop.rows()[0]);
+  REQUIRE(kids.size() == 2);
+  CHECK(kids[0] == 5);
+  CHECK(kids[1] == 5);
+  // The same row with a child class that has no node is not valid: the check above is not
+  // vacuous.
+  eg::snapshot dangling;
+  dangling.intern_op("f");
+  const std::uint32_t child = 6;
+  const auto offset =
+      dangling.append_children<expect>(cuda::std::span<const std::uint32_t>(&child, 1));
+  REQUIRE(offset.has_value());
+  dangling.add_raw_row({5, 0, *offset, 1});
+  const auto refused = dangling.validate<expect>();
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == vyre::errc::not_found);
 }
