@@ -230,7 +230,7 @@ struct gpu_rebuild_shape_hash {
 };
 
 //! A search index built for one iteration: one block of the sort's two key and two row
-//! buffers; `view` points at the sorted pair.
+//! buffers (u64 keys for an index by a pair of columns); `view` points at the sorted keys.
 struct gpu_built_index {
   std::uint32_t table = 0, column = 0, column2 = device::no_column;
   device_array<std::uint32_t> block;

@@ -467,7 +467,6 @@ class join_search {
     return {};
   }
 
-  std::size_t size() const noexcept { return queries_.size(); }
   //! Drops every query and its buffers.
   void clear() noexcept { queries_.clear(); }
   //! Query `i`'s matches (after `run`).
@@ -643,20 +642,13 @@ inline expected<column_index> build_pair_index(device_resource_ref memory, const
     return fail(error(errc::invalid_argument, what).fix("pass 8-byte aligned scratch"));
   if (t.rows == 0) return column_index{};
   const std::size_t n = t.rows;
-  VYRE_TRY(detail::cub_items(n, what));
   auto* wide = reinterpret_cast<std::uint64_t*>(scratch);
   cub::DoubleBuffer<std::uint64_t> keys(wide, wide + n);
   cub::DoubleBuffer<std::uint32_t> rows(scratch + 4 * n, scratch + 5 * n);
   detail::pair_keys_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(
       t, column, column2, keys.Current(), rows.Current());
   VYRE_TRY(algorithms::detail::launched(what));
-  VYRE_TRY(algorithms::detail::cub_call(
-      detail::runtime_for(memory),
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, rows, static_cast<int>(n), 0,
-                                               32 + bits, stream);
-      },
-      stream, what));
+  VYRE_TRY(detail::sort_pairs(memory, keys, rows, t.rows, 32 + bits, stream, what));
   const auto* halves = reinterpret_cast<const std::uint32_t*>(keys.Current());
   column_index ix;
   ix.keys = halves + 1;

@@ -107,10 +107,12 @@ inline expected<void> cub_items(std::uint64_t n, const char* what) {
 }
 
 //! Sorts `n` pairs in their double buffers by the keys' low `bits` (CUB's scratch is then
-//! small: no copies of the keys and values); the sorted pairs are at `Current()`.
-inline expected<void> sort_pairs(device_resource_ref memory, cub::DoubleBuffer<std::uint32_t>& keys,
-                                 cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n,
-                                 int bits, cudaStream_t stream, const char* what) {
+//! small: no copies of the keys and values); the sorted pairs are at `Current()`. `Key`: u32,
+//! or u64 for an index by a pair of columns.
+template <class Key>
+expected<void> sort_pairs(device_resource_ref memory, cub::DoubleBuffer<Key>& keys,
+                          cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n, int bits,
+                          cudaStream_t stream, const char* what) {
   VYRE_TRY(cub_items(n, what));
   return algorithms::detail::cub_call(
       detail::runtime_for(memory),
