@@ -47,14 +47,16 @@
 //!    `rebuild_graph_stats`; a shape met for the first time runs the same passes launched,
 //!    with a flag read back per round, and is captured when it comes back): a device loop
 //!    (`graph::build_fixpoint_graph`) of rounds
-//!    {compress the union-find; canonicalize every id column; sort each table's rows by their
-//!    keys (LSD: stable radix sorts of a row permutation, last key first, in the arena's double
-//!    buffers, rows beyond those in use sorted last; then the rows permuted in place a column at
-//!    a time); unite the values of adjacent rows with equal keys}
-//!    until a round unites nothing, decided on the device; then drop duplicate rows (compacted
-//!    in place). The rows in use are uploaded before the launch (`device::table_ref::live`),
-//!    so a slowly growing e-graph replays one graph; CUB's scratch is one block the graphs keep
-//!    (`scratch_block_resource`). The counts come back in one copy.
+//!    {compress the union-find; canonicalize every id column; insert the rows whose keys moved
+//!    (every row in the first round) into each table's congruence index in the arena, uniting
+//!    the values of rows with equal keys} until a round unites nothing, decided on the device;
+//!    then sort each table's rows by their keys once (LSD: stable radix sorts of a row
+//!    permutation, last key first, in the arena's double buffers, rows beyond those in use
+//!    sorted last; then the rows permuted in place a column at a time) and drop duplicate rows
+//!    (compacted in place). The rows in use are uploaded before the launch
+//!    (`device::table_ref::live`), so a slowly growing e-graph replays one graph; CUB's
+//!    scratch is one block the graphs keep (`scratch_block_resource`). The counts come back in
+//!    one copy.
 //! 4. Counts: rows per table; e-classes = roots of the id space that are not containers;
 //!    `unions` = classes that existed before the iteration and were merged away; the iteration
 //!    changed the e-graph when that is not zero or the rows changed.
@@ -564,11 +566,22 @@ class gpu_engine {
     return backend_->memory().release_cached();
   }
 
-  //! Scratch words the rebuild needs: four u32 per row of the largest table's capacity.
-  std::size_t rebuild_words() const noexcept {
-    std::size_t n = 1;
-    for (const table& t : tables_) n = (std::max)(n, t.capacity);
-    return 4 * n;
+  //! Scratch words of a rebuild over tables of capacities `caps`: during the rounds every
+  //! table's congruence index (its control words first, then each table's slots and moved
+  //! rows), after them four u32 per row of the largest table for its sort.
+  template <class Capacities>
+  static std::size_t rebuild_words_for(const Capacities& caps) noexcept {
+    std::size_t largest = 1, rounds = caps.size() * device::congruence_control_words;
+    for (const auto cap : caps) {
+      largest = (std::max)(largest, static_cast<std::size_t>(cap));
+      rounds += cap == 0 ? 0 : device::congruence_words(static_cast<std::size_t>(cap));
+    }
+    return (std::max)(4 * largest, rounds);
+  }
+  std::size_t rebuild_words() const {
+    std::vector<std::size_t> caps(tables_.size());
+    for (std::size_t c = 0; c < tables_.size(); ++c) caps[c] = tables_[c].capacity;
+    return rebuild_words_for(caps);
   }
 
   //! The arena goes back after an iteration when it is large (the next iteration's search
@@ -919,8 +932,7 @@ class gpu_engine {
       fresh += total * plan.actions.size();
       match_words += total * plan.saved.size();
     }
-    std::uint64_t widest = 1;
-    std::vector<std::uint64_t> after(tables_.size());
+    std::vector<std::uint64_t> after(tables_.size()), after_caps(tables_.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) {
       after[f] = tables_[f].rows + appended[f];
       if (after[f] > 0x7fffffffull)
@@ -928,10 +940,13 @@ class gpu_engine {
                         .about(decl_->functions[f].name)
                         .with("rows", after[f])
                         .fix("stop earlier with --node-limit"));
-      widest = (std::max)(widest, std::uint64_t{detail::gpu_capacity_class(after[f])});
+      const std::size_t have = tables_[f].capacity;  // `reserve`'s rule, for the rebuild
+      after_caps[f] =
+          after[f] <= have ? have : (std::max)(detail::gpu_capacity_class(after[f]), have);
     }
     VYRE_TRY(check_ids(std::uint64_t{ids_} + fresh));
-    VYRE_TRY(ensure_arena(static_cast<std::size_t>((std::max)(match_words, 4 * widest))));
+    VYRE_TRY(ensure_arena(
+        (std::max)(static_cast<std::size_t>(match_words), rebuild_words_for(after_caps))));
     std::size_t match_at = 0;
     for (std::size_t r = 0; r < rules; ++r) {
       if (totals[r] == 0) continue;
@@ -1010,32 +1025,42 @@ class gpu_engine {
                              live_rows_.get() + f};
   }
 
-  //! One rebuild round on `s`: {compress; per table: canonicalize, sort_rows, unite_congruent},
-  //! `*merged` set when a union merged two classes. Written once for the captured graph
-  //! (tables at their capacity, `capacity_view`) and the launched path (`view`).
+  //! Table `f`'s congruence index in the arena (`rebuild_words_for`'s layout), laid out by
+  //! the capacities, so the captured graph and the launched path agree.
+  device::congruence_ref congruence(std::uint32_t f) const noexcept {
+    std::uint32_t* at = arena_.get() + tables_.size() * device::congruence_control_words;
+    for (std::uint32_t c = 0; c < f; ++c)
+      at += tables_[c].capacity == 0 ? 0 : device::congruence_words(tables_[c].capacity);
+    return device::congruence_at(at, tables_[f].capacity,
+                                 arena_.get() + f * device::congruence_control_words);
+  }
+
+  //! One rebuild round on `s`: {compress; per table: congruence_round}, `*merged` set when a
+  //! union merged two classes. Written once for the captured graph (tables at their capacity,
+  //! `capacity_view`) and the launched path (`view`); `congruence_start` comes first.
   template <class View>
-  expected<void> rebuild_round(cudaStream_t s, View view, device::union_find_ref uf,
-                               const device::key_bits& bits, device_resource_ref memory) {
+  expected<void> rebuild_round(cudaStream_t s, View view, device::union_find_ref uf) {
     auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
     VYRE_TRY(device::compress(uf, s));
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
       if (tables_[c].capacity == 0) continue;
-      const device::table_ref t = view(c);
-      VYRE_TRY(device::canonicalize(t, uf, s));
-      VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
-      VYRE_TRY(device::unite_congruent(t, uf, merged, s));
+      VYRE_TRY(device::congruence_round(view(c), uf, congruence(c), merged, s));
     }
     return {};
   }
 
-  //! After the last round: the first row of every run of equal keys stays (their values are
-  //! equal: the last round united nothing); the kept counts land in the report.
+  //! After the last round: every table sorted by its arguments, and the first row of every run
+  //! of equal arguments stays (their classes are equal: the last round united nothing); the
+  //! kept counts land in the report.
   template <class View>
-  expected<void> rebuild_dedupe(cudaStream_t s, View view, device_resource_ref memory) {
+  expected<void> rebuild_dedupe(cudaStream_t s, View view, const device::key_bits& bits,
+                                device_resource_ref memory) {
     auto* kept = reinterpret_cast<std::uint32_t*>(report_.get() + report_kept);
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
       if (tables_[c].capacity == 0) continue;
-      VYRE_TRY(device::drop_duplicates(memory, view(c), arena_.get(), kept + c, s));
+      const device::table_ref t = view(c);
+      VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
+      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s));
     }
     return {};
   }
@@ -1105,8 +1130,8 @@ class gpu_engine {
     const device_resource_ref memory(scratch);
     const device::union_find_ref uf{parent_, static_cast<std::uint32_t>(parent_capacity_)};
     const auto at_capacity = [this](std::uint32_t c) { return capacity_view(c); };
-    auto round = [&](cudaStream_t s) { return rebuild_round(s, at_capacity, uf, bits, memory); };
-    auto dedupe = [&](cudaStream_t s) { return rebuild_dedupe(s, at_capacity, memory); };
+    auto round = [&](cudaStream_t s) { return rebuild_round(s, at_capacity, uf); };
+    auto dedupe = [&](cudaStream_t s) { return rebuild_dedupe(s, at_capacity, bits, memory); };
     return rebuild_graphs_.get_or_build(shape, 0, [&] {
       // No round cap the loop can reach: every round but the last merges two classes, and
       // the dedupe is only right once the loop converged.
@@ -1123,6 +1148,7 @@ class gpu_engine {
     const char* what = "eqsat: rebuild";
     VYRE_TRY(ensure_arena(rebuild_words()));
     VYRE_TRY_ASSIGN(graph_type * graph, rebuild_graph());
+    VYRE_TRY(device::congruence_start(arena_.get(), tables_.size(), stream()));
     if (graph != nullptr) {
       // The union-find's ids past the last one made are padding: singletons nothing names.
       const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
@@ -1140,10 +1166,10 @@ class gpu_engine {
       last_rebuild_rounds_ = 0;
       for (std::uint32_t any = 1; any != 0; ++last_rebuild_rounds_) {
         VYRE_CUDA_TRY(cudaMemsetAsync(merged, 0, sizeof(std::uint32_t), stream()), what);
-        VYRE_TRY(rebuild_round(stream(), exact, uf(), bits(), runtime_.memory));
+        VYRE_TRY(rebuild_round(stream(), exact, uf()));
         VYRE_TRY(read_back(&any, merged, 1, what));
       }
-      VYRE_TRY(rebuild_dedupe(stream(), exact, runtime_.memory));
+      VYRE_TRY(rebuild_dedupe(stream(), exact, bits(), runtime_.memory));
     }
     VYRE_TRY_ASSIGN(const std::vector<unsigned long long> report, read_report(uf(), old_ids));
     VYRE_TRY(take_kept(report, graph != nullptr));

@@ -2,33 +2,50 @@
 //! @file
 //! The canonicalizing rebuild on the device, as passes an engine runs on its own tables and
 //! stream: congruence closure by rounds of
-//!   `compress` (union_find.cuh) -> per table: `canonicalize`, `sort_rows`, `unite_congruent`
-//! until a round unites nothing (the `merged` flag, read back by the caller), then
-//! `drop_duplicates` per table. Afterwards every class column holds a root, every table is
-//! sorted by its arguments (so `ematch.cuh`'s `sorted_index` serves column 0), no two rows of a
-//! table have equal arguments, and rows that were congruent have one class.
+//!   `compress` (union_find.cuh) -> per table: `congruence_round`
+//! until a round unites nothing (the `merged` flag, read back by the caller), then per table
+//! `sort_rows` and `drop_duplicates`. Afterwards every class column holds a root, every table
+//! is sorted by its arguments (so `ematch.cuh`'s `sorted_index` serves column 0), no two rows
+//! of a table have equal arguments, and rows that were congruent have one class.
 //!
-//! Memory: the passes work in place on the table's cells; `sort_rows` takes `4 * rows` u32 of
-//! scratch, `drop_duplicates` `2 * rows`; CUB scratch (small: the sorts use double buffers)
-//! comes from `memory`. Nothing is read back: the caller chooses when to sync.
+//! A round costs the rows whose arguments moved, not the table: each table keeps a
+//! congruence index through the rounds (`congruence_ref`: hash slots that name its rows by
+//! their arguments, open addressing with linear probing). The first round canonicalizes every
+//! row and inserts it; a later round canonicalizes every row (one read of its class columns)
+//! but inserts only the rows whose arguments changed. An insert that meets a row with equal
+//! arguments unites the two classes. A row whose arguments moved gives up the slot it took
+//! under the old ones (`moved_away`: still taken, naming no row), so a slot that names a row
+//! names one whose arguments are those it was inserted with: a key has at most one slot, and
+//! every later row with that key meets it on its probe path (slots are never freed during
+//! the rounds). One sort per table after the loop, where sorting every round would cost a sort per
+//! round (congruence moves one level of the e-graph a round).
+//!
+//! Memory: the passes work in place on the table's cells. Each table's congruence index takes
+//! `congruence_words(rows)` u32 (its slots, kept at most three quarters full: moved rows that
+//! would pass that wait for a next round that clears them and inserts every row again; and a
+//! bit per row, whether it moved) plus
+//! `congruence_control_words` control words of one block `congruence_start` sets for every
+//! table at once; `sort_rows` takes `4 * rows` u32 of scratch, `drop_duplicates` `2 * rows`;
+//! CUB scratch (small: the sorts use double buffers) comes from `memory`. Nothing is read back:
+//! the caller chooses when to sync.
 //! Captured graphs: with tables viewed at a capacity and their rows in use on the device
 //! (`table_ref::live`) and `memory` a `scratch_block_resource` of `rebuild_cub_bytes`, every
 //! pass here can be captured once and replayed for any row counts up to that capacity.
 //! Limits: rows below 2^31 (CUB's item counts); `max_width` columns.
 //!
 //!     namespace dev = vyre::eqsat::device;
+//!     VYRE_TRY(dev::congruence_start(control, tables.size(), stream));
 //!     for (;;) {
 //!       VYRE_TRY(dev::compress(uf, stream));
 //!       cudaMemsetAsync(merged, 0, 4, stream);
-//!       for (dev::table_ref t : tables) {
-//!         VYRE_TRY(dev::canonicalize(t, uf, stream));
-//!         VYRE_TRY(dev::sort_rows(memory, t, bits, scratch, stream));
-//!         VYRE_TRY(dev::unite_congruent(t, uf, merged, stream));
-//!       }
+//!       for (std::size_t c = 0; c < tables.size(); ++c)  // index[c]: dev::congruence_at(...)
+//!         VYRE_TRY(dev::congruence_round(tables[c], uf, index[c], merged, stream));
 //!       // read *merged back; stop when 0
 //!     }
-//!     for (std::size_t c = 0; c < tables.size(); ++c)  // kept[c]: rows left, on the device
+//!     for (std::size_t c = 0; c < tables.size(); ++c) {  // kept[c]: rows left, on the device
+//!       VYRE_TRY(dev::sort_rows(memory, tables[c], bits, scratch, stream));
 //!       VYRE_TRY(dev::drop_duplicates(memory, tables[c], scratch, kept + c, stream));
+//!     }
 #pragma once
 
 #include <algorithm>
@@ -38,9 +55,11 @@
 #include <cuda_runtime_api.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cuda/atomic>
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
+#include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/table.cuh"
@@ -51,15 +70,167 @@
 
 namespace vyre::eqsat::device {
 
+//! One table's congruence index during a rebuild (device memory the caller owns; see the file
+//! comment): from `congruence_at`.
+struct congruence_ref {
+  static constexpr std::uint32_t empty = 0xffffffffu;  //!< a slot naming no row
+  //! A slot whose row's arguments moved since it took it: taken, naming no row.
+  static constexpr std::uint32_t moved_away = 0xfffffffeu;
+
+  std::uint32_t* slots = nullptr;  //!< `slot_count` words: a row of the table, or `empty`
+  std::uint32_t slot_count = 0;
+  //! Bit r % 32 of word r / 32: row r's arguments moved this round (one bit per table row).
+  std::uint32_t* moved = nullptr;
+  //! `congruence_control_words`: [0] rows that moved; [1] slots taken at the most; [2] 1
+  //! when this round clears the slots and inserts every row, 2 or more when the next round
+  //! must (`congruence_start`, or a round whose moved rows would not fit); [3] rows the last
+  //! round inserted.
+  std::uint32_t* control = nullptr;
+
+#if defined(__CUDACC__)
+  //! The first slot of the probe path of the arguments `key[0, n)`.
+  __device__ std::uint32_t first_slot(const std::uint32_t* key, std::uint32_t n) const noexcept {
+    return static_cast<std::uint32_t>((eqsat::detail::row_hash(key, n) >> 32) * slot_count >> 32);
+  }
+  __device__ std::uint32_t next_slot(std::uint32_t s) const noexcept {
+    return s + 1 == slot_count ? 0 : s + 1;
+  }
+#endif
+};
+
+inline constexpr std::size_t congruence_control_words = 4;
+
+//! Slots of the congruence index of a table of `rows` rows: twice the rows, so a round that
+//! inserts every row fills at most half of them.
+inline constexpr std::size_t congruence_slots(std::size_t rows) noexcept {
+  return 2 * rows + 1;
+}
+//! u32 of the congruence index of a table of `rows` rows (its slots, then its moved bits),
+//! without its control words.
+inline constexpr std::size_t congruence_words(std::size_t rows) noexcept {
+  return congruence_slots(rows) + (rows + 31) / 32;
+}
+//! The congruence index of a table of `rows` rows in `block` (`congruence_words(rows)` u32),
+//! with its control words at `control` (`congruence_control_words` u32).
+inline congruence_ref congruence_at(std::uint32_t* block, std::size_t rows,
+                                    std::uint32_t* control) noexcept {
+  const auto slots = static_cast<std::uint32_t>(congruence_slots(rows));
+  return congruence_ref{block, slots, block + slots, control};
+}
+
 namespace detail {
 
+//! One thread: this round's control words of `h` (see `congruence_ref::control`).
 template <int = 0>
-VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf) {
+VYRE_KERNEL void congruence_begin_kernel(congruence_ref h) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  std::uint32_t* w = h.control;
+  const bool reset = w[2] >= 2;
+  w[0] = 0;
+  w[1] = reset ? 0u : w[1] + w[3];
+  w[2] = reset ? 1u : 0u;
+  w[3] = 0;
+}
+
+template <int = 0>
+VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
+  if (h.control[2] != 1) return;
+  VYRE_DETAIL_GRID_LOOP(i, h.slot_count) {
+    h.slots[i] = congruence_ref::empty;
+  }
+}
+
+//! Every class column of the rows in use replaced by its root; a row whose arguments changed
+//! sets its bit in `h.moved` (unless this round inserts every row). A warp takes 32 aligned
+//! rows a step (every lane steps alike, so the ballot names all of them) and writes their
+//! word whole, and counts them with one atomic.
+template <int = 0>
+VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_ref h) {
   const std::uint32_t used = t.in_use();
-  VYRE_DETAIL_GRID_LOOP(r, used) {
-    std::uint32_t* row = t.cells + r * t.width;
-    for (std::uint32_t c = 0; c < t.width; ++c)
-      if (t.holds_class(c)) row[c] = uf.find(row[c]);
+  const bool every_row = h.control[2] == 1;
+  const std::uint32_t last = t.width - 1, lane = threadIdx.x % 32;
+  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
+  static_assert(block % 32 == 0, "warps take aligned words of rows");
+  for (std::uint64_t r = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; r - lane < used;
+       r += stride) {
+    bool moved = false;
+    if (r < used) {
+      std::uint32_t* row = t.cells + r * t.width;
+      std::uint32_t old[max_width];
+      for (std::uint32_t c = 0; c < last; ++c) old[c] = row[c];
+      for (std::uint32_t c = 0; c < t.width; ++c) {
+        if (!t.holds_class(c)) continue;
+        const std::uint32_t root = uf.find(row[c]);
+        if (root == row[c]) continue;
+        row[c] = root;
+        moved = moved || c < last;
+      }
+      // The slot this row took under its old arguments (if it took one: a row that met an
+      // equal one took none) no longer names it, so every slot that names a row is on the
+      // probe path of that row's arguments.
+      if (moved && !every_row) {
+        std::uint32_t s = h.first_slot(old, last);
+        for (std::uint32_t visited = 0; visited < h.slot_count; ++visited, s = h.next_slot(s)) {
+          const std::uint32_t other = h.slots[s];
+          if (other == congruence_ref::empty) break;
+          if (other != r) continue;
+          h.slots[s] = congruence_ref::moved_away;
+          break;
+        }
+      }
+    }
+    if (every_row) continue;
+    const std::uint32_t bits = __ballot_sync(0xffffffffu, moved);
+    if (lane != 0) continue;
+    h.moved[r / 32] = bits;
+    if (bits != 0) atomicAdd(h.control, static_cast<std::uint32_t>(__popc(bits)));
+  }
+}
+
+//! Inserts this round's rows (moved, or every row) into `h`; a row that meets one with equal
+//! arguments unites their classes instead (`*merged = 1` when that merged two classes). The
+//! cells are not written here, so a row read through a slot holds its current arguments.
+template <int = 0>
+VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congruence_ref h,
+                                          std::uint32_t* merged) {
+  using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  const bool every_row = h.control[2] == 1;
+  const std::uint32_t n = every_row ? t.in_use() : h.control[0];  // rows to insert
+  // At most three quarters of the slots are taken, so a probe ends at a free slot or an equal
+  // row. Moved rows that would pass that are not inserted: the next round inserts every row
+  // into cleared slots (a table's rows take at most half of them), and `*merged` makes sure
+  // there is a next round. Every thread decides alike from words only thread 0 writes.
+  const std::uint64_t room = h.slot_count - h.slot_count / 4;
+  if (!every_row && std::uint64_t{h.control[1]} + n > room) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+      h.control[2] = 2;
+      *merged = 1;
+    }
+    return;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) h.control[3] = n;
+  if (n == 0) return;
+  const std::uint32_t last = t.width - 1;
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    const auto r = static_cast<std::uint32_t>(i);
+    if (!every_row && ((h.moved[r / 32] >> (r % 32)) & 1u) == 0) continue;
+    const std::uint32_t* row = t.cells + std::size_t{r} * t.width;
+    std::uint32_t s = h.first_slot(row, last);
+    for (std::uint32_t visited = 0; visited < h.slot_count; ++visited, s = h.next_slot(s)) {
+      std::uint32_t other = atomic_u32(h.slots[s]).load(cuda::std::memory_order_relaxed);
+      if (other == congruence_ref::empty) {
+        if (atomic_u32(h.slots[s])
+                .compare_exchange_strong(other, r, cuda::std::memory_order_relaxed))
+          break;  // claimed; `other` now holds the row that claimed it first
+      }
+      if (other == congruence_ref::moved_away) continue;
+      const std::uint32_t* seen = t.cells + std::size_t{other} * t.width;
+      if (eqsat::detail::same_row(seen, row, last)) {
+        if (uf.unite(seen[last], row[last])) *merged = 1;
+        break;
+      }
+    }
   }
 }
 
@@ -81,20 +252,6 @@ VYRE_KERNEL void put_column_kernel(table_ref t, std::uint32_t col, const std::ui
   const std::uint32_t n = count != nullptr ? *count : t.in_use();
   VYRE_DETAIL_GRID_LOOP(i, n) {
     t.cells[i * t.width + col] = tmp[i];
-  }
-}
-
-template <int = 0>
-VYRE_KERNEL void unite_congruent_kernel(table_ref t, union_find_ref uf, std::uint32_t* merged) {
-  const std::uint32_t used = t.in_use();
-  VYRE_DETAIL_GRID_LOOP(i, used) {
-    if (i == 0) continue;
-    const std::uint32_t* row = t.cells + i * t.width;
-    const std::uint32_t* prev = row - t.width;
-    const std::uint32_t last = t.width - 1;
-    if (row[last] != prev[last] && eqsat::detail::same_row(row, prev, last) &&
-        uf.unite(row[last], prev[last]))
-      *merged = 1;
   }
 }
 
@@ -137,11 +294,36 @@ inline expected<void> put_column(const table_ref& t, std::uint32_t col, const st
 
 }  // namespace detail
 
-//! Replaces every class id of `t` (the columns of `class_mask`) by its root in `uf`.
-inline expected<void> canonicalize(const table_ref& t, union_find_ref uf, cudaStream_t stream) {
+//! Sets the control words of `tables` congruence indexes (`tables *
+//! congruence_control_words` u32 at `control`) so that each one's first round clears its slots
+//! and inserts every row: call once before a rebuild's first round.
+inline expected<void> congruence_start(std::uint32_t* control, std::size_t tables,
+                                       cudaStream_t stream) {
+  if (tables == 0) return {};
+  return cuda_check(
+      cudaMemsetAsync(control, 0xff, tables * congruence_control_words * sizeof(std::uint32_t),
+                      stream),
+      "eqsat::device::congruence_start");
+}
+
+//! One round of congruence closure on `t` (after `compress`): every class id replaced by its
+//! root, then the rows whose arguments moved (every row in a first round) inserted into `t`'s
+//! congruence index `h`, uniting the classes of rows with equal arguments; `*merged = 1` (a
+//! device u32) when a union merged two classes.
+inline expected<void> congruence_round(const table_ref& t, union_find_ref uf,
+                                       const congruence_ref& h, std::uint32_t* merged,
+                                       cudaStream_t stream) {
+  const char* what = "eqsat::device::congruence_round";
   if (t.rows == 0) return {};
-  detail::canonicalize_kernel<><<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf);
-  return algorithms::detail::launched("eqsat::device::canonicalize");
+  detail::congruence_begin_kernel<><<<1, 1, 0, stream>>>(h);
+  VYRE_TRY(algorithms::detail::launched(what));
+  detail::congruence_clear_kernel<><<<detail::grid(h.slot_count), detail::block, 0, stream>>>(h);
+  VYRE_TRY(algorithms::detail::launched(what));
+  detail::canonicalize_kernel<><<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h);
+  VYRE_TRY(algorithms::detail::launched(what));
+  detail::congruence_insert_kernel<>
+      <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h, merged);
+  return algorithms::detail::launched(what);
 }
 
 //! Sorts the rows of `t` by their arguments (lexicographically; the class column is carried):
@@ -192,16 +374,6 @@ inline expected<std::size_t> rebuild_cub_bytes(const table_ref& t, const key_bit
   VYRE_CUDA_TRY(
       cub::DeviceScan::InclusiveSum(nullptr, bytes, none_in, none_out, static_cast<int>(n)), what);
   return (std::max)(most, bytes);
-}
-
-//! In `t` sorted by its arguments: unites the classes of adjacent rows with equal arguments
-//! (congruent rows) and sets `*merged = 1` (a device u32) when a union merged two classes.
-inline expected<void> unite_congruent(const table_ref& t, union_find_ref uf, std::uint32_t* merged,
-                                      cudaStream_t stream) {
-  if (t.rows < 2) return {};
-  detail::unite_congruent_kernel<>
-      <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, merged);
-  return algorithms::detail::launched("eqsat::device::unite_congruent");
 }
 
 //! In `t` sorted by its arguments, after congruence closure: keeps the first row of every run
