@@ -16,6 +16,11 @@
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
+//!    A rule whose actions only make rows and unite (a rewrite) first probes its matches on
+//!    every thread: a match whose rows all exist needs only its union, which is dropped when
+//!    its two classes are one already; the others run in order as above. Hits make no id and
+//!    stage nothing, and unions keep the smaller representative whatever their order, so the
+//!    result is the serial one.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
 //!    appended, an existing key's value is merged (constructors: the ids are united and the
 //!    smaller kept; `:merge`: its expression over `old` and `new`; `:no-merge`: must be equal).
@@ -236,16 +241,22 @@ class cpu_engine {
       return report;
     }
     apply_state state(*this, prim_context::write);
+    state.trust_fresh = true;
     for (std::size_t i = 0; i < rules.size(); ++i) {
       const rule_decl& rule = decl_->rules[rules[i]];
       state.context = rule.naive ? prim_context::full : prim_context::write;
       std::vector<value> regs(rule.head.register_count(), 0);
       const std::uint32_t width = rule.body.variable_count();
-      for (std::uint64_t m = 0; m < matches[i].count; ++m) {
+      // The serial pass: the probe's misses, then the matches it did not probe, in order.
+      std::vector<std::uint64_t> misses;
+      const std::uint64_t probed = probe_rows(rule.head, matches[i], width, state, misses);
+      const std::uint64_t serial = misses.size() + (matches[i].count - probed);
+      for (std::uint64_t k = 0; k < serial; ++k) {
+        const std::uint64_t m = k < misses.size() ? misses[k] : probed + (k - misses.size());
         if (width != 0) std::copy_n(&matches[i].regs[m * width], width, regs.data());
         VYRE_TRY(state.run(rule.head, regs.data()));
         if (state.panicked) break;
-        if ((m & 0xfff) == 0xfff && over_node_limit(state.staged_rows())) {
+        if ((k & 0xfff) == 0xfff && over_node_limit(state.staged_rows())) {
           report.stopped = iteration_stop::node_limit;
           return report;
         }
@@ -311,6 +322,10 @@ class cpu_engine {
     prim_context context;
     bool united = false;
     bool panicked = false;
+    //! Whether the merge may append a `fresh_row` without looking its key up: only where
+    //! nothing but the merge writes the tables between a `make` and the merge (an iteration's
+    //! apply; not the rebuild, which writes rows while its merges make some).
+    bool trust_fresh = false;
 
     //! Records a `:no-merge` conflict, reported once the merge is done.
     void conflict(const std::string& function) {
@@ -378,7 +393,7 @@ class cpu_engine {
             break;
           }
           case action_op::set:
-            VYRE_TRY(stage(a.target, in, in[n - 1], false));
+            VYRE_TRY(stage(a.target, in, in[n - 1], merged_row));
             break;
           case action_op::unite:
             VYRE_TRY(unite(in[0], in[1]));
@@ -389,7 +404,7 @@ class cpu_engine {
           case action_op::subsume: {
             // egglog adds a missing row (a fresh id) and subsumes it.
             VYRE_TRY_ASSIGN(const value out, make(a.target, in));
-            VYRE_TRY(stage(a.target, in, out, true));
+            VYRE_TRY(stage(a.target, in, out, subsumed_row));
             break;
           }
           case action_op::panic:
@@ -420,11 +435,11 @@ class cpu_engine {
       const function_decl& fn = engine_.decl_->functions[function];
       VYRE_TRY_ASSIGN(const value id, engine_.db_->ids.make());
       (void)fn;
-      VYRE_TRY(stage(function, keys, id, false));
+      VYRE_TRY(stage(function, keys, id, fresh_row));
       return id;
     }
     expected<void> set(std::uint32_t function, const value* keys, value v) override {
-      return stage(function, keys, v, false);
+      return stage(function, keys, v, merged_row);
     }
     expected<void> unite(value a, value b) override {
       unions_.emplace_back(a, b);
@@ -462,11 +477,17 @@ class cpu_engine {
             if (r != table::no_row) t.retire(r);
           }
           const std::uint32_t width = t.width();
+          t.reserve(s.flags.size());
           for (std::size_t row = 0; row < s.flags.size(); ++row) {
             const value* cells = &s.cells[row * width];
+            if (trust_fresh && s.flags[row] == fresh_row) {
+              VYRE_TRY(t.append(cells, cells[arity], ts, row_state::live));
+              changed = true;
+              continue;
+            }
             bool row_changed = false;
             VYRE_TRY(engine_.merge_row(*this, decl.functions[f], t, cells, cells[arity],
-                                       s.flags[row] != 0, ts, row_changed));
+                                       s.flags[row] == subsumed_row, ts, row_changed));
             changed = changed || row_changed;
           }
         }
@@ -475,12 +496,19 @@ class cpu_engine {
     }
 
    private:
+    //! A staged row's flag: merged with what the table holds at its key (subsumed or not), or
+    //! made by `make` for a key the table did not hold and nothing staged before. Under
+    //! `trust_fresh` such a key is still absent when the merge appends it (a staged row of the
+    //! same key can only come after it, and a `:merge` that makes rows makes them in another
+    //! table, merged later in the same round or in the next).
+    static constexpr std::uint8_t merged_row = 0, subsumed_row = 1, fresh_row = 2;
+
     //! The writes staged for one table, with an open-addressing index from a key to its first
     //! staged row (so a constructor row asked for twice gets one id).
     struct staged {
-      std::vector<value> cells;  // staged rows (keys, value)
-      std::vector<std::uint8_t> flags;
-      std::vector<value> removed;  // staged deletions (keys)
+      std::vector<value> cells;         // staged rows (keys, value)
+      std::vector<std::uint8_t> flags;  // merged_row, subsumed_row or fresh_row
+      std::vector<value> removed;       // staged deletions (keys)
       std::size_t removed_count = 0;
       std::vector<std::uint64_t> slots;  // 0 empty; else (hash tag << 32) | (row + 1)
       std::size_t used = 0;
@@ -510,7 +538,7 @@ class cpu_engine {
       return true;
     }
 
-    expected<void> stage(std::uint32_t function, const value* keys, value v, bool subsumed) {
+    expected<void> stage(std::uint32_t function, const value* keys, value v, std::uint8_t flag) {
       staged& s = staged_[function];
       const table& t = engine_.db_->tables[function];
       const auto row = static_cast<std::uint32_t>(s.flags.size());
@@ -520,7 +548,7 @@ class cpu_engine {
                         .fix("stop earlier with --node-limit"));
       s.cells.insert(s.cells.end(), keys, keys + t.arity());
       s.cells.push_back(v);
-      s.flags.push_back(subsumed ? 1 : 0);
+      s.flags.push_back(flag);
       ++staged_count_;
       any_staged_ = true;
       if ((s.used + 1) * 2 > s.slots.size()) {
@@ -553,6 +581,73 @@ class cpu_engine {
     std::uint64_t staged_count_ = 0;
     error panic_error_{errc::invalid_state, "panic"};
   };
+
+  //! The parallel probe of a rewrite's matches (the file comment, step 2): when `head` only
+  //! makes rows and unites and there are enough matches for the threads, the matches' rows
+  //! are looked up on every thread; a match whose rows all exist hands its union to `state`
+  //! (unless its classes are one already), the others go to `misses` in match order for the
+  //! serial pass. A sample (the first sixteenth) goes first: when fewer than a quarter of it
+  //! hit, the rest is left to the serial pass, which would look the rows up again.
+  //! @returns the matches probed (a prefix; 0 when the probe does not apply).
+  std::uint64_t probe_rows(const action_block& head, const match_buffer& found, std::uint32_t width,
+                           apply_state& state, std::vector<std::uint64_t>& misses) {
+    for (const action& a : head.actions)
+      if (a.op != action_op::make && a.op != action_op::unite) return 0;
+    const std::uint64_t n = found.count;
+    if (vyre::detail::chunk_count(threads_, n, 4096) < 2) return 0;
+    const std::uint64_t sample = (std::max)(n / 16, (std::min)(n, std::uint64_t{8192}));
+    probe_range(head, found, width, 0, sample, state, misses);
+    if ((sample - misses.size()) * 4 < sample) return sample;
+    probe_range(head, found, width, sample, n, state, misses);
+    return n;
+  }
+
+  //! `probe_rows` over matches [begin, end).
+  void probe_range(const action_block& head, const match_buffer& found, std::uint32_t width,
+                   std::uint64_t begin, std::uint64_t end, apply_state& state,
+                   std::vector<std::uint64_t>& misses) {
+    std::size_t most_args = 0;
+    for (const action& a : head.actions) most_args = (std::max)(most_args, a.args.size());
+    const std::uint64_t n = end - begin;
+    const unsigned chunks = (std::max)(1u, vyre::detail::chunk_count(threads_, n, 4096));
+    const database& db = *db_;
+    std::vector<std::vector<std::pair<value, value>>> unions(chunks);
+    std::vector<std::vector<std::uint64_t>> missed(chunks);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      std::vector<value> regs(head.register_count(), 0), in(most_args, 0);
+      for (std::size_t m = begin + from; m < begin + to; ++m) {
+        if (width != 0) std::copy_n(&found.regs[m * width], width, regs.data());
+        const std::size_t kept = unions[c].size();  // a miss's unions go with it
+        bool hit = true;
+        for (const action& a : head.actions) {
+          for (std::size_t k = 0; k < a.args.size(); ++k) {
+            const operand& o = a.args[k];
+            in[k] = o.is_reg() ? regs[o.v]
+                               : (o.type == operand::kind::id ? db.ids.find_const(o.v) : o.v);
+          }
+          if (a.op == action_op::unite) {
+            if (db.ids.find_const(in[0]) != db.ids.find_const(in[1]))
+              unions[c].emplace_back(in[0], in[1]);
+            continue;
+          }
+          const table& t = db.tables[a.target];
+          const std::uint32_t r = t.find(in.data());
+          if (r == table::no_row) {
+            hit = false;
+            break;
+          }
+          regs[a.dst] = t.value_of(r);
+        }
+        if (hit) continue;
+        unions[c].resize(kept);
+        missed[c].push_back(m);
+      }
+    });
+    for (unsigned c = 0; c < chunks; ++c) {
+      for (const auto& [a, b] : unions[c]) (void)state.unite(a, b);
+      misses.insert(misses.end(), missed[c].begin(), missed[c].end());
+    }
+  }
 
   //! Writes (keys, v) into `t` at timestamp `ts`: appended when the key is new, else merged
   //! with the present value (see the file comment). `changed`: a row was added or changed.

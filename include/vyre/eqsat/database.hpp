@@ -128,6 +128,16 @@ class table {
     return r;
   }
 
+  //! Room in the key index for `more` appends without growing it again: a batch of appends
+  //! (an iteration's merge) rehashes the rows once instead of at every doubling.
+  void reserve(std::size_t more) {
+    if ((used_slots_ + more) * 2 <= slots_.size()) return;
+    cells_.reserve(cells_.size() + more * width_);
+    stamps_.reserve(stamps_.size() + more);
+    states_.reserve(states_.size() + more);
+    index_rows(present_ + more);
+  }
+
   //! Marks row `r` stale and drops it from the key index.
   void retire(std::uint32_t r) noexcept {
     if (state(r) == row_state::stale) return;
@@ -208,8 +218,10 @@ class table {
       }
     }
   }
-  void reindex() {
-    reset_index((std::max)(present_ + 1, std::size_t{8}));
+  void reindex() { index_rows((std::max)(present_ + 1, std::size_t{8})); }
+  //! A key index for `capacity` rows holding every row that is not stale.
+  void index_rows(std::size_t capacity) {
+    reset_index(capacity);
     for (std::size_t r = 0; r < rows(); ++r)
       if (state(r) != row_state::stale)
         insert_slot(detail::row_hash(row(r), arity_), static_cast<std::uint32_t>(r));
