@@ -1,12 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Turn a benchmark run (JSON lines from bench/ executables) into BENCHMARKS.md and PNG plots.
+"""Turn a benchmark run (JSON lines from bench/ executables) into a Markdown report and PNG plots.
 
 Every line is one measurement: {"name", "params", "device", "median_ns" (or another median),
 "baseline", "baseline_median_ns", "ratio", ...}. Lines that are not JSON objects are ignored.
 
     python3 scripts/bench_report.py run.jsonl [later-run.jsonl ...] --meta meta.txt \
-        --out BENCHMARKS.md --plots docs/bench
+        --out bench-out/report.md --plots bench-out
 
 A later file's benchmark names supersede the same names in earlier files (partial re-runs).
 
@@ -505,8 +505,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", help="JSON-lines files from the bench executables")
     parser.add_argument("--meta", help="key: value lines describing the run")
-    parser.add_argument("--out", default="BENCHMARKS.md")
-    parser.add_argument("--plots", default="docs/bench", help="folder for the PNG plots")
+    parser.add_argument("--out", default="bench-out/report.md")
+    parser.add_argument("--plots", default="bench-out", help="folder for the PNG plots")
     args = parser.parse_args()
 
     rows = read_lines(args.runs)
@@ -535,6 +535,7 @@ def main() -> int:
         sections = {"eqsat": eqsat_section, "dag": dag_section}
         body = sections.get(name, table)(by_component[name])
         parts += [f"## {name}", "", body, ""]
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(parts))
     print(f"bench_report: wrote {out} ({len(rows)} measurements, {len(plots)} plots)")
     return 0

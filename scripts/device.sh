@@ -103,9 +103,11 @@ stage_cli() {
   return "${PIPESTATUS[0]}"
 }
 stage_dag() {
+  # bench/dag/cbc-optima.jsonl: CBC's result per real e-graph (the GPU machine has no CBC),
+  # written where CBC is by: bench_dag --data-dir ../shared/data/egraphs --time-limit 60
   # shellcheck disable=SC2086 # DAG_ARGS is a list
   "$build/bench/dag/bench_dag" --data-dir "$PWD/.deps/egraphs" \
-    --optima "${DAG_OPTIMA:-docs/bench/dag-2026-11-23-cpu.jsonl}" ${DAG_ARGS:-} | tee -a "$out/dag.jsonl" \
+    --optima "${DAG_OPTIMA:-bench/dag/cbc-optima.jsonl}" ${DAG_ARGS:-} | tee -a "$out/dag.jsonl" \
     | grep -E '"dag.extract.set"|gpu_equals_cpu":false'
   return "${PIPESTATUS[0]}"
 }

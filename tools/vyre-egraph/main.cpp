@@ -526,7 +526,7 @@ int command_extract(const options& opts) {
   take(check_extractable(input), input.file);
   const bool by_dag = opts.method != "tree";
   // dag runs on the GPU only when asked (--device gpu): its search is sequential at heart and a
-  // GPU thread block runs it slower than a CPU core (BENCHMARKS.md); ilp runs on the CPU. The
+  // GPU thread block runs it slower than a CPU core (docs/performance.md); ilp runs on the CPU. The
   // tree cost reported beside them runs on the CPU.
   const bool dag_on_gpu = opts.method == "dag" && opts.device == "gpu";
   const device_kind device =
