@@ -164,10 +164,13 @@ void check_same(const run_result& cpu, const run_result& gpu) {
 }
 
 //! Iterations that ran on the device (all of them, for an always-mode run of GPU rules).
-std::size_t on_device(const run_result& r) {
+std::size_t on_device_iterations(const std::vector<eq::iteration_record>& iterations) {
   std::size_t n = 0;
-  for (const eq::iteration_record& it : r.iterations) n += it.device == "gpu" ? 1 : 0;
+  for (const eq::iteration_record& it : iterations) n += it.device == "gpu" ? 1 : 0;
   return n;
+}
+std::size_t on_device(const run_result& r) {
+  return on_device_iterations(r.iterations);
 }
 
 //! math.egg from VYRE_EGGLOG_DATA_DIR; empty (and the run marked SKIPPED) when it is missing.
@@ -381,6 +384,149 @@ TEST_CASE("gpu offload: a database the device cannot hold stays on the cpu", "[e
   CHECK_FALSE(got.iterations.empty());
   CHECK(on_device(got) == 0);
   CHECK(offload->backend() == nullptr);  // never needed: no CUDA call was made for it
+}
+
+//! An extraction oracle that shares no code with `eq::extractor`: every e-class's cheapest
+//! tree cost by a plain fixpoint over every row (egglog's model: a live row of an extractable
+//! constructor costs its `:cost` plus its arguments', a primitive value 1), and a printed
+//! term's class and cost read back through the tables. The programs use no containers.
+class extraction_oracle {
+ public:
+  static constexpr std::uint64_t none = ~std::uint64_t{0};
+
+  extraction_oracle(const eq::declarations& decl, const eq::database& db)
+      : decl_(decl), db_(db), best_(db.ids.size(), none) {
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (std::size_t f = 0; f < decl.functions.size(); ++f) {
+        const eq::function_decl& fn = decl.functions[f];
+        if (fn.kind != eq::function_kind::constructor || fn.unextractable) continue;
+        const eq::table& t = db_.tables[f];
+        for (std::size_t r = 0; r < t.rows(); ++r) {
+          if (t.state(r) != eq::row_state::live) continue;
+          std::uint64_t cost = fn.cost;
+          for (std::uint32_t a = 0; a < t.arity() && cost != none; ++a) {
+            const std::uint64_t arg = t.id_column(a) ? best_[db_.ids.find_const(t.row(r)[a])] : 1;
+            cost = arg == none ? none : cost + arg;
+          }
+          std::uint64_t& have = best_[db_.ids.find_const(t.value_of(r))];
+          if (cost < have) {
+            have = cost;
+            changed = true;
+          }
+        }
+      }
+    }
+  }
+
+  //! The cheapest cost of the class of `id`.
+  std::uint64_t best(eq::value id) const { return best_[db_.ids.find_const(id)]; }
+
+  //! A printed term (`(F (G 1) "s")`): its class and its tree cost, or nothing when one of
+  //! its rows is not in the tables.
+  std::optional<std::pair<eq::value, std::uint64_t>> read(const std::string& text) {
+    auto tree = eq::lang::read_sexprs(text);
+    if (!tree || tree->top.size() != 1) return std::nullopt;
+    return read(*tree, tree->top[0]);
+  }
+
+ private:
+  std::optional<std::pair<eq::value, std::uint64_t>> read(const eq::lang::sexpr_tree& tree,
+                                                          std::uint32_t n) {
+    const eq::lang::sexpr_node& node = tree.nodes[n];
+    const std::string_view text(tree.text.data() + node.first, node.count);
+    switch (node.kind) {
+      case eq::lang::sexpr_kind::integer: {
+        auto v = db_.base.from_i64(node.integer);
+        if (!v) return std::nullopt;
+        return std::pair{*v, std::uint64_t{1}};
+      }
+      case eq::lang::sexpr_kind::string: {
+        auto v = db_.base.from_string(text);
+        if (!v) return std::nullopt;
+        return std::pair{*v, std::uint64_t{1}};
+      }
+      case eq::lang::sexpr_kind::list:
+        break;
+      default:
+        return std::nullopt;
+    }
+    if (node.count == 0) return std::nullopt;
+    const eq::lang::sexpr_node& head = tree.nodes[tree.children[node.first]];
+    if (head.kind != eq::lang::sexpr_kind::symbol) return std::nullopt;
+    const std::int64_t f =
+        decl_.find_function(std::string_view(tree.text.data() + head.first, head.count));
+    if (f < 0) return std::nullopt;
+    const eq::table& t = db_.tables[static_cast<std::size_t>(f)];
+    if (node.count - 1 != t.arity()) return std::nullopt;
+    std::vector<eq::value> keys;
+    std::uint64_t cost = decl_.functions[static_cast<std::size_t>(f)].cost;
+    for (std::uint32_t a = 0; a < t.arity(); ++a) {
+      auto arg = read(tree, tree.children[node.first + 1 + a]);
+      if (!arg) return std::nullopt;
+      keys.push_back(t.id_column(a) ? db_.ids.find_const(arg->first) : arg->first);
+      cost += arg->second;
+    }
+    const std::uint32_t r = t.find(keys.data());
+    if (r == eq::table::no_row) return std::nullopt;
+    return std::pair{t.value_of(r), cost};
+  }
+
+  const eq::declarations& decl_;
+  eq::database db_;  // a copy: reading a term's strings back interns them
+  std::vector<std::uint64_t> best_;
+};
+
+TEST_CASE("gpu offload: every extracted term is in the e-graph and costs its class's minimum",
+          "[eqsat][gpu]") {
+  // The oracle checks each engine's extracts on that engine's own e-graph, so a term that a
+  // shared extractor got wrong on both is caught too. The extracts come after the last run.
+  const std::string programs[] = {
+      R"((datatype M (Add M M) (Mul M M :cost 3) (Shl M i64) (Num i64) (V String))
+(rewrite (Add a b) (Add b a))
+(rewrite (Mul a (Num 2)) (Shl a 1))
+(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
+(rewrite (Add (Mul a b) (Mul a c)) (Mul a (Add b c)))
+(Mul (V "x") (Add (Num 2) (V "y")))
+(Add (Mul (V "x") (Num 2)) (Mul (V "x") (V "z")))
+(run 6)
+(extract (Mul (V "x") (Add (Num 2) (V "y"))))
+(extract (Add (Mul (V "x") (Num 2)) (Mul (V "x") (V "z"))))
+(extract (Mul (V "x") (Num 2))))",
+      R"((datatype T (Leaf) (F T) (G T T :cost 5))
+(rewrite (F (F x)) x)
+(rewrite (G x y) (G y x))
+(rewrite (G x x) (F x))
+(G (F (F (Leaf))) (F (F (F (F (Leaf))))))
+(run 5)
+(extract (G (F (F (Leaf))) (F (F (F (F (Leaf)))))))
+(extract (F (F (F (Leaf))))))"};
+  for (const std::string& program : programs) {
+    for (const bool gpu : {false, true}) {
+      INFO((gpu ? "gpu" : "cpu") << " engine:\n" << program);
+      eq::session_options options;
+      options.threads = 2;
+      if (gpu) options.offload = on_gpu();
+      options.on_warning = [](const std::string&) {};
+      eq::session s(std::move(options));
+      auto ran = s.run_text(program, "t.egg");
+      if (ran) ran = s.finish();
+      REQUIRE(ran);
+      if (gpu) CHECK(on_device_iterations(s.iterations()) > 0);
+      extraction_oracle oracle(s.decl(), s.db());
+      std::size_t extracts = 0;
+      for (const eq::program_output& out : s.outputs()) {
+        if (out.type != eq::program_output::kind::extract) continue;
+        INFO("extracted: " << out.text);
+        const auto term = oracle.read(out.text);
+        REQUIRE(term.has_value());
+        CHECK(term->second == out.cost);
+        CHECK(oracle.best(term->first) == out.cost);
+        ++extracts;
+      }
+      CHECK(extracts >= 2);
+    }
+  }
 }
 
 TEST_CASE("gpu offload: math.egg, 10 iterations", "[eqsat][gpu]") {

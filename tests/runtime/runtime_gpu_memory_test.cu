@@ -756,11 +756,27 @@ TEST_CASE("acquire names a bad ordinal; the throwing policy throws", "[runtime][
   CHECK(bad.error().value_or("device_count", 0) == static_cast<std::uint64_t>(count));
   CHECK_THROWS_AS(vyre::backend<>::acquire(count), vyre::error_exception);
   auto gpu = vyre::backend<>::acquire(0);  // throwing policy: a plain backend
-  CHECK(gpu.caps().sm_count > 0);
-  CHECK(gpu.caps().total_memory > 0);
-  CHECK(gpu.caps().max_threads_per_block >= 1024);
-  CHECK(gpu.caps().l2_bytes > 0);
-  CHECK(gpu.caps().name[0] != '\0');
+  // The capabilities are device 0's, as the runtime's own property query reports them.
+  cudaDeviceProp prop{};
+  REQUIRE(cudaGetDeviceProperties(&prop, 0) == cudaSuccess);
+  const vyre::device_caps& caps = gpu.caps();
+  CHECK(caps.ordinal == 0);
+  CHECK(std::string(caps.name) == std::string(prop.name));
+  CHECK(caps.compute_major == prop.major);
+  CHECK(caps.compute_minor == prop.minor);
+  CHECK(caps.sm_count == prop.multiProcessorCount);
+  CHECK(caps.total_memory == prop.totalGlobalMem);
+  CHECK(caps.free_memory_at_acquire <= prop.totalGlobalMem);
+  CHECK(caps.l2_bytes == prop.l2CacheSize);
+  CHECK(caps.warp_size == prop.warpSize);
+  CHECK(caps.max_threads_per_block == prop.maxThreadsPerBlock);
+  CHECK(caps.max_threads_per_sm == prop.maxThreadsPerMultiProcessor);
+  CHECK(caps.max_grid_x == prop.maxGridSize[0]);
+  CHECK(caps.shared_memory_per_block == prop.sharedMemPerBlock);
+  CHECK(caps.shared_memory_per_block_optin == prop.sharedMemPerBlockOptin);
+  CHECK(caps.shared_memory_per_sm == prop.sharedMemPerMultiprocessor);
+  CHECK(caps.cooperative_launch == (prop.cooperativeLaunch != 0));
+  CHECK(caps.memory_pools == (prop.memoryPoolsSupported != 0));
   vyre::backend<> moved = std::move(gpu);
   CHECK(moved.id() != 0);
   CHECK(gpu.id() == 0);
