@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 bash scripts/check-format.sh  # clang-format 14 over every tracked C++ file, before the long build
+bash scripts/check-tidy.sh    # clang-tidy 16 (.clang-tidy) over every public host header
 cmake --preset default
 cmake --build --preset default
 ctest --preset default "$@"
@@ -25,3 +26,9 @@ fi
 cmake --preset sanitize
 cmake --build --preset sanitize
 ctest --preset sanitize "$@"
+
+# The host code that threads share (caching pool, host lanes, threaded JSON reader, the CPU
+# engine's parallel search and apply) under ThreadSanitizer.
+cmake --preset tsan
+cmake --build --preset tsan
+ctest --preset tsan "$@"
