@@ -130,7 +130,7 @@ class snapshot {
   result_t<OnError, void> reserve(std::size_t rows, std::size_t child_entries) {
     expected<void> result = try_reserve(rows_, rows, "snapshot rows");
     if (result) result = try_reserve(children_, child_entries, "snapshot children column");
-    return apply_error_policy<OnError>(std::move(result));
+    return apply_error_policy<OnError>(result);
   }
 
   std::size_t row_count() const noexcept { return rows_.size(); }

@@ -154,7 +154,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   expected<void> release_cached() noexcept {
     expected<void> result;
     auto keep_first = [&](expected<void> r) {
-      if (!r && result) result = std::move(r);
+      if (!r && result) result = r;
     };
     {
       std::lock_guard caches(thread_caches_mutex_);

@@ -508,7 +508,7 @@ class resident_store {
     expected<void> first_error;
     const auto report = [&](expected<void> r) noexcept {
       std::lock_guard lock(error_mutex);
-      if (first_error) first_error = std::move(r);
+      if (first_error) first_error = r;
       failed.store(true, std::memory_order_relaxed);
     };
     auto lane_body = [&](std::size_t lane) noexcept {
@@ -519,7 +519,7 @@ class resident_store {
           if (auto set = cuda_check(cudaSetDevice(device),
                                     "resident_store::upload: cudaSetDevice (host lane) failed");
               !set)
-            return report(std::move(set));
+            return report(set);
       }
       bool in_flight[2] = {};  // with reuse: this lane's two slots
       for (std::size_t taken = 0;; ++taken) {
@@ -533,7 +533,7 @@ class resident_store {
           if (auto done = cuda_check(cudaEventSynchronize(copied[staging_slot].get()),
                                      "resident_store::upload: waiting for a staging copy failed");
               !done)
-            return report(std::move(done));
+            return report(done);
           in_flight[own] = false;
         }
         const std::size_t at = index * plan.chunk_bytes;
@@ -548,12 +548,12 @@ class resident_store {
                 cudaMemcpyAsync(destination + at, view.data(), n, cudaMemcpyHostToDevice, stream),
                 "resident_store::upload: cudaMemcpyAsync (staged chunk) failed");
             !queued)
-          return report(std::move(queued));
+          return report(queued);
         if (reuse) {
           if (auto recorded = cuda_check(cudaEventRecord(copied[staging_slot].get(), stream),
                                          "resident_store::upload: cudaEventRecord failed");
               !recorded)
-            return report(std::move(recorded));
+            return report(recorded);
           in_flight[own] = true;
         }
       }

@@ -70,6 +70,7 @@ class lease_pool {
         --created_;
         return fail(
             error(errc::out_of_memory, "stream/event pool: host allocation of the idle list failed")
+                // NOLINTNEXTLINE(bugprone-sizeof-expression): the handles are pointers
                 .with("bytes", (created_ + 1) * sizeof(Handle))
                 .with("cap", cap_)
                 .fix("free host memory"));

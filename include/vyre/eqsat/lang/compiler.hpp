@@ -1005,6 +1005,7 @@ class compiler {
         const detail::tnode& n = nodes_[i];
         if (!n.in_query || n.type != detail::tnode::kind::call) continue;
         std::vector<operand> terms;
+        terms.reserve(n.args.size() + 1);
         for (const std::uint32_t a : n.args) terms.push_back(query_operand(a));
         if (n.target_kind == detail::tnode::callee::function) {
           terms.push_back(query_operand(i));
