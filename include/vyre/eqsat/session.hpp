@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -197,6 +198,13 @@ class session {
   run_stop stopped() const noexcept { return stopped_; }
   const declarations& decl() const noexcept { return state_->decl; }
   const database& db() const noexcept { return state_->db; }
+  //! The value of the global `name` (a top-level `let`, named with its `$`), if there is one:
+  //! an e-class id for a datatype sort (a root for `to_loaded_egraph`).
+  std::optional<value> global(const std::string& name) const {
+    auto it = state_->env.globals.find(name);
+    if (it == state_->env.globals.end()) return std::nullopt;
+    return it->second.v;
+  }
   cpu_engine& engine() noexcept { return *engine_; }
   const std::vector<std::string>& files() const noexcept { return files_; }
 

@@ -62,18 +62,10 @@
 #include "vyre/core/reserve.hpp"
 #include "vyre/egraph.hpp"
 #include "vyre/io/detail/egraph_json_scan.hpp"
+#include "vyre/io/loaded_egraph.hpp"
 #include "vyre/io/name_table.hpp"
 
 namespace vyre::io {
-
-//! An e-graph loaded from egraph-serialize JSON.
-struct loaded_egraph {
-  egraph::snapshot graph;                    //!< row i = node i (file order); always valid
-  std::vector<double> node_costs;            //!< cost of node (row) i, finite
-  name_table node_ids;                       //!< JSON node id of row i
-  name_table eclass_ids;                     //!< JSON e-class id of dense e-class id k
-  std::vector<std::uint32_t> root_eclasses;  //!< dense e-class ids of `root_eclasses`, in order
-};
 
 //! How `load_egraph_json` reads (tests and benchmarks change it; the defaults suit real files).
 struct json_load_options {
