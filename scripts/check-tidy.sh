@@ -3,23 +3,16 @@
 # clang-tidy over every public host header (.hpp), with the checks of .clang-tidy (bug-prone
 # constructs and needless copies, as CCCL's and RMM's configurations check them): one
 # translation unit that includes them all, so each header is analysed once. Any finding fails
-# (exit 1). Uses clang-tidy 16 (Debian's clang-tidy-16, installed here as root with apt-get when
-# missing, like deps.sh does); the CUDA toolkit's headers and CCCL come from the CUDA install.
+# (exit 1). Uses clang-tidy 16 (Debian's clang-tidy-16, which scripts/deps.sh installs); the CUDA
+# toolkit's headers and CCCL come from the CUDA install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tidy=clang-tidy-16
 if ! command -v "$tidy" >/dev/null 2>&1; then
-  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-    echo "check-tidy: installing $tidy" >&2
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq --no-install-recommends "$tidy" >/dev/null
-  else
-    echo "check-tidy: $tidy not found. Install it, then run this again:" >&2
-    echo "  sudo apt-get install $tidy" >&2
-    exit 2
-  fi
+  echo "check-tidy: $tidy not found (scripts/deps.sh installs it as root). Install it:" >&2
+  echo "  sudo apt-get install $tidy" >&2
+  exit 2
 fi
 cuda=${CUDA_HOME:-/usr/local/cuda}
 if [ ! -d "$cuda/include" ]; then

@@ -39,6 +39,7 @@ vyre_ensure_deps() {
   vyre_need libgmp-dev sh -c 'ls /usr/include/gmp.h /usr/include/*/gmp.h'  # egglog's BigInt
   vyre_need clang command -v clang++
   vyre_need clang-format command -v clang-format
+  vyre_need clang-tidy-16 command -v clang-tidy-16  # scripts/check-tidy.sh
   vyre_need python3-venv python3 -c 'import ensurepip, venv'  # scripts/check-cuda12.sh
   vyre_need libclang-rt-14-dev sh -c 'ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a'
   if [ ${#vyre_missing_packages[@]} -eq 0 ]; then return 0; fi
