@@ -77,7 +77,7 @@ struct congruence_ref {
   //! A slot whose row's arguments moved since it took it: taken, naming no row.
   static constexpr std::uint32_t moved_away = 0xfffffffeu;
 
-  std::uint32_t* slots = nullptr;  //!< `slot_count` words: a row of the table, or `empty`
+  std::uint32_t* slots = nullptr;  //!< `slot_count` words: a row, `empty` or `moved_away`
   std::uint32_t slot_count = 0;
   //! Bit r % 32 of word r / 32: row r's arguments moved this round (one bit per table row).
   std::uint32_t* moved = nullptr;
