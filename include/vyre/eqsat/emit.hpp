@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <new>
 #include <string>
 #include <string_view>
@@ -201,14 +202,21 @@ inline std::string egraph_json(const declarations& decl, const database& db,
 inline expected<io::loaded_egraph> to_loaded_egraph(const declarations& decl, const database& db,
                                                     const std::vector<value>& roots = {}) {
   io::loaded_egraph out;
-  std::unordered_map<std::string, std::uint32_t> eclass_of;  // e-class name -> dense id
-  std::unordered_map<std::string, std::uint32_t> op_of;
+  // E-class name -> dense id, looked up by view (a string is made only for a new name).
+  struct name_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  std::unordered_map<std::string, std::uint32_t, name_hash, std::equal_to<>> eclass_of;
   std::vector<std::uint32_t> kids;
   const auto dense = [&](std::string_view name) -> expected<std::uint32_t> {
-    auto [it, fresh] =
-        eclass_of.try_emplace(std::string(name), static_cast<std::uint32_t>(eclass_of.size()));
-    if (fresh) VYRE_TRY(out.eclass_ids.push_back(name));
-    return it->second;
+    if (auto it = eclass_of.find(name); it != eclass_of.end()) return it->second;
+    const auto id = static_cast<std::uint32_t>(eclass_of.size());
+    eclass_of.emplace(std::string(name), id);
+    VYRE_TRY(out.eclass_ids.push_back(name));
+    return id;
   };
   const auto add = [&](const detail::egraph_node_names& node) -> expected<void> {
     VYRE_TRY_ASSIGN(const std::uint32_t eclass, dense(node.eclass));
@@ -217,14 +225,10 @@ inline expected<io::loaded_egraph> to_loaded_egraph(const declarations& decl, co
       VYRE_TRY_ASSIGN(const std::uint32_t k, dense(c));
       kids.push_back(k);
     }
-    auto op = op_of.find(std::string(node.op));
-    if (op == op_of.end()) {
-      VYRE_TRY_ASSIGN(const std::uint32_t id,
-                      out.graph.intern_op<on_error::return_expected>(node.op));
-      op = op_of.emplace(std::string(node.op), id).first;
-    }
+    VYRE_TRY_ASSIGN(const std::uint32_t op,
+                    out.graph.intern_op<on_error::return_expected>(node.op));
     VYRE_TRY(out.graph.add_row<on_error::return_expected>(
-        eclass, op->second, cuda::std::span<const std::uint32_t>(kids.data(), kids.size())));
+        eclass, op, cuda::std::span<const std::uint32_t>(kids.data(), kids.size())));
     VYRE_TRY(out.node_ids.push_back(node.id));
     out.node_costs.push_back(static_cast<double>(node.cost));
     return {};
