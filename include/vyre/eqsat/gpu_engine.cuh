@@ -500,19 +500,22 @@ class gpu_engine {
     return {};
   }
 
+  //! The capacity `reserve` gives what holds `have` and must hold `want`.
+  static std::size_t grown_capacity(std::uint64_t want, std::size_t have) noexcept {
+    if (want <= have) return have;
+    return (std::max)(detail::gpu_capacity_class(want), have);
+  }
+
   //! Room for `rows[c]` rows per table and `ids` class ids, by capacity class
   //! (`detail::gpu_capacity_class`; exact above the class limit: the apply knows its sizes).
   expected<void> reserve(const std::vector<std::uint64_t>& rows, std::uint64_t ids) {
     bool grow = ids > parent_capacity_;
     for (std::size_t c = 0; c < tables_.size(); ++c) grow = grow || rows[c] > tables_[c].capacity;
     if (!grow) return {};
-    const auto room = [&](std::uint64_t want, std::size_t have) {
-      if (want <= have) return have;
-      return (std::max)(detail::gpu_capacity_class(want), have);
-    };
     std::vector<std::size_t> caps(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) caps[c] = room(rows[c], tables_[c].capacity);
-    return relayout(caps, room(ids, parent_capacity_));
+    for (std::size_t c = 0; c < tables_.size(); ++c)
+      caps[c] = grown_capacity(rows[c], tables_[c].capacity);
+    return relayout(caps, grown_capacity(ids, parent_capacity_));
   }
 
   //! Moves to the capacity classes of the rows a rebuild left when some capacity is above the
@@ -568,7 +571,7 @@ class gpu_engine {
 
   //! Scratch words of a rebuild over tables of capacities `caps`: during the rounds every
   //! table's congruence index (its control words first, then each table's slots and moved
-  //! rows), after them four u32 per row of the largest table for its sort.
+  //! bits), after them four u32 per row of the largest table for its sort.
   template <class Capacities>
   static std::size_t rebuild_words_for(const Capacities& caps) noexcept {
     std::size_t largest = 1, rounds = caps.size() * device::congruence_control_words;
@@ -940,9 +943,7 @@ class gpu_engine {
                         .about(decl_->functions[f].name)
                         .with("rows", after[f])
                         .fix("stop earlier with --node-limit"));
-      const std::size_t have = tables_[f].capacity;  // `reserve`'s rule, for the rebuild
-      after_caps[f] =
-          after[f] <= have ? have : (std::max)(detail::gpu_capacity_class(after[f]), have);
+      after_caps[f] = grown_capacity(after[f], tables_[f].capacity);  // for the rebuild
     }
     VYRE_TRY(check_ids(std::uint64_t{ids_} + fresh));
     VYRE_TRY(ensure_arena(
