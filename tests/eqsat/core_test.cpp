@@ -255,6 +255,60 @@ std::vector<std::uint64_t> dump(const eq::database& db) {
   return out;
 }
 
+TEST_CASE("core: an iteration rolled back at the node limit leaves what the iterations before left",
+          "[eqsat][core]") {
+  // Rows retired by merges and rebuilds, interned i64s and strings, containers, unions: under
+  // each limit the database (every row, state and stamp, every id's class, the value pools, the
+  // clock) and the outputs equal those of a run of just the iterations that were kept.
+  const auto program = [](int iterations) {
+    return "(datatype E (Num i64) (Add E E) (Name String))\n(sort EV (Vec E))\n"
+           "(function total (E) i64 :merge (min old new))\n(relation seen (EV))\n"
+           "(rule ((Add a b)) ((union (Add a b) (Add b a))))\n"
+           "(rule ((Add (Add a b) c)) ((union (Add (Add a b) c) (Add a (Add b c)))))\n"
+           "(rule ((Num n)) ((set (total (Num n)) n) (Name (+ \"n\" (to-string n)))))\n"
+           "(rule ((Num n) (< n 100)) ((Num (+ n 1000000000000))))\n"
+           "(rule ((Add a b) (= (total a) x) (= (total b) y))\n"
+           "      ((set (total (Add a b)) (+ x y)) (seen (vec-of a b))))\n"
+           "(let $e (Add (Add (Add (Add (Num 1) (Num 2)) (Num 3)) (Num 4)) (Num 5)))\n"
+           "(run " +
+           std::to_string(iterations) +
+           ")\n(print-size)\n(extract $e)\n(print-function total 5)\n"
+           "(Name \"after\")\n(check (Name \"n1\"))\n(print-size Name)\n";
+  };
+  const auto outputs = [](const eq::session& s) {
+    std::string out;
+    for (const auto& x : s.outputs()) out += x.text;
+    return out;
+  };
+  std::size_t rolled_back = 0;
+  for (const std::uint64_t limit : {40u, 80u, 120u, 200u, 300u, 400u}) {
+    INFO("node limit " << limit);
+    eq::session_options o;
+    o.node_limit = limit;
+    eq::session limited(o);
+    const auto ran = limited.run_text(program(30), "t.egg");
+    if (!ran) FAIL(limited.describe(ran.error()));
+    REQUIRE(limited.stopped() == eq::run_stop::node_limit);
+    const auto kept = static_cast<int>(limited.iterations().size());
+    eq::session plain;
+    REQUIRE(plain.run_text(program(kept), "t.egg"));
+    REQUIRE(plain.iterations().size() == limited.iterations().size());
+    const eq::database& a = limited.db();
+    const eq::database& b = plain.db();
+    CHECK(a.total_rows() <= limit + 1);  // `(Name "after")` runs after the runs stopped
+    CHECK(dump(a) == dump(b));
+    CHECK(a.now == b.now);
+    CHECK(a.last_run == b.last_run);
+    CHECK(a.containers.size() == b.containers.size());
+    const auto pa = a.base.sizes(), pb = b.base.sizes();
+    CHECK(pa.i64s == pb.i64s);
+    CHECK(pa.strings == pb.strings);
+    CHECK(outputs(limited) == outputs(plain));
+    rolled_back += kept < 8 ? 1 : 0;
+  }
+  CHECK(rolled_back >= 5);  // the limits stop the runs at different iterations
+}
+
 TEST_CASE("core: math.egg matches egglog's counts through iteration 10 on 1 and 2 threads",
           "[eqsat][core]") {
   const std::string dir = VYRE_EGGLOG_DATA_DIR;

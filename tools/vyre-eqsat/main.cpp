@@ -32,6 +32,9 @@
 // or bad usage (one line on stderr: `file:line:col: what (name). Fix: ...`; a failed check or
 // a panic too); 3 `--device gpu` without a usable CUDA device.
 #include <sys/stat.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
@@ -307,6 +310,12 @@ int run(int argc, char** argv) {
 }  // namespace vyre_tool
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // Buffers of a MiB and more (tables, match parts) go straight to the kernel and back: glibc's
+  // moving threshold would otherwise keep a worker thread's freed buffers in its arena, and a
+  // run under --node-limit would hold a rolled-back iteration's memory beside the next one's.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
+#endif
   try {
     return vyre_tool::run(argc, argv);
   } catch (const std::bad_alloc&) {

@@ -61,7 +61,7 @@ namespace vyre::eqsat {
 //! `match_bytes_per_node` bytes per row of the limit (at least `min_match_bytes`): a search
 //! past that stops as the node limit does, so memory stays near the e-graph the limit allows.
 struct iteration_limits {
-  static constexpr std::uint64_t match_bytes_per_node = 64;
+  static constexpr std::uint64_t match_bytes_per_node = 32;
   static constexpr std::uint64_t min_match_bytes = std::uint64_t{4} << 20;
   std::uint64_t node_limit = 0;  //!< rows over every table; 0: none
   std::chrono::steady_clock::time_point deadline = (std::chrono::steady_clock::time_point::max)();
@@ -253,7 +253,7 @@ class cpu_engine {
       const std::uint64_t serial = misses.size() + (matches[i].count - probed);
       for (std::uint64_t k = 0; k < serial; ++k) {
         const std::uint64_t m = k < misses.size() ? misses[k] : probed + (k - misses.size());
-        if (width != 0) std::copy_n(&matches[i].regs[m * width], width, regs.data());
+        if (width != 0) std::copy_n(matches[i].at(m, width), width, regs.data());
         VYRE_TRY(state.run(rule.head, regs.data()));
         if (state.panicked) break;
         if ((k & 0xfff) == 0xfff && over_node_limit(state.staged_rows())) {
@@ -303,10 +303,27 @@ class cpu_engine {
   }
 
  private:
-  //! Matches of one rule: `count` of them, `variable_count()` registers each.
+  //! Matches of one rule: `count` of them, `variable_count()` registers each, kept in the parts
+  //! the search's threads wrote them to (moved in, never copied together: a search under a node
+  //! limit holds its match budget once).
   struct match_buffer {
-    std::vector<value> regs;
+    std::vector<std::vector<value>> parts;
+    std::vector<std::uint64_t> ends;  // matches in the parts up to and including each
     std::uint64_t count = 0;
+
+    void append(std::vector<value>&& part, std::uint64_t matches) {
+      if (matches == 0) return;
+      parts.push_back(std::move(part));
+      count += matches;
+      ends.push_back(count);
+    }
+    //! The `width` registers of match `m` (width > 0).
+    const value* at(std::uint64_t m, std::uint32_t width) const noexcept {
+      const auto p =
+          static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), m) - ends.begin());
+      const std::uint64_t first = p == 0 ? 0 : ends[p - 1];
+      return parts[p].data() + (m - first) * width;
+    }
   };
 
   // ---------------------------------------------------------------- apply and merge --------
@@ -616,7 +633,7 @@ class cpu_engine {
     vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
       std::vector<value> regs(head.register_count(), 0), in(most_args, 0);
       for (std::size_t m = begin + from; m < begin + to; ++m) {
-        if (width != 0) std::copy_n(&found.regs[m * width], width, regs.data());
+        if (width != 0) std::copy_n(found.at(m, width), width, regs.data());
         const std::size_t kept = unions[c].size();  // a miss's unions go with it
         bool hit = true;
         for (const action& a : head.actions) {
@@ -749,8 +766,7 @@ class cpu_engine {
       if (!round_changed && !state.united) break;
       state.united = false;
     }
-    for (table& t : db.tables)
-      if (t.stale() > t.size() / 2 + 1024) t.compact();
+    for (table& t : db.tables) t.compact_if_sparse();
     return {};
   }
 
@@ -1103,10 +1119,7 @@ class cpu_engine {
       if (failed[c]) return fail(errors[c]);
     any = found.load();
     if (first_only) return {};
-    for (unsigned c = 0; c < chunks; ++c) {
-      out.count += part_counts[c];
-      out.regs.insert(out.regs.end(), parts[c].begin(), parts[c].end());
-    }
+    for (unsigned c = 0; c < chunks; ++c) out.append(std::move(parts[c]), part_counts[c]);
     return {};
   }
 

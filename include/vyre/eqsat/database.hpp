@@ -10,6 +10,11 @@
 //! Timestamps only grow, so a table's rows are sorted by timestamp and the rows new to a rule
 //! (written at or after the rule last ran) are a suffix: seminaive evaluation finds them with
 //! one binary search. A hash index on the keys finds the one live row of a key.
+//!
+//! Because rows are only appended or retired, an iteration run under a limit is undone without
+//! a copy of the tables (`database::begin_undo`): each table keeps its row count and the rows it
+//! retired below it, the id space and the containers are copied (a word per id, and containers
+//! are few), and the value pools keep their sizes.
 #pragma once
 
 #include <algorithm>
@@ -138,9 +143,11 @@ class table {
     index_rows(present_ + more);
   }
 
-  //! Marks row `r` stale and drops it from the key index.
-  void retire(std::uint32_t r) noexcept {
+  //! Marks row `r` stale and drops it from the key index (remembered for `roll_back` while an
+  //! undo record is kept).
+  void retire(std::uint32_t r) {
     if (state(r) == row_state::stale) return;
+    if (undoing_ && r < undo_rows_) undo_.emplace_back(r, states_[r]);
     const std::uint64_t h = detail::row_hash(row(r), arity_);
     for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
       const std::uint64_t slot = slots_[i];
@@ -152,6 +159,38 @@ class table {
     }
     states_[r] = static_cast<std::uint8_t>(row_state::stale);
     --present_;
+  }
+
+  //! Starts an undo record: `roll_back` puts the rows back as they are now.
+  void begin_undo() {
+    undo_rows_ = rows();
+    undo_.clear();
+    undoing_ = true;
+  }
+  //! Ends the undo record, keeping every write since `begin_undo`.
+  void end_undo() noexcept {
+    undoing_ = false;
+    undo_ = {};
+  }
+  //! Puts the rows back as they were at `begin_undo`: the rows retired below its row count
+  //! come back in their old state, the rows appended since are dropped. Ends the record.
+  void roll_back() {
+    for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) states_[it->first] = it->second;
+    cells_.resize(undo_rows_ * width_);
+    stamps_.resize(undo_rows_);
+    states_.resize(undo_rows_);
+    present_ =
+        static_cast<std::size_t>(std::count_if(states_.begin(), states_.end(), [](std::uint8_t st) {
+          return st != static_cast<std::uint8_t>(row_state::stale);
+        }));
+    end_undo();
+    reindex();
+  }
+
+  //! Compacts the table once more than half its live rows (and 1024) are stale; not while an
+  //! undo record is kept (it names rows by their place).
+  void compact_if_sparse() {
+    if (!undoing_ && stale() > size() / 2 + 1024) compact();
   }
 
   //! Drops the stale rows (keeping the others' order) and rebuilds the key index.
@@ -238,8 +277,27 @@ class table {
   std::vector<std::uint64_t> slots_;  // 0 empty; else (hash tag << 32) | (row + 1 or tombstone)
   std::uint64_t mask_ = 0;
   std::size_t used_slots_ = 0;  // occupied slots, tombstones included
+  // The undo record: rows at `begin_undo`, and (row, state before) of rows retired below it.
+  bool undoing_ = false;
+  std::size_t undo_rows_ = 0;
+  std::vector<std::pair<std::uint32_t, std::uint8_t>> undo_;
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(table);
+
+namespace detail {
+//! What `database::roll_back` restores besides the tables' own records.
+struct database_undo {
+  bool active = false;
+  id_space ids;
+  container_store containers;
+  base_values::pool_sizes base;
+  std::uint32_t now = 0;
+  std::vector<std::uint32_t> last_run;
+  std::size_t tables = 0;
+  VYRE_HOST_SPECIAL_MEMBERS(database_undo);
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(database_undo);
+}  // namespace detail
 
 //! Everything a program's run holds: values, ids, tables and the clock of its timestamps.
 struct database {
@@ -268,6 +326,51 @@ struct database {
     for (const table& t : tables) n += t.size();
     return n;
   }
+
+  //! Starts an undo record (see the file comment): `roll_back` restores the database as it is
+  //! now, `keep` keeps what was written since. Tables added meanwhile are emptied on roll back.
+  void begin_undo() {
+    drop_undo();
+    undo_.ids = ids;
+    undo_.containers = containers;
+    undo_.base = base.sizes();
+    undo_.now = now;
+    undo_.last_run = last_run;
+    undo_.tables = tables.size();
+    for (table& t : tables) t.begin_undo();
+    undo_.active = true;
+  }
+  //! Ends the undo record, keeping the writes, and compacts the tables it kept sparse.
+  void keep() {
+    if (!undo_.active) return;
+    drop_undo();
+    for (table& t : tables) t.compact_if_sparse();
+  }
+  //! Ends the undo record, keeping the writes as they are (after an error).
+  void drop_undo() noexcept {
+    undo_ = detail::database_undo{};
+    for (table& t : tables) t.end_undo();
+  }
+  //! Restores the database as it was at `begin_undo`.
+  void roll_back() {
+    if (!undo_.active) return;
+    for (std::size_t f = 0; f < tables.size(); ++f) {
+      if (f < undo_.tables)
+        tables[f].roll_back();
+      else
+        tables[f].clear();
+    }
+    ids = std::move(undo_.ids);
+    containers = std::move(undo_.containers);
+    base.truncate(undo_.base);
+    now = undo_.now;
+    last_run = std::move(undo_.last_run);
+    undo_ = detail::database_undo{};
+  }
+  bool undoing() const noexcept { return undo_.active; }
+
+ private:
+  detail::database_undo undo_;
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(database);
 

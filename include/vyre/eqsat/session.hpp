@@ -13,7 +13,8 @@
 //! `push` copies the whole state (declarations, globals, database), `pop` restores it.
 //!
 //! Limits: `node_limit` bounds the rows ever committed (the iteration that crosses it is rolled
-//! back), `time_limit` the seconds of all runs; a run stopped by either ends the program's runs
+//! back by the database's undo record, `database::begin_undo`), `time_limit` the seconds of all
+//! runs; a run stopped by either ends the program's runs
 //! (later commands still declare, add and output). Errors stop the program: a bad program is
 //! `errc::parse` (`describe` renders `file:line:col: what (name). Fix: ...`), a failed `check`,
 //! a `panic` or a failing action likewise; running out of memory is `errc::out_of_memory`.
@@ -862,13 +863,28 @@ class session {
     } else {
       offload = nullptr;
       VYRE_TRY(settle());
-      std::unique_ptr<database> saved;
-      if (guarded) saved = std::make_unique<database>(state_->db);
-      VYRE_TRY_ASSIGN(r, engine_->run_iteration(ruleset, limits));
+      database& db = state_->db;
+      if (guarded) db.begin_undo();
+      expected<iteration_report> ran = [&] {
+        try {
+          return engine_->run_iteration(ruleset, limits);
+        } catch (...) {
+          db.drop_undo();  // out of memory: the program stops with the error
+          throw;
+        }
+      }();
+      if (!ran) {
+        db.drop_undo();
+        return fail(ran.error());
+      }
+      r = *ran;
       if (r.stopped == iteration_stop::none && options_.time_limit > 0 &&
           clock::now() > limits.deadline)
         r.stopped = iteration_stop::time_limit;
-      if (r.stopped != iteration_stop::none) state_->db = std::move(*saved);
+      if (r.stopped != iteration_stop::none)
+        db.roll_back();
+      else
+        db.keep();
     }
     if (r.stopped != iteration_stop::none) {
       runs_stopped_ = true;

@@ -183,7 +183,30 @@ class base_values {
   }
   std::string_view bigrat_text(value v) const noexcept { return bigrats_[v]; }
 
+  //! How many values each pool holds: `truncate` forgets the values interned after.
+  struct pool_sizes {
+    std::size_t i64s = 0, f64s = 0, strings = 0, bigints = 0, bigrats = 0;
+  };
+  pool_sizes sizes() const noexcept {
+    return {i64s_.size(), f64s_.size(), strings_.size(), bigints_.size(), bigrats_.size()};
+  }
+  //! Forgets the values interned since the pools held `to` (an undone iteration's).
+  void truncate(const pool_sizes& to) {
+    for (std::size_t i = to.i64s; i < i64s_.size(); ++i) i64_ids_.erase(i64s_[i]);
+    i64s_.resize((std::min)(to.i64s, i64s_.size()));
+    for (std::size_t i = to.f64s; i < f64s_.size(); ++i) f64_ids_.erase(detail::f64_key(f64s_[i]));
+    f64s_.resize((std::min)(to.f64s, f64s_.size()));
+    truncate_pool(strings_, string_ids_, to.strings);
+    truncate_pool(bigints_, bigint_ids_, to.bigints);
+    truncate_pool(bigrats_, bigrat_ids_, to.bigrats);
+  }
+
  private:
+  static void truncate_pool(std::vector<std::string>& pool,
+                            std::unordered_map<std::string, value>& ids, std::size_t to) {
+    for (std::size_t i = to; i < pool.size(); ++i) ids.erase(pool[i]);
+    pool.resize((std::min)(to, pool.size()));
+  }
   static error pool_full(const char* which) {
     return error(errc::abi_limit, "value pool full: more distinct values than a u32 holds")
         .about(which)
