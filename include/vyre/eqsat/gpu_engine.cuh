@@ -109,10 +109,10 @@
 #include <cub/device/device_scan.cuh>
 #include <cuda/std/functional>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/eqsat/cpu_engine.hpp"
 #include "vyre/eqsat/database.hpp"
@@ -364,7 +364,7 @@ class gpu_engine {
   static expected<gpu_engine> make(Backend& gpu, const declarations& decl, const database& db) {
     VYRE_TRY(gpu_resident_check(decl, db));
     VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
-    gpu_engine engine(algorithms::detail::runtime_of(gpu), decl, std::move(stream));
+    gpu_engine engine(vyre::detail::runtime_of(gpu), decl, std::move(stream));
     engine.backend_ = &gpu;
     VYRE_TRY_ASSIGN(engine.report_, engine.allocate<unsigned long long>(engine.report_size(),
                                                                         "eqsat: iteration report"));
@@ -381,7 +381,7 @@ class gpu_engine {
     return engine;
   }
 
-  gpu_engine(const algorithms::detail::runtime_ref& runtime, const declarations& decl,
+  gpu_engine(const vyre::detail::runtime_ref& runtime, const declarations& decl,
              stream_lease stream)
       : decl_(&decl), runtime_(runtime), stream_(std::move(stream)) {
     tables_.resize(decl.functions.size());
@@ -408,15 +408,15 @@ class gpu_engine {
 
   template <class T>
   expected<void> read_back(T* host, const T* device, std::size_t count, const char* what) const {
-    return algorithms::detail::copy_to_host(runtime_, host, device, count, stream(), what);
+    return vyre::detail::copy_to_host(runtime_, host, device, count, stream(), what);
   }
 
   //! A slice of the state block starts at a multiple of 64 words (256 bytes).
   static std::size_t aligned(std::size_t words) noexcept { return (words + 63) & ~std::size_t{63}; }
 
-  static expected<void> launched(const char* what) { return algorithms::detail::launched(what); }
-  static unsigned grid(std::uint64_t items) { return algorithms::detail::grid_for(items); }
-  static constexpr unsigned block = algorithms::detail::block_size;
+  static expected<void> launched(const char* what) { return vyre::detail::launched(what); }
+  static unsigned grid(std::uint64_t items) { return vyre::detail::grid_for(items); }
+  static constexpr unsigned block = vyre::detail::block_size;
 
   // --- plans --------------------------------------------------------------------------------
 
@@ -490,11 +490,11 @@ class gpu_engine {
     VYRE_TRY_ASSIGN(u32_array block,
                     allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: state"));
     for (std::size_t c = 0; c < tables_.size(); ++c)
-      VYRE_TRY(algorithms::detail::copy_on_device(block.get() + at[c], tables_[c].cells,
-                                                  std::size_t{tables_[c].rows} * tables_[c].width,
-                                                  stream(), "eqsat: move a table"));
-    VYRE_TRY(algorithms::detail::copy_on_device(block.get() + parent_at, parent_, ids_, stream(),
-                                                "eqsat: move the union-find"));
+      VYRE_TRY(vyre::detail::copy_on_device(block.get() + at[c], tables_[c].cells,
+                                            std::size_t{tables_[c].rows} * tables_[c].width,
+                                            stream(), "eqsat: move a table"));
+    VYRE_TRY(vyre::detail::copy_on_device(block.get() + parent_at, parent_, ids_, stream(),
+                                          "eqsat: move the union-find"));
     bind(block.get(), caps, ids);
     state_ = std::move(block);  // the old block is freed after the copies (stream order)
     return {};
@@ -604,13 +604,13 @@ class gpu_engine {
     VYRE_TRY_ASSIGN(s.block,
                     allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: snapshot"));
     for (std::size_t c = 0; c < tables_.size(); ++c) {
-      VYRE_TRY(algorithms::detail::copy_on_device(s.block.get() + at[c], tables_[c].cells,
-                                                  std::size_t{tables_[c].rows} * tables_[c].width,
-                                                  stream(), "eqsat: snapshot rows"));
+      VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + at[c], tables_[c].cells,
+                                            std::size_t{tables_[c].rows} * tables_[c].width,
+                                            stream(), "eqsat: snapshot rows"));
       s.rows.push_back(tables_[c].rows);
     }
-    VYRE_TRY(algorithms::detail::copy_on_device(s.block.get() + parent_at, parent_, ids_, stream(),
-                                                "eqsat: snapshot union-find"));
+    VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + parent_at, parent_, ids_, stream(),
+                                          "eqsat: snapshot union-find"));
     s.ids = ids_;
     s.eclasses = eclasses_;
     return s;
@@ -1212,7 +1212,7 @@ class gpu_engine {
   // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
   const declarations* decl_;
   Backend* backend_ = nullptr;
-  algorithms::detail::runtime_ref runtime_;
+  vyre::detail::runtime_ref runtime_;
   stream_lease stream_;
   std::vector<table> tables_;
   u32_array state_;                  //!< every resident table's rows, then the union-find

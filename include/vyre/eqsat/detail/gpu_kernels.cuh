@@ -11,8 +11,8 @@
 
 #include <cuda_runtime_api.h>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/eqsat/device/union_find.cuh"

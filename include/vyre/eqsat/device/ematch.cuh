@@ -49,10 +49,10 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/runtime/memory.hpp"
@@ -425,8 +425,7 @@ class join_search {
       for (std::size_t i = 0; i < n; ++i)
         if (queries_[i].level.k == k && queries_[i].level.count != 0)
           VYRE_TRY(extents(queries_[i], totals.get() + i));
-      VYRE_TRY(
-          algorithms::detail::copy_to_host(runtime_, host.data(), totals.get(), n, stream_, what));
+      VYRE_TRY(vyre::detail::copy_to_host(runtime_, host.data(), totals.get(), n, stream_, what));
       for (std::size_t i = 0; i < n; ++i) {
         state& s = queries_[i];
         if (s.level.k != k) continue;
@@ -459,8 +458,8 @@ class join_search {
     }
     if (filtered) {
       VYRE_TRY(try_resize(exact_host, n, what));
-      VYRE_TRY(algorithms::detail::copy_to_host(runtime_, exact_host.data(), exact.get(), n,
-                                                stream_, what));
+      VYRE_TRY(
+          vyre::detail::copy_to_host(runtime_, exact_host.data(), exact.get(), n, stream_, what));
       for (std::size_t i = 0; i < n; ++i)
         if (queries_[i].inclusive.size() != 0) queries_[i].matches = exact_host[i];
     }
@@ -478,7 +477,7 @@ class join_search {
     if (s.candidates == 0) return {};
     detail::join_write_kernel<true><<<detail::grid(s.candidates), detail::block, 0, stream_>>>(
         s.q, s.level, s.candidates, s.inclusive.size() != 0 ? s.inclusive.get() : nullptr, out);
-    return algorithms::detail::launched("eqsat::device::join_search::write");
+    return vyre::detail::launched("eqsat::device::join_search::write");
   }
 
  private:
@@ -511,12 +510,12 @@ class join_search {
         s.q, s.level, s.counts.get(), s.first.get(), total);
     s.level.offsets = s.counts.get();
     s.level.first = s.first.get();
-    return algorithms::detail::launched(what);
+    return vyre::detail::launched(what);
   }
 
   //! `data[0, n)` replaced by its exclusive (or `inclusive`) scan.
   expected<void> scan(std::uint32_t* data, std::uint32_t n, bool inclusive = false) {
-    return algorithms::detail::cub_call(
+    return vyre::detail::cub_call(
         runtime_,
         [&](void* temp, std::size_t& bytes) {
           const int items = static_cast<int>(n);
@@ -533,7 +532,7 @@ class join_search {
     VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
     detail::join_flags_kernel<>
         <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, s.inclusive.get());
-    VYRE_TRY(algorithms::detail::launched(what));
+    VYRE_TRY(vyre::detail::launched(what));
     return scan(s.inclusive.get(), n, true);
   }
 
@@ -547,7 +546,7 @@ class join_search {
     if (n != 0) {
       detail::join_write_kernel<false><<<detail::grid(n), detail::block, 0, stream_>>>(
           s.q, s.level, n, filters ? s.inclusive.get() : nullptr, next.get());
-      VYRE_TRY(algorithms::detail::launched(what));
+      VYRE_TRY(vyre::detail::launched(what));
     }
     // The next level's exact count is the flags' inclusive total: it must outlive this level.
     s.kept = std::move(s.inclusive);
@@ -562,7 +561,7 @@ class join_search {
     return {};
   }
 
-  algorithms::detail::runtime_ref runtime_;
+  vyre::detail::runtime_ref runtime_;
   cudaStream_t stream_;
   std::vector<state> queries_;
 };
@@ -593,7 +592,7 @@ inline expected<column_index> build_index(device_resource_ref memory, const tabl
       rows(scratch + 2 * n, scratch + 3 * n);
   detail::column_keys_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(
       t, column, nullptr, keys.Current(), rows.Current());
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   VYRE_TRY(detail::sort_pairs(memory, keys, rows, t.rows, bits, stream, what));
   return column_index{keys.Current(), rows.Current(), 1, t.rows};
 }
@@ -647,7 +646,7 @@ inline expected<column_index> build_pair_index(device_resource_ref memory, const
   cub::DoubleBuffer<std::uint32_t> rows(scratch + 4 * n, scratch + 5 * n);
   detail::pair_keys_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(
       t, column, column2, keys.Current(), rows.Current());
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   VYRE_TRY(detail::sort_pairs(memory, keys, rows, t.rows, 32 + bits, stream, what));
   const auto* halves = reinterpret_cast<const std::uint32_t*>(keys.Current());
   column_index ix;

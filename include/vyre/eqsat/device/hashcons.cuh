@@ -47,9 +47,9 @@
 #include <cuda_runtime_api.h>
 #include <cuda/atomic>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/table.cuh"
@@ -241,14 +241,14 @@ class hashcons {
                       .fix("pass a first class id at most the class limit"));
     detail::hashcons_clear_kernel<>
         <<<detail::grid(ref_.capacity), detail::block, 0, stream>>>(ref_, first_class);
-    return algorithms::detail::launched("eqsat::device::hashcons::clear");
+    return vyre::detail::launched("eqsat::device::hashcons::clear");
   }
 
   //! The counters, read back (waits for `stream`).
   expected<hashcons_counts> counts(cudaStream_t stream) const {
     unsigned long long c[2] = {0, 0};
-    VYRE_TRY(algorithms::detail::copy_to_host(detail::runtime_for(memory_), c, ref_.counters, 2,
-                                              stream, "eqsat::device::hashcons::counts"));
+    VYRE_TRY(vyre::detail::copy_to_host(detail::runtime_for(memory_), c, ref_.counters, 2, stream,
+                                        "eqsat::device::hashcons::counts"));
     return hashcons_counts{c[0], c[1]};
   }
   //! Rows in the table (read back; waits for `stream`).

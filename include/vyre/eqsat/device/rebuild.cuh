@@ -57,10 +57,10 @@
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/eqsat/device/union_find.cuh"
@@ -289,7 +289,7 @@ inline expected<void> put_column(const table_ref& t, std::uint32_t col, const st
                                  const std::uint32_t* count, cudaStream_t stream,
                                  const char* what) {
   put_column_kernel<><<<grid(t.rows), block, 0, stream>>>(t, col, tmp, count);
-  return algorithms::detail::launched(what);
+  return vyre::detail::launched(what);
 }
 
 }  // namespace detail
@@ -316,14 +316,14 @@ inline expected<void> congruence_round(const table_ref& t, union_find_ref uf,
   const char* what = "eqsat::device::congruence_round";
   if (t.rows == 0) return {};
   detail::congruence_begin_kernel<><<<1, 1, 0, stream>>>(h);
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   detail::congruence_clear_kernel<><<<detail::grid(h.slot_count), detail::block, 0, stream>>>(h);
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   detail::canonicalize_kernel<><<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h);
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   detail::congruence_insert_kernel<>
       <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h, merged);
-  return algorithms::detail::launched(what);
+  return vyre::detail::launched(what);
 }
 
 //! Sorts the rows of `t` by their arguments (lexicographically; the class column is carried):
@@ -340,14 +340,14 @@ inline expected<void> sort_rows(device_resource_ref memory, const table_ref& t,
     const bool first = col + 1 == arity;  // the first pass starts from the identity
     detail::column_keys_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(
         t, col, first ? nullptr : perm.Current(), keys.Current(), first ? perm.Current() : nullptr);
-    VYRE_TRY(algorithms::detail::launched(what));
+    VYRE_TRY(vyre::detail::launched(what));
     VYRE_TRY(detail::sort_pairs(memory, keys, perm, n, bits.of(t, col), stream, what));
   }
   std::uint32_t* tmp = keys.Current();
   for (std::uint32_t col = 0; col < t.width; ++col) {
     detail::gather_column_kernel<>
         <<<detail::grid(n), detail::block, 0, stream>>>(t, col, perm.Current(), tmp);
-    VYRE_TRY(algorithms::detail::launched(what));
+    VYRE_TRY(vyre::detail::launched(what));
     VYRE_TRY(detail::put_column(t, col, tmp, nullptr, stream, what));
   }
   return {};
@@ -387,14 +387,14 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   const std::uint32_t n = t.rows;
   if (n < 2) {
     detail::put_count_kernel<><<<1, 1, 0, stream>>>(kept, t);
-    return algorithms::detail::launched(what);
+    return vyre::detail::launched(what);
   }
   std::uint32_t* p = scratch;
   std::uint32_t* tmp = p + n;
   detail::first_of_run_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, p);
-  VYRE_TRY(algorithms::detail::launched(what));
+  VYRE_TRY(vyre::detail::launched(what));
   VYRE_TRY(detail::cub_items(n, what));
-  VYRE_TRY(algorithms::detail::cub_call(
+  VYRE_TRY(vyre::detail::cub_call(
       detail::runtime_for(memory),
       [&](void* temp, std::size_t& bytes) {
         return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream);
@@ -403,10 +403,10 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   const std::uint32_t* count = p + n - 1;
   for (std::uint32_t col = 0; col < t.width; ++col) {
     detail::compact_column_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, col, p, tmp);
-    VYRE_TRY(algorithms::detail::launched(what));
+    VYRE_TRY(vyre::detail::launched(what));
     VYRE_TRY(detail::put_column(t, col, tmp, count, stream, what));
   }
-  return algorithms::detail::copy_on_device(kept, count, 1, stream, what);
+  return vyre::detail::copy_on_device(kept, count, 1, stream, what);
 }
 
 }  // namespace vyre::eqsat::device

@@ -22,9 +22,9 @@
 #include <cuda_runtime_api.h>
 #include <cub/device/device_radix_sort.cuh>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/runtime/memory.hpp"
 
@@ -72,13 +72,13 @@ struct key_bits {
 namespace detail {
 
 inline unsigned grid(std::uint64_t items) noexcept {
-  return algorithms::detail::grid_for(items);
+  return vyre::detail::grid_for(items);
 }
-inline constexpr unsigned block = algorithms::detail::block_size;
+inline constexpr unsigned block = vyre::detail::block_size;
 
 //! The runtime services the CUB helpers need: only the device memory.
-inline algorithms::detail::runtime_ref runtime_for(device_resource_ref memory) noexcept {
-  algorithms::detail::runtime_ref runtime;
+inline vyre::detail::runtime_ref runtime_for(device_resource_ref memory) noexcept {
+  vyre::detail::runtime_ref runtime;
   runtime.memory = memory;
   return runtime;
 }
@@ -114,7 +114,7 @@ expected<void> sort_pairs(device_resource_ref memory, cub::DoubleBuffer<Key>& ke
                           cub::DoubleBuffer<std::uint32_t>& values, std::uint32_t n, int bits,
                           cudaStream_t stream, const char* what) {
   VYRE_TRY(cub_items(n, what));
-  return algorithms::detail::cub_call(
+  return vyre::detail::cub_call(
       detail::runtime_for(memory),
       [&](void* temp, std::size_t& bytes) {
         return cub::DeviceRadixSort::SortPairs(temp, bytes, keys, values, static_cast<int>(n), 0,

@@ -30,9 +30,9 @@
 
 #include <cuda_runtime_api.h>
 
-#include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/device/table.cuh"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
@@ -113,14 +113,14 @@ inline expected<void> init_classes(union_find_ref uf, std::uint32_t from, std::u
   if (to == from) return {};
   detail::init_classes_kernel<>
       <<<detail::grid(to - from), detail::block, 0, stream>>>(uf.parent, from, to);
-  return algorithms::detail::launched("eqsat::device::init_classes");
+  return vyre::detail::launched("eqsat::device::init_classes");
 }
 
 //! `parent[x] = find(x)` for every id, on `stream` (no unions may run meanwhile).
 inline expected<void> compress(union_find_ref uf, cudaStream_t stream) {
   if (uf.size == 0) return {};
   detail::compress_kernel<><<<detail::grid(uf.size), detail::block, 0, stream>>>(uf);
-  return algorithms::detail::launched("eqsat::device::compress");
+  return vyre::detail::launched("eqsat::device::compress");
 }
 
 //! Adds to the device counters `roots[0]` the roots among every id and to `roots[1]` those
@@ -130,7 +130,7 @@ inline expected<void> count_roots(union_find_ref uf, std::uint32_t old_ids,
   if (uf.size == 0) return {};
   detail::count_roots_kernel<>
       <<<detail::grid(uf.size), detail::block, 0, stream>>>(uf.parent, uf.size, old_ids, roots);
-  return algorithms::detail::launched("eqsat::device::count_roots");
+  return vyre::detail::launched("eqsat::device::count_roots");
 }
 
 }  // namespace vyre::eqsat::device
