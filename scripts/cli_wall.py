@@ -23,22 +23,12 @@ the CPU path (the target: auto within 1.1x of cpu on every file).
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import time
 
-
-def cpu_name():
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
+from host_info import cpu_name
 
 
 def run(tool, device, path):

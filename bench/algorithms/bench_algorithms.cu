@@ -37,6 +37,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cub/device/device_radix_sort.cuh>
@@ -46,6 +47,7 @@
 
 #include "vyre/algorithms.cuh"
 #include "vyre/algorithms/cpu_engine.hpp"
+#include "vyre/detail/enum_name.hpp"
 
 #include "bench_support.hpp"
 
@@ -311,6 +313,32 @@ double wall_median_ns(int repeats, Work&& work) {
   return host_clock_median_ns(repeats, work);
 }
 
+// How the run_host lines name the side a call ran on.
+const char* dispatch_name(dispatch where) {
+  constexpr const char* names[] = {"automatic", "device", "host"};
+  return vyre::detail::enum_name<dispatch::automatic, dispatch::host>(where, names, "unknown");
+}
+
+// Wall-clock medians of congruence_plan::run_host and then extract_plan::run_host, from the
+// same host image to the same host result, on the side `where` picks.
+std::pair<double, double> run_host_ns(plans& plan, const image_columns& host,
+                                      cuda::std::span<const double> cost,
+                                      cuda::std::span<const std::uint32_t> roots, int repeats,
+                                      dispatch where) {
+  const std::string side = std::string("::run_host(") + dispatch_name(where) + ")";
+  const std::string congruence_what = "congruence_plan" + side,
+                    extract_what = "extract_plan" + side;
+  const double congruence_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.closure.run_host(host, {where});
+    (void)must(result, congruence_what.c_str());
+  });
+  const double extract_ns = wall_median_ns(repeats, [&] {
+    auto result = plan.best.run_host(host, cost, roots, {where});
+    (void)must(result, extract_what.c_str());
+  });
+  return {congruence_ns, extract_ns};
+}
+
 // The CPU's model and this process's hardware threads, for the CPU engine lines.
 std::string cpu_params() {
   return ",\"cpu\":\"" + vyre_bench::cpu_name() + "\",\"cpu_threads\":" +
@@ -349,14 +377,8 @@ void emit_engine_lines(const std::string& params, const std::string& device, con
     emit(("extract_vs_cpu_engine" + suffix).c_str(), with_cpu, device, extract_ns, extract_baseline,
          cpu_extract_ns);
     if (threads != 0) continue;
-    const double host_device_congruence_ns = wall_median_ns(3, [&] {
-      auto found = plan.closure.run_host(host, {dispatch::device});
-      (void)must(found, "congruence_plan::run_host(device)");
-    });
-    const double host_device_extract_ns = wall_median_ns(3, [&] {
-      auto found = plan.best.run_host(host, cost_span, root_span, {dispatch::device});
-      (void)must(found, "extract_plan::run_host(device)");
-    });
+    const auto [host_device_congruence_ns, host_device_extract_ns] =
+        run_host_ns(plan, host, cost_span, root_span, 3, dispatch::device);
     emit("congruence_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
          host_device_congruence_ns, congruence_baseline, cpu_congruence_ns);
     emit("extract_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
@@ -491,32 +513,13 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   });
   const char* cpu_congruence = "congruence_reference on the host packed image (1 CPU thread)";
   const char* cpu_extract = "extract_reference on the host packed image (1 CPU thread)";
-  // run_host from the same host image to the same host result, on the side `where` picks.
-  const auto run_host_congruence_ns = [&](int times, dispatch where, const char* what) {
-    return wall_median_ns(times, [&] {
-      auto result = plan.closure.run_host(host, {where});
-      (void)must(result, what);
-    });
-  };
-  const auto run_host_extract_ns = [&](int times, dispatch where, const char* what) {
-    return wall_median_ns(times, [&] {
-      auto result = plan.best.run_host(host, cost_span, root_span, {where});
-      (void)must(result, what);
-    });
-  };
-  const double host_device_congruence_ns =
-      run_host_congruence_ns(repeats, dispatch::device, "congruence_plan::run_host(device)");
-  const double auto_congruence_ns =
-      run_host_congruence_ns(repeats, dispatch::automatic, "congruence_plan::run_host(automatic)");
-  const double host_device_extract_ns =
-      run_host_extract_ns(repeats, dispatch::device, "extract_plan::run_host(device)");
-  const double auto_extract_ns =
-      run_host_extract_ns(repeats, dispatch::automatic, "extract_plan::run_host(automatic)");
+  const auto [host_device_congruence_ns, host_device_extract_ns] =
+      run_host_ns(plan, host, cost_span, root_span, repeats, dispatch::device);
+  const auto [auto_congruence_ns, auto_extract_ns] =
+      run_host_ns(plan, host, cost_span, root_span, repeats, dispatch::automatic);
   // What `automatic` runs below its crossover: the CPU engine behind run_host(dispatch::host).
-  const double host_engine_congruence_ns =
-      run_host_congruence_ns(packed_repeats, dispatch::host, "congruence_plan::run_host(host)");
-  const double host_engine_extract_ns =
-      run_host_extract_ns(packed_repeats, dispatch::host, "extract_plan::run_host(host)");
+  const auto [host_engine_congruence_ns, host_engine_extract_ns] =
+      run_host_ns(plan, host, cost_span, root_span, packed_repeats, dispatch::host);
   const char* engine_congruence = "run_host(dispatch::host): the CPU engine, every core";
   const char* engine_extract = "run_host(dispatch::host): the CPU engine, every core";
   const std::string wall = params + ",\"timer\":\"wall\"";

@@ -14,10 +14,12 @@ commands are left out, as in bench_eqsat.
 """
 import json
 import os
-import platform
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts"))
+from host_info import cpu_name  # noqa: E402
 
 
 # The warm-up run stops here: iteration 10 (136K e-nodes) warms the module, the allocator and
@@ -32,16 +34,6 @@ def load_bindings(directory):
         return bindings
     from egglog import bindings
     return bindings
-
-
-def cpu_name():
-    try:
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown cpu"
 
 
 def one_run(b, text, iterations):
@@ -78,7 +70,7 @@ def main():
         "engine": "egglog 13.2.0 (PyPI compiled module)", "repeats": repeats,
         "median_s": statistics.median(seconds), "min_s": min(seconds), "samples_s": seconds,
         "enodes": last[-1]["enodes"] if last else 0, "per_iteration": last,
-        "cpu": cpu_name(), "cores": os.cpu_count()}))
+        "cpu": cpu_name("unknown cpu"), "cores": os.cpu_count()}))
     return 0
 
 

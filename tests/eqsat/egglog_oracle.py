@@ -21,6 +21,8 @@ import re
 import subprocess
 import sys
 
+from rewrite_programs import LITERALS_IN_PATTERNS, REPEATED_VARS
+
 SKIP = 77
 VERSION = "13.2.0"
 
@@ -55,19 +57,8 @@ def vyre_outputs(tool, path):
 
 
 FIXED = {
-    "repeated_vars": """(datatype M (Add M M) (Mul M M) (Num i64) (V String))
-(rewrite (Add x x) (Mul (Num 2) x))
-(rewrite (Mul a b) (Mul b a))
-(Add (V "a") (V "a"))
-(Add (Add (V "a") (V "b")) (Add (V "a") (V "b")))""",
-    "literals_in_patterns": """(datatype M (Add M M) (Num i64) (V String))
-(rewrite (Add a (Num 0)) a)
-(rewrite (Add (Num 1) (Num 1)) (Num 2))
-(rewrite (Add a b) (Add b a))
-(rewrite (V "zero") (Num 0))
-(Add (V "x") (Num 0))
-(Add (Num 1) (Num 1))
-(Add (V "y") (V "zero"))""",
+    "repeated_vars": REPEATED_VARS,
+    "literals_in_patterns": LITERALS_IN_PATTERNS,
     "birewrite_and_lets": """(datatype M (Add M M) (Mul M M) (Neg M) (V String))
 (birewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
 (rewrite (Neg (Neg a)) a)

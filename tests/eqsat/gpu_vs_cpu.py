@@ -22,26 +22,15 @@ import os
 import subprocess
 import sys
 
+from rewrite_programs import LITERALS_IN_PATTERNS, REPEATED_VARS
+
 SKIP = 77
 NO_DEVICE = 3  # vyre-eqsat's exit status for --device gpu without a usable device
 
 # Small programs of rewrites (terms and extracts; `with_runs` adds the run and a print-size).
 SMALL = {
-    "repeated_vars": """(datatype M (Add M M) (Mul M M) (Num i64) (V String))
-(rewrite (Add x x) (Mul (Num 2) x))
-(rewrite (Mul a b) (Mul b a))
-(Add (V "a") (V "a"))
-(Add (Add (V "a") (V "b")) (Add (V "a") (V "b")))
-(extract (Add (V "a") (V "a")))""",
-    "literals_in_patterns": """(datatype M (Add M M) (Num i64) (V String))
-(rewrite (Add a (Num 0)) a)
-(rewrite (Add (Num 1) (Num 1)) (Num 2))
-(rewrite (Add a b) (Add b a))
-(rewrite (V "zero") (Num 0))
-(Add (V "x") (Num 0))
-(Add (Num 1) (Num 1))
-(Add (V "y") (V "zero"))
-(extract (Add (V "y") (V "zero")))""",
+    "repeated_vars": REPEATED_VARS + '\n(extract (Add (V "a") (V "a")))',
+    "literals_in_patterns": LITERALS_IN_PATTERNS + '\n(extract (Add (V "y") (V "zero")))',
     "birewrite": """(datatype M (Add M M) (Mul M M) (V String))
 (birewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
 (Mul (V "x") (Add (V "y") (V "z")))

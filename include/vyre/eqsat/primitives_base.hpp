@@ -30,6 +30,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -507,33 +508,23 @@ inline error big_too_large() {
       .fix("keep big numbers below the limit (detail::max_big_bits)");
 }
 
-//! An mpz_t that is always cleared.
-class big_int {
+//! A GMP number (`Struct`: mpz_t's or mpq_t's element type) that is always cleared.
+template <class Struct, void (*init)(Struct*), void (*clear)(Struct*)>
+class gmp_number {
  public:
-  big_int() noexcept { mpz_init(v_); }
-  ~big_int() { mpz_clear(v_); }
-  big_int(const big_int&) = delete;
-  big_int& operator=(const big_int&) = delete;
-  mpz_ptr get() noexcept { return v_; }
-  mpz_srcptr get() const noexcept { return v_; }
+  gmp_number() noexcept { init(v_); }
+  ~gmp_number() { clear(v_); }
+  gmp_number(const gmp_number&) = delete;
+  gmp_number& operator=(const gmp_number&) = delete;
+  Struct* get() noexcept { return v_; }
+  const Struct* get() const noexcept { return v_; }
 
  private:
-  mpz_t v_;
+  Struct v_[1];
 };
 
-//! An mpq_t that is always cleared.
-class big_rat {
- public:
-  big_rat() noexcept { mpq_init(v_); }
-  ~big_rat() { mpq_clear(v_); }
-  big_rat(const big_rat&) = delete;
-  big_rat& operator=(const big_rat&) = delete;
-  mpq_ptr get() noexcept { return v_; }
-  mpq_srcptr get() const noexcept { return v_; }
-
- private:
-  mpq_t v_;
-};
+using big_int = gmp_number<std::remove_extent_t<mpz_t>, mpz_init, mpz_clear>;
+using big_rat = gmp_number<std::remove_extent_t<mpq_t>, mpq_init, mpq_clear>;
 
 inline std::size_t big_bits(mpz_srcptr z) noexcept {
   return mpz_sgn(z) == 0 ? 0 : mpz_sizeinbase(z, 2);
@@ -571,7 +562,7 @@ inline void set_rat_text(mpq_ptr q, std::string_view text) {
 inline void arg_big(const prim_call& c, std::uint32_t i, big_int& out) {
   set_text(out.get(), c.ctx.base->bigint_text(c.args[i]));
 }
-inline void arg_rat(const prim_call& c, std::uint32_t i, big_rat& out) {
+inline void arg_big(const prim_call& c, std::uint32_t i, big_rat& out) {
   set_rat_text(out.get(), c.ctx.base->bigrat_text(c.args[i]));
 }
 
@@ -579,10 +570,22 @@ inline prim_status ok_big(prim_call& c, const big_int& z) {
   if (big_bits(z.get()) > max_big_bits) return c.raise(big_too_large());
   return c.result(c.ctx.base->from_bigint_text(big_text(z.get())));
 }
-inline prim_status ok_rat(prim_call& c, const big_rat& q) {
+inline prim_status ok_big(prim_call& c, const big_rat& q) {
   if (big_bits(mpq_numref(q.get())) > max_big_bits || big_bits(mpq_denref(q.get())) > max_big_bits)
     return c.raise(big_too_large());
   return c.result(c.ctx.base->from_bigrat_text(rat_text(q.get())));
+}
+
+inline int big_cmp(const big_int& a, const big_int& b) noexcept {
+  return mpz_cmp(a.get(), b.get());
+}
+inline int big_cmp(const big_rat& a, const big_rat& b) noexcept {
+  return mpq_cmp(a.get(), b.get());
+}
+
+//! `min` (ties: argument 0) or `max` (ties: argument 1) of arguments 0 and 1 ordered by `cmp`.
+inline prim_status pick_min_max(prim_call& c, bool max, int cmp) noexcept {
+  return c.ok((max ? cmp > 0 : cmp <= 0) ? c.args[0] : c.args[1]);
 }
 
 // ---- BigInt ------------------------------------------------------------------------------------
@@ -623,44 +626,18 @@ inline prim_status big_to_string(prim_call& c) {
 
 enum class big_op : std::uint32_t { add, sub, mul, div, rem, band, bor, bxor, min, max };
 
-inline prim_status big_binary(prim_call& c) {
-  big_int a, b, r;
-  arg_big(c, 0, a);
-  arg_big(c, 1, b);
-  switch (static_cast<big_op>(c.self.param)) {
-    case big_op::add:
-      mpz_add(r.get(), a.get(), b.get());
-      break;
-    case big_op::sub:
-      mpz_sub(r.get(), a.get(), b.get());
-      break;
-    case big_op::mul:
-      if (big_bits(a.get()) + big_bits(b.get()) > max_big_bits + 1) return c.raise(big_too_large());
-      mpz_mul(r.get(), a.get(), b.get());
-      break;
-    case big_op::div:
-      if (mpz_sgn(b.get()) == 0) return prim_call::failed();
-      mpz_tdiv_q(r.get(), a.get(), b.get());
-      break;
-    case big_op::rem:
-      if (mpz_sgn(b.get()) == 0) return prim_call::failed();
-      mpz_tdiv_r(r.get(), a.get(), b.get());
-      break;
-    case big_op::band:
-      mpz_and(r.get(), a.get(), b.get());
-      break;
-    case big_op::bor:
-      mpz_ior(r.get(), a.get(), b.get());
-      break;
-    case big_op::bxor:
-      mpz_xor(r.get(), a.get(), b.get());
-      break;
-    case big_op::min:
-      return c.ok(mpz_cmp(a.get(), b.get()) <= 0 ? c.args[0] : c.args[1]);
-    case big_op::max:
-      return c.ok(mpz_cmp(a.get(), b.get()) > 0 ? c.args[0] : c.args[1]);
-  }
-  return ok_big(c, r);
+//! `r = a op b` for the ops before `min` (GMP's function for each, in big_op order); `/` and
+//! `%` (truncating) by zero fail.
+inline prim_status big_arithmetic(prim_call& c, big_op op, const big_int& a, const big_int& b,
+                                  big_int& r) {
+  if (op == big_op::mul && big_bits(a.get()) + big_bits(b.get()) > max_big_bits + 1)
+    return c.raise(big_too_large());
+  if ((op == big_op::div || op == big_op::rem) && mpz_sgn(b.get()) == 0) return prim_call::failed();
+  static constexpr void (*const apply[])(mpz_ptr, mpz_srcptr, mpz_srcptr) = {
+      mpz_add, mpz_sub, mpz_mul, mpz_tdiv_q, mpz_tdiv_r, mpz_and, mpz_ior, mpz_xor};
+  static_assert(std::size(apply) == static_cast<std::size_t>(big_op::min), "one per big_op");
+  apply[static_cast<std::size_t>(op)](r.get(), a.get(), b.get());
+  return prim_status::ok;
 }
 
 //! `<<` (param 0) and `>>` (param 1, rounding toward -inf) by an i64; a negative shift fails
@@ -694,14 +671,6 @@ inline prim_status big_unary(prim_call& c) {
   return ok_big(c, r);
 }
 
-inline prim_status big_compare(prim_call& c) {
-  big_int a, b;
-  arg_big(c, 0, a);
-  arg_big(c, 1, b);
-  const int cmp = mpz_cmp(a.get(), b.get());
-  return compare_result(c, cmp < 0 ? -1 : (cmp > 0 ? 1 : 0));
-}
-
 // ---- BigRat ------------------------------------------------------------------------------------
 
 //! `bigrat n d`: n/d reduced; d = 0 fails (egglog panics).
@@ -714,13 +683,13 @@ inline prim_status rat_make(prim_call& c) {
   mpq_set_num(q.get(), n.get());
   mpq_set_den(q.get(), d.get());
   mpq_canonicalize(q.get());
-  return ok_rat(c, q);
+  return ok_big(c, q);
 }
 
 //! `numer` (param 0) / `denom` (param 1) of the reduced form.
 inline prim_status rat_part(prim_call& c) {
   big_rat q;
-  arg_rat(c, 0, q);
+  arg_big(c, 0, q);
   big_int r;
   mpz_set(r.get(), c.self.param == 0 ? mpq_numref(q.get()) : mpq_denref(q.get()));
   return ok_big(c, r);
@@ -732,30 +701,40 @@ inline std::size_t rat_bits(const big_rat& q) noexcept {
   return big_bits(mpq_numref(q.get())) + big_bits(mpq_denref(q.get()));
 }
 
-inline prim_status rat_binary(prim_call& c) {
-  big_rat a, b, r;
-  arg_rat(c, 0, a);
-  arg_rat(c, 1, b);
-  const auto op = static_cast<rat_op>(c.self.param);
-  if (op == rat_op::min) return c.ok(mpq_cmp(a.get(), b.get()) <= 0 ? c.args[0] : c.args[1]);
-  if (op == rat_op::max) return c.ok(mpq_cmp(a.get(), b.get()) > 0 ? c.args[0] : c.args[1]);
+//! `r = a op b` for the ops before `min` (GMP's function for each, in rat_op order); `/` by
+//! zero fails.
+inline prim_status big_arithmetic(prim_call& c, rat_op op, const big_rat& a, const big_rat& b,
+                                  big_rat& r) {
   if (rat_bits(a) + rat_bits(b) > 2 * max_big_bits + 2) return c.raise(big_too_large());
-  switch (op) {
-    case rat_op::add:
-      mpq_add(r.get(), a.get(), b.get());
-      break;
-    case rat_op::sub:
-      mpq_sub(r.get(), a.get(), b.get());
-      break;
-    case rat_op::mul:
-      mpq_mul(r.get(), a.get(), b.get());
-      break;
-    default:
-      if (mpq_sgn(b.get()) == 0) return prim_call::failed();
-      mpq_div(r.get(), a.get(), b.get());
-      break;
-  }
-  return ok_rat(c, r);
+  if (op == rat_op::div && mpq_sgn(b.get()) == 0) return prim_call::failed();
+  static constexpr void (*const apply[])(mpq_ptr, mpq_srcptr, mpq_srcptr) = {mpq_add, mpq_sub,
+                                                                             mpq_mul, mpq_div};
+  static_assert(std::size(apply) == static_cast<std::size_t>(rat_op::min), "one per rat_op");
+  apply[static_cast<std::size_t>(op)](r.get(), a.get(), b.get());
+  return prim_status::ok;
+}
+
+//! Binary BigInt (`Big` big_int, `Op` big_op) or BigRat (big_rat, rat_op) arithmetic: `min`
+//! and `max` pick an argument, the other ops compute through `big_arithmetic`.
+template <class Big, class Op>
+prim_status big_binary(prim_call& c) {
+  Big a, b, r;
+  arg_big(c, 0, a);
+  arg_big(c, 1, b);
+  const auto op = static_cast<Op>(c.self.param);
+  if (op == Op::min || op == Op::max) return pick_min_max(c, op == Op::max, big_cmp(a, b));
+  if (const prim_status s = big_arithmetic(c, op, a, b, r); s != prim_status::ok) return s;
+  return ok_big(c, r);
+}
+
+//! The comparisons (see `compare_result`) of BigInts (`Big` big_int) or BigRats (big_rat).
+template <class Big>
+prim_status big_compare(prim_call& c) {
+  Big a, b;
+  arg_big(c, 0, a);
+  arg_big(c, 1, b);
+  const int cmp = big_cmp(a, b);
+  return compare_result(c, cmp < 0 ? -1 : (cmp > 0 ? 1 : 0));
 }
 
 enum class rat_unary_op : std::uint32_t { neg, abs, floor, ceil, round, sqrt, log, cbrt };
@@ -764,7 +743,7 @@ enum class rat_unary_op : std::uint32_t { neg, abs, floor, ceil, round, sqrt, lo
 //! values fail (egglog: `todo!()` panics for log/cbrt).
 inline prim_status rat_unary(prim_call& c) {
   big_rat a, r;
-  arg_rat(c, 0, a);
+  arg_big(c, 0, a);
   mpz_srcptr num = mpq_numref(a.get());
   mpz_srcptr den = mpq_denref(a.get());
   const bool is_one = mpz_cmp_ui(num, 1) == 0 && mpz_cmp_ui(den, 1) == 0;
@@ -807,15 +786,7 @@ inline prim_status rat_unary(prim_call& c) {
       break;
   }
   mpq_canonicalize(r.get());
-  return ok_rat(c, r);
-}
-
-inline prim_status rat_compare(prim_call& c) {
-  big_rat a, b;
-  arg_rat(c, 0, a);
-  arg_rat(c, 1, b);
-  const int cmp = mpq_cmp(a.get(), b.get());
-  return compare_result(c, cmp < 0 ? -1 : (cmp > 0 ? 1 : 0));
+  return ok_big(c, r);
 }
 
 //! The f64 nearest to `q` (ties to even; too large is +-inf), as num-rational's `to_f64`.
@@ -851,7 +822,7 @@ inline double rat_to_double(mpq_srcptr q) {
 
 inline prim_status rat_to_f64(prim_call& c) {
   big_rat a;
-  arg_rat(c, 0, a);
+  arg_big(c, 0, a);
   return ok_f64(c, rat_to_double(a.get()));
 }
 
@@ -859,16 +830,16 @@ inline prim_status rat_to_f64(prim_call& c) {
 //! e raises the reciprocal; |e| > i64::MAX fails.
 inline prim_status rat_pow(prim_call& c) {
   big_rat a, e, r;
-  arg_rat(c, 0, a);
-  arg_rat(c, 1, e);
+  arg_big(c, 0, a);
+  arg_big(c, 1, e);
   if (mpz_cmp_ui(mpq_denref(e.get()), 1) != 0) return prim_call::failed();
   mpz_srcptr en = mpq_numref(e.get());
   if (mpq_sgn(a.get()) == 0) {
     if (mpz_sgn(en) == 0) {
       mpq_set_ui(r.get(), 1, 1);
-      return ok_rat(c, r);
+      return ok_big(c, r);
     }
-    if (mpz_sgn(en) > 0) return ok_rat(c, r);
+    if (mpz_sgn(en) > 0) return ok_big(c, r);
     return prim_call::failed();
   }
   if (big_bits(en) > 63) return prim_call::failed();
@@ -886,14 +857,14 @@ inline prim_status rat_pow(prim_call& c) {
   mpz_srcptr bd = mpq_denref(base.get());
   if (mpz_cmpabs_ui(bn, 1) == 0 && mpz_cmp_ui(bd, 1) == 0) {  // +-1: no growth
     mpq_set_si(r.get(), mpz_sgn(bn) < 0 && n % 2 == 1 ? -1 : 1, 1);
-    return ok_rat(c, r);
+    return ok_big(c, r);
   }
   const std::size_t grow = (std::max)(big_bits(bn), big_bits(bd)) - 1;  // >= 1 here
   if (n > max_big_bits / grow + 1) return c.raise(big_too_large());
   mpz_pow_ui(mpq_numref(r.get()), bn, static_cast<unsigned long>(n));
   mpz_pow_ui(mpq_denref(r.get()), bd, static_cast<unsigned long>(n));
   mpq_canonicalize(r.get());
-  return ok_rat(c, r);
+  return ok_big(c, r);
 }
 
 #endif  // VYRE_WITH_GMP
@@ -964,15 +935,16 @@ inline void register_base_primitives(prim_catalog& catalog) {
       {"+", big_op::add},   {"-", big_op::sub},  {"*", big_op::mul}, {"/", big_op::div},
       {"%", big_op::rem},   {"&", big_op::band}, {"|", big_op::bor}, {"^", big_op::bxor},
       {"min", big_op::min}, {"max", big_op::max}};
-  for (const auto& [name, o] : big_ops) add_prim(catalog, name, {big, big}, big, big_binary, op(o));
+  for (const auto& [name, o] : big_ops)
+    add_prim(catalog, name, {big, big}, big, big_binary<big_int, big_op>, op(o));
   add_prim(catalog, "<<", {big, i64}, big, big_shift, 0);
   add_prim(catalog, ">>", {big, i64}, big, big_shift, 1);
   add_prim(catalog, "not-Z", {big}, big, big_unary, 0);
   add_prim(catalog, "bits", {big}, big, big_unary, 1);
   for (std::uint32_t k = 0; k < 4; ++k)
-    add_prim(catalog, filters[k], {big, big}, unit, big_compare, k);
+    add_prim(catalog, filters[k], {big, big}, unit, big_compare<big_int>, k);
   for (std::uint32_t k = 0; k < 5; ++k)
-    add_prim(catalog, bool_cmps[k], {big, big}, boolean, big_compare, k);
+    add_prim(catalog, bool_cmps[k], {big, big}, boolean, big_compare<big_int>, k);
 
   add_prim(catalog, "bigrat", {big, big}, rat, rat_make);
   add_prim(catalog, "numer", {rat}, big, rat_part, 0);
@@ -980,14 +952,15 @@ inline void register_base_primitives(prim_catalog& catalog) {
   const std::pair<const char*, rat_op> rat_ops[] = {{"+", rat_op::add},   {"-", rat_op::sub},
                                                     {"*", rat_op::mul},   {"/", rat_op::div},
                                                     {"min", rat_op::min}, {"max", rat_op::max}};
-  for (const auto& [name, o] : rat_ops) add_prim(catalog, name, {rat, rat}, rat, rat_binary, op(o));
+  for (const auto& [name, o] : rat_ops)
+    add_prim(catalog, name, {rat, rat}, rat, big_binary<big_rat, rat_op>, op(o));
   const std::pair<const char*, rat_unary_op> rat_unary_ops[] = {
       {"neg", rat_unary_op::neg},   {"abs", rat_unary_op::abs},     {"floor", rat_unary_op::floor},
       {"ceil", rat_unary_op::ceil}, {"round", rat_unary_op::round}, {"sqrt", rat_unary_op::sqrt},
       {"log", rat_unary_op::log},   {"cbrt", rat_unary_op::cbrt}};
   for (const auto& [name, o] : rat_unary_ops) add_prim(catalog, name, {rat}, rat, rat_unary, op(o));
   for (std::uint32_t k = 0; k < 4; ++k)
-    add_prim(catalog, filters[k], {rat, rat}, unit, rat_compare, k);
+    add_prim(catalog, filters[k], {rat, rat}, unit, big_compare<big_rat>, k);
   add_prim(catalog, "to-f64", {rat}, f64, rat_to_f64);
   add_prim(catalog, "pow", {rat, rat}, rat, rat_pow);
 #endif

@@ -92,6 +92,18 @@ inline prim_status load_container(prim_call& c, value id, std::uint32_t sort,
   return prim_status::ok;
 }
 
+//! Copies the contents of container argument `i` (of its fixed sort) into `out`.
+inline prim_status load_arg(prim_call& c, std::uint32_t i, std::vector<value>& out) {
+  return load_container(c, c.args[i], c.self.fixed[i], out);
+}
+
+//! Loads container argument 0 and canonicalizes argument 1 as its element (a map's key).
+inline prim_status load_with_element(prim_call& c, std::vector<value>& words, value& x) {
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
+  x = element(c.ctx, c.self.fixed[1], c.args[1]);
+  return prim_status::ok;
+}
+
 //! Interns `words` (canonical for `sort`) and makes its id the call's result.
 inline prim_status make_container(prim_call& c, std::uint32_t sort,
                                   const std::vector<value>& words) {
@@ -171,6 +183,11 @@ inline prim_status load_multiset(prim_call& c, value id, std::uint32_t sort,
   return prim_status::ok;
 }
 
+//! Loads multiset argument `i` (of its fixed sort) into `out`.
+inline prim_status load_arg(prim_call& c, std::uint32_t i, std::vector<ms_entry>& out) {
+  return load_multiset(c, c.args[i], c.self.fixed[i], out);
+}
+
 //! Normalizes `es` and interns it as a multiset of `sort`; fails past i64 counts.
 inline prim_status make_multiset(prim_call& c, std::uint32_t sort, std::vector<ms_entry>& es) {
   if (!normalize_multiset(es)) return prim_call::failed();
@@ -216,6 +233,11 @@ class fn_depth_guard {
   fn_depth_guard(const fn_depth_guard&) = delete;
   fn_depth_guard& operator=(const fn_depth_guard&) = delete;
 };
+
+//! Why an `unstable-app` of table `function` may not run where it was called.
+inline error table_app_error(value function, const char* context, const char* hint) noexcept {
+  return error(errc::invalid_state, context).with("function", function).fix(hint);
+}
 
 //! Applies the fn value `fn` (of `fn_sort`) to `args`: its target with the captured args
 //! prepended. A primitive target is called through the catalog; a table target is looked up
@@ -265,31 +287,57 @@ inline prim_status apply_fn(prim_call& c, value fn, std::uint32_t fn_sort, const
   }
 
   if (c.ctx.tables == nullptr)
-    return c.raise(error(errc::invalid_state, "unstable-app of a table where no table may be read")
-                       .with("function", target)
-                       .fix("apply table fns in a `:naive` rule or at top level"));
+    return c.raise(table_app_error(target, "unstable-app of a table where no table may be read",
+                                   "apply table fns in a `:naive` rule or at top level"));
   if (c.ctx.tables->is_constructor(target)) {
     if (at != prim_context::write && at != prim_context::full)
-      return c.raise(error(errc::invalid_state,
-                           "unstable-app of a constructor in a query or check, where no row "
-                           "may be made")
-                         .with("function", target)
-                         .fix("apply it in a rule action or at top level"));
+      return c.raise(table_app_error(
+          target, "unstable-app of a constructor in a query or check, where no row may be made",
+          "apply it in a rule action or at top level"));
     auto made = c.ctx.tables->make(target, full.data());
     if (!made) return c.raise(made.error());
     out = *made;
     return prim_status::ok;
   }
   if (at != prim_context::read && at != prim_context::full)
-    return c.raise(error(errc::invalid_state,
-                         "unstable-app of a function in a seminaive rule, where its rows are "
-                         "not tracked")
-                       .with("function", target)
-                       .fix("mark the rule :naive, or apply it in a check or at top level"));
+    return c.raise(table_app_error(
+        target, "unstable-app of a function in a seminaive rule, where its rows are not tracked",
+        "mark the rule :naive, or apply it in a check or at top level"));
   value r = 0;
   if (!c.ctx.tables->lookup(target, full.data(), r)) return prim_call::failed();
   out = r;
   return prim_status::ok;
+}
+
+//! The element a higher-order primitive hands F: a vec's element, a multiset entry's value.
+inline const value& fn_input(const value& v) noexcept {
+  return v;
+}
+inline const value& fn_input(const ms_entry& e) noexcept {
+  return e.v;
+}
+
+//! Applies the fn argument 0 to each of `elements` in order and hands `step` the element,
+//! whether F succeeded and its result. Stops at F's error or at a step that is not ok.
+template <class Element, class Step>
+prim_status apply_to_each(prim_call& c, const std::vector<Element>& elements, Step step) {
+  for (const Element& x : elements) {
+    value r = 0;
+    const prim_status s = apply_fn(c, c.args[0], c.self.fixed[0], &fn_input(x), 1, r);
+    if (s == prim_status::error) return s;
+    if (const prim_status t = step(x, s == prim_status::ok, r); t != prim_status::ok) return t;
+  }
+  return prim_status::ok;
+}
+
+//! The element sort of the call's result sort (`unstable-vec-map`, `unstable-multiset-map`),
+//! or 0 when the sort has none.
+inline std::uint32_t result_element_sort(const prim_call& c) noexcept {
+  const std::vector<sort_info>* sorts = c.ctx.sorts;
+  const std::uint32_t result = c.self.result;
+  return sorts != nullptr && result < sorts->size() && !(*sorts)[result].params.empty()
+             ? (*sorts)[result].params[0]
+             : 0;
 }
 
 // ---- Vec ------------------------------------------------------------------------------------
@@ -299,11 +347,16 @@ inline prim_status vec_empty(prim_call& c) {
   return make_container(c, c.self.result, {});
 }
 
-inline prim_status vec_of(prim_call& c) {
+//! The call's arguments as elements of its repeated sort (`vec-of`, `set-of`, `multiset-of`).
+inline std::vector<value> element_args(const prim_call& c) {
   const std::uint32_t elem = c.self.repeated.empty() ? 0 : c.self.repeated[0];
   std::vector<value> words(c.args, c.args + c.count);
   for (value& w : words) w = element(c.ctx, elem, w);
-  return make_container(c, c.self.result, words);
+  return words;
+}
+
+inline prim_status vec_of(prim_call& c) {
+  return make_container(c, c.self.result, element_args(c));
 }
 
 inline prim_status vec_append(prim_call& c) {
@@ -321,18 +374,14 @@ inline prim_status vec_append(prim_call& c) {
 
 inline prim_status vec_push(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
   words.push_back(element(c.ctx, c.self.fixed[1], c.args[1]));
   return make_container(c, c.self.result, words);
 }
 
 inline prim_status vec_pop(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
   if (!words.empty()) words.pop_back();
   return make_container(c, c.self.result, words);
 }
@@ -340,9 +389,7 @@ inline prim_status vec_pop(prim_call& c) {
 //! `vec-length` and `set-length`: the number of elements.
 inline prim_status vec_length(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
   return ok_i64(c, static_cast<std::int64_t>(words.size()));
 }
 
@@ -353,34 +400,32 @@ inline bool index_in(std::int64_t i, std::size_t size, std::size_t& at) noexcept
   return true;
 }
 
+//! Loads container argument 0 and resolves argument 1 as an index into it; fails when the
+//! index is out of range.
+inline prim_status load_at_index(prim_call& c, std::vector<value>& words, std::size_t& at) {
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
+  return index_in(arg_i64(c, 1), words.size(), at) ? prim_status::ok : prim_call::failed();
+}
+
 inline prim_status vec_get(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
   std::size_t at = 0;
-  if (!index_in(arg_i64(c, 1), words.size(), at)) return prim_call::failed();
+  if (const prim_status s = load_at_index(c, words, at); s != prim_status::ok) return s;
   return c.ok(words[at]);
 }
 
 inline prim_status vec_set(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
   std::size_t at = 0;
-  if (!index_in(arg_i64(c, 1), words.size(), at)) return prim_call::failed();
+  if (const prim_status s = load_at_index(c, words, at); s != prim_status::ok) return s;
   words[at] = element(c.ctx, c.self.fixed[2], c.args[2]);
   return make_container(c, c.self.result, words);
 }
 
 inline prim_status vec_remove(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
   std::size_t at = 0;
-  if (!index_in(arg_i64(c, 1), words.size(), at)) return prim_call::failed();
+  if (const prim_status s = load_at_index(c, words, at); s != prim_status::ok) return s;
   words.erase(words.begin() + static_cast<std::ptrdiff_t>(at));
   return make_container(c, c.self.result, words);
 }
@@ -388,10 +433,8 @@ inline prim_status vec_remove(prim_call& c) {
 //! `vec-contains` (param 0) / `vec-not-contains` (param 1).
 inline prim_status vec_contains(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const value x = element(c.ctx, c.self.fixed[1], c.args[1]);
+  value x = 0;
+  if (const prim_status s = load_with_element(c, words, x); s != prim_status::ok) return s;
   const bool found = std::find(words.begin(), words.end(), x) != words.end();
   return unit_if(c, found == (c.self.param == 0));
 }
@@ -415,10 +458,8 @@ inline prim_status vec_range(prim_call& c) {
 //! Unites the elements of two equally long vecs pairwise; @returns the first (egglog).
 inline prim_status vec_union(prim_call& c) {
   std::vector<value> a, b;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], a); s != prim_status::ok)
-    return s;
-  if (const prim_status s = load_container(c, c.args[1], c.self.fixed[1], b); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, a); s != prim_status::ok) return s;
+  if (const prim_status s = load_arg(c, 1, b); s != prim_status::ok) return s;
   if (a.size() != b.size()) return prim_call::failed();
   if (c.ctx.tables == nullptr)
     return c.raise(error(errc::invalid_state, "vec-union called where nothing may be united")
@@ -432,21 +473,15 @@ inline prim_status vec_union(prim_call& c) {
 
 //! `unstable-vec-map F V1 -> V2`: applies F to every element in order, dropping failures.
 inline prim_status vec_map(prim_call& c) {
-  std::vector<value> in;
-  if (const prim_status s = load_container(c, c.args[1], c.self.fixed[1], in); s != prim_status::ok)
-    return s;
-  const std::uint32_t out_elem = c.ctx.sorts != nullptr && c.self.result < c.ctx.sorts->size() &&
-                                         !(*c.ctx.sorts)[c.self.result].params.empty()
-                                     ? (*c.ctx.sorts)[c.self.result].params[0]
-                                     : 0;
-  std::vector<value> out;
+  std::vector<value> in, out;
+  if (const prim_status s = load_arg(c, 1, in); s != prim_status::ok) return s;
+  const std::uint32_t out_elem = result_element_sort(c);
   out.reserve(in.size());
-  for (const value x : in) {
-    value r = 0;
-    const prim_status s = apply_fn(c, c.args[0], c.self.fixed[0], &x, 1, r);
-    if (s == prim_status::error) return s;
-    if (s == prim_status::ok) out.push_back(element(c.ctx, out_elem, r));
-  }
+  const prim_status s = apply_to_each(c, in, [&](value, bool applied, value r) {
+    if (applied) out.push_back(element(c.ctx, out_elem, r));
+    return prim_status::ok;
+  });
+  if (s != prim_status::ok) return s;
   return make_container(c, c.self.result, out);
 }
 
@@ -459,9 +494,7 @@ inline void set_normalize(std::vector<value>& words) {
 }
 
 inline prim_status set_of(prim_call& c) {
-  const std::uint32_t elem = c.self.repeated.empty() ? 0 : c.self.repeated[0];
-  std::vector<value> words(c.args, c.args + c.count);
-  for (value& w : words) w = element(c.ctx, elem, w);
+  std::vector<value> words = element_args(c);
   set_normalize(words);
   return make_container(c, c.self.result, words);
 }
@@ -469,10 +502,8 @@ inline prim_status set_of(prim_call& c) {
 //! `set-insert` (param 0) / `set-remove` (param 1).
 inline prim_status set_edit(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const value x = element(c.ctx, c.self.fixed[1], c.args[1]);
+  value x = 0;
+  if (const prim_status s = load_with_element(c, words, x); s != prim_status::ok) return s;
   auto it = std::lower_bound(words.begin(), words.end(), x);
   const bool present = it != words.end() && *it == x;
   if (c.self.param == 0 && !present) words.insert(it, x);
@@ -483,10 +514,8 @@ inline prim_status set_edit(prim_call& c) {
 //! `set-union` (param 0), `set-diff` (1), `set-intersect` (2).
 inline prim_status set_binary(prim_call& c) {
   std::vector<value> a, b, out;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], a); s != prim_status::ok)
-    return s;
-  if (const prim_status s = load_container(c, c.args[1], c.self.fixed[1], b); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, a); s != prim_status::ok) return s;
+  if (const prim_status s = load_arg(c, 1, b); s != prim_status::ok) return s;
   if (c.self.param == 0)
     std::set_union(a.begin(), a.end(), b.begin(), b.end(), std::back_inserter(out));
   else if (c.self.param == 1)
@@ -499,10 +528,8 @@ inline prim_status set_binary(prim_call& c) {
 //! `set-contains` (param 0) / `set-not-contains` (param 1).
 inline prim_status set_contains(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const value x = element(c.ctx, c.self.fixed[1], c.args[1]);
+  value x = 0;
+  if (const prim_status s = load_with_element(c, words, x); s != prim_status::ok) return s;
   const bool found = std::binary_search(words.begin(), words.end(), x);
   return unit_if(c, found == (c.self.param == 0));
 }
@@ -542,10 +569,8 @@ inline prim_status map_of(prim_call& c) {
 
 inline prim_status map_insert(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const value k = element(c.ctx, c.self.fixed[1], c.args[1]);
+  value k = 0;
+  if (const prim_status s = load_with_element(c, words, k); s != prim_status::ok) return s;
   const value v = element(c.ctx, c.self.fixed[2], c.args[2]);
   const std::size_t at = map_lower(words, k);
   if (at < words.size() / 2 && words[2 * at] == k)
@@ -555,22 +580,27 @@ inline prim_status map_insert(prim_call& c) {
   return make_container(c, c.self.result, words);
 }
 
+//! Loads map argument 0 and finds key argument 1 in it: `at` is the key's pair index, or the
+//! number of pairs when the map lacks it.
+inline prim_status load_map_key(prim_call& c, std::vector<value>& words, std::size_t& at) {
+  value k = 0;
+  if (const prim_status s = load_with_element(c, words, k); s != prim_status::ok) return s;
+  at = map_find(words, k);
+  return prim_status::ok;
+}
+
 inline prim_status map_get(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const std::size_t at = map_find(words, element(c.ctx, c.self.fixed[1], c.args[1]));
+  std::size_t at = 0;
+  if (const prim_status s = load_map_key(c, words, at); s != prim_status::ok) return s;
   if (at >= words.size() / 2) return prim_call::failed();
   return c.ok(words[2 * at + 1]);
 }
 
 inline prim_status map_remove(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const std::size_t at = map_find(words, element(c.ctx, c.self.fixed[1], c.args[1]));
+  std::size_t at = 0;
+  if (const prim_status s = load_map_key(c, words, at); s != prim_status::ok) return s;
   if (at < words.size() / 2)
     words.erase(words.begin() + static_cast<std::ptrdiff_t>(2 * at),
                 words.begin() + static_cast<std::ptrdiff_t>(2 * at + 2));
@@ -579,29 +609,24 @@ inline prim_status map_remove(prim_call& c) {
 
 inline prim_status map_length(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
   return ok_i64(c, static_cast<std::int64_t>(words.size() / 2));
 }
 
 //! `map-contains` (param 0) / `map-not-contains` (param 1).
 inline prim_status map_contains(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
-  const bool found = map_find(words, element(c.ctx, c.self.fixed[1], c.args[1])) < words.size() / 2;
-  return unit_if(c, found == (c.self.param == 0));
+  std::size_t at = 0;
+  if (const prim_status s = load_map_key(c, words, at); s != prim_status::ok) return s;
+  return unit_if(c, (at < words.size() / 2) == (c.self.param == 0));
 }
 
 // ---- MultiSet -------------------------------------------------------------------------------
 
 inline prim_status ms_of(prim_call& c) {
-  const std::uint32_t elem = c.self.repeated.empty() ? 0 : c.self.repeated[0];
   std::vector<ms_entry> es;
   es.reserve(c.count);
-  for (std::uint32_t i = 0; i < c.count; ++i) es.push_back({element(c.ctx, elem, c.args[i]), 1});
+  for (const value v : element_args(c)) es.push_back({v, 1});
   return make_multiset(c, c.self.result, es);
 }
 
@@ -621,9 +646,7 @@ inline prim_status ms_edit(prim_call& c) {
   const bool swapped = c.self.param == 2;
   const std::uint32_t ms_arg = swapped ? 1 : 0;
   std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[ms_arg], c.self.fixed[ms_arg], es);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, ms_arg, es); s != prim_status::ok) return s;
   if (c.self.param == 3) {
     for (ms_entry& e : es) e.n = 1;
     return make_multiset(c, c.self.result, es);
@@ -648,10 +671,8 @@ inline prim_status ms_edit(prim_call& c) {
 //! what is not there (absent, or a larger count) fails.
 inline prim_status ms_binary(prim_call& c) {
   std::vector<ms_entry> a, b;
-  if (const prim_status s = load_multiset(c, c.args[0], c.self.fixed[0], a); s != prim_status::ok)
-    return s;
-  if (const prim_status s = load_multiset(c, c.args[1], c.self.fixed[1], b); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, a); s != prim_status::ok) return s;
+  if (const prim_status s = load_arg(c, 1, b); s != prim_status::ok) return s;
   if (c.self.param == 1) std::swap(a, b);
   std::vector<ms_entry> out;
   if (c.self.param <= 1) {
@@ -691,9 +712,7 @@ inline prim_status ms_read(prim_call& c) {
   const std::uint32_t op = c.self.param;
   const std::uint32_t ms_arg = op == 4 || op == 5 ? 1 : 0;
   std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[ms_arg], c.self.fixed[ms_arg], es);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, ms_arg, es); s != prim_status::ok) return s;
   if (op == 0) {
     std::uint64_t total = 0;
     if (!ms_total(es, total)) return prim_call::failed();
@@ -725,7 +744,6 @@ inline bool count_mul(std::uint64_t a, std::uint64_t b, std::uint64_t& out) noex
   return true;
 }
 
-//! `multiset-sum-multisets OUTER -> INNER`: the inner multisets summed, each as often as the
 //! `inner`'s entries with their counts times `times` appended to `out`, which is normalized;
 //! false when a count overflows.
 inline bool append_scaled(std::vector<ms_entry>& out, const std::vector<ms_entry>& inner,
@@ -738,12 +756,11 @@ inline bool append_scaled(std::vector<ms_entry>& out, const std::vector<ms_entry
   return normalize_multiset(out);
 }
 
+//! `multiset-sum-multisets OUTER -> INNER`: the inner multisets summed, each as often as the
 //! outer one holds it.
 inline prim_status ms_sum_multisets(prim_call& c) {
   std::vector<ms_entry> outer, inner, out;
-  if (const prim_status s = load_multiset(c, c.args[0], c.self.fixed[0], outer);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, outer); s != prim_status::ok) return s;
   for (const ms_entry& o : outer) {
     if (const prim_status s = load_multiset(c, o.v, c.self.result, inner); s != prim_status::ok)
       return s;
@@ -756,8 +773,7 @@ inline prim_status ms_sum_multisets(prim_call& c) {
 //! returns it; an empty multiset fails.
 inline prim_status ms_union_values(prim_call& c) {
   std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[0], c.self.fixed[0], es); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, es); s != prim_status::ok) return s;
   if (es.empty()) return prim_call::failed();
   if (c.ctx.tables == nullptr)
     return c.raise(
@@ -772,18 +788,13 @@ inline prim_status ms_union_values(prim_call& c) {
 //! dropped.
 inline prim_status ms_map(prim_call& c) {
   std::vector<ms_entry> es, out;
-  if (const prim_status s = load_multiset(c, c.args[1], c.self.fixed[1], es); s != prim_status::ok)
-    return s;
-  const std::uint32_t out_elem = c.ctx.sorts != nullptr && c.self.result < c.ctx.sorts->size() &&
-                                         !(*c.ctx.sorts)[c.self.result].params.empty()
-                                     ? (*c.ctx.sorts)[c.self.result].params[0]
-                                     : 0;
-  for (const ms_entry& e : es) {
-    value r = 0;
-    const prim_status s = apply_fn(c, c.args[0], c.self.fixed[0], &e.v, 1, r);
-    if (s == prim_status::error) return s;
-    if (s == prim_status::ok) out.push_back({element(c.ctx, out_elem, r), e.n});
-  }
+  if (const prim_status s = load_arg(c, 1, es); s != prim_status::ok) return s;
+  const std::uint32_t out_elem = result_element_sort(c);
+  const prim_status s = apply_to_each(c, es, [&](const ms_entry& e, bool applied, value r) {
+    if (applied) out.push_back({element(c.ctx, out_elem, r), e.n});
+    return prim_status::ok;
+  });
+  if (s != prim_status::ok) return s;
   return make_multiset(c, c.self.result, out);
 }
 
@@ -791,14 +802,12 @@ inline prim_status ms_map(prim_call& c) {
 //! (param 1: keep where F fails).
 inline prim_status ms_filter(prim_call& c) {
   std::vector<ms_entry> es, out;
-  if (const prim_status s = load_multiset(c, c.args[1], c.self.fixed[1], es); s != prim_status::ok)
-    return s;
-  for (const ms_entry& e : es) {
-    value r = 0;
-    const prim_status s = apply_fn(c, c.args[0], c.self.fixed[0], &e.v, 1, r);
-    if (s == prim_status::error) return s;
-    if ((s == prim_status::ok) == (c.self.param == 0)) out.push_back(e);
-  }
+  if (const prim_status s = load_arg(c, 1, es); s != prim_status::ok) return s;
+  const prim_status s = apply_to_each(c, es, [&](const ms_entry& e, bool applied, value) {
+    if (applied == (c.self.param == 0)) out.push_back(e);
+    return prim_status::ok;
+  });
+  if (s != prim_status::ok) return s;
   return make_multiset(c, c.self.result, out);
 }
 
@@ -806,20 +815,17 @@ inline prim_status ms_filter(prim_call& c) {
 //! fails on are kept as they are.
 inline prim_status ms_flat_map(prim_call& c) {
   std::vector<ms_entry> es, inner, out;
-  if (const prim_status s = load_multiset(c, c.args[1], c.self.fixed[1], es); s != prim_status::ok)
-    return s;
-  for (const ms_entry& e : es) {
-    value r = 0;
-    const prim_status s = apply_fn(c, c.args[0], c.self.fixed[0], &e.v, 1, r);
-    if (s == prim_status::error) return s;
-    if (s == prim_status::fail) {
+  if (const prim_status s = load_arg(c, 1, es); s != prim_status::ok) return s;
+  const prim_status s = apply_to_each(c, es, [&](const ms_entry& e, bool applied, value r) {
+    if (!applied) {
       inner.assign(1, {e.v, 1});  // kept as it is
     } else if (const prim_status t = load_multiset(c, r, c.self.result, inner);
                t != prim_status::ok) {
       return t;
     }
-    if (!append_scaled(out, inner, e.n)) return prim_call::failed();
-  }
+    return append_scaled(out, inner, e.n) ? prim_status::ok : prim_call::failed();
+  });
+  if (s != prim_status::ok) return s;
   return make_multiset(c, c.self.result, out);
 }
 
@@ -828,8 +834,7 @@ inline prim_status ms_flat_map(prim_call& c) {
 //! fails.
 inline prim_status ms_reduce(prim_call& c) {
   std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[2], c.self.fixed[2], es); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 2, es); s != prim_status::ok) return s;
   std::uint64_t total = 0;
   if (!ms_total(es, total) || total > max_container_words)
     return c.raise(error(errc::abi_limit, "unstable-multiset-reduce over too many elements")
@@ -870,12 +875,12 @@ inline prim_status index_table(prim_call& c, value fn, std::uint32_t fn_sort,
   return prim_status::ok;
 }
 
-//! `unstable-multiset-fill-index MS F`: F(ms, e) := count of e, for each distinct e, stopping
-//! at the first row that already exists (egglog: the index is filled in one pass).
-inline prim_status ms_fill_index(prim_call& c) {
+//! `unstable-multiset-fill-index MS F` (param 0): F(ms, e) := count of e, for each distinct e,
+//! stopping at the first row that already exists (egglog: the index is filled in one pass).
+//! `unstable-multiset-clear-index MS F` (param 1): deletes F(ms, e) for each distinct e.
+inline prim_status ms_index(prim_call& c) {
   std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[0], c.self.fixed[0], es); s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, es); s != prim_status::ok) return s;
   std::uint32_t function = 0;
   if (const prim_status s = index_table(c, c.args[1], c.self.fixed[1], function);
       s != prim_status::ok)
@@ -883,29 +888,16 @@ inline prim_status ms_fill_index(prim_call& c) {
   const value ms = element(c.ctx, c.self.fixed[0], c.args[0]);
   for (const ms_entry& e : es) {
     const value keys[2] = {ms, e.v};
+    if (c.self.param == 1) {
+      if (auto r = c.ctx.tables->remove(function, keys); !r) return c.raise(r.error());
+      continue;
+    }
     value existing = 0;
     if (c.ctx.tables->lookup(function, keys, existing)) break;
     if (e.n > i64_max_count) return prim_call::failed();
     auto n = c.ctx.base->from_i64(static_cast<std::int64_t>(e.n));
     if (!n) return c.raise(n.error());
     if (auto r = c.ctx.tables->set(function, keys, *n); !r) return c.raise(r.error());
-  }
-  return c.ok(0);
-}
-
-//! `unstable-multiset-clear-index MS F`: deletes F(ms, e) for each distinct e.
-inline prim_status ms_clear_index(prim_call& c) {
-  std::vector<ms_entry> es;
-  if (const prim_status s = load_multiset(c, c.args[0], c.self.fixed[0], es); s != prim_status::ok)
-    return s;
-  std::uint32_t function = 0;
-  if (const prim_status s = index_table(c, c.args[1], c.self.fixed[1], function);
-      s != prim_status::ok)
-    return s;
-  const value ms = element(c.ctx, c.self.fixed[0], c.args[0]);
-  for (const ms_entry& e : es) {
-    const value keys[2] = {ms, e.v};
-    if (auto r = c.ctx.tables->remove(function, keys); !r) return c.raise(r.error());
   }
   return c.ok(0);
 }
@@ -921,9 +913,7 @@ inline prim_status pair_make(prim_call& c) {
 //! `pair-first` (param 0) / `pair-second` (param 1).
 inline prim_status pair_get(prim_call& c) {
   std::vector<value> words;
-  if (const prim_status s = load_container(c, c.args[0], c.self.fixed[0], words);
-      s != prim_status::ok)
-    return s;
+  if (const prim_status s = load_arg(c, 0, words); s != prim_status::ok) return s;
   if (words.size() != 2) return c.raise(not_a_container(c.args[0], c.self.fixed[0]));
   return c.ok(words[c.self.param == 0 ? 0 : 1]);
 }
@@ -1021,9 +1011,9 @@ inline void register_higher_order(prim_catalog& catalog, const std::vector<sort_
       if (inputs == 2 && p[0] == e && p[1] == e && out == e)
         add_prim(catalog, "unstable-multiset-reduce", {f, e, m}, e, ms_reduce);
       if (inputs == 2 && p[0] == m && p[1] == e && out == sorts::i64) {
-        add_prim(catalog, "unstable-multiset-fill-index", {m, f}, sorts::unit, ms_fill_index, 0,
+        add_prim(catalog, "unstable-multiset-fill-index", {m, f}, sorts::unit, ms_index, 0,
                  prim_context::full);
-        add_prim(catalog, "unstable-multiset-clear-index", {m, f}, sorts::unit, ms_clear_index, 0,
+        add_prim(catalog, "unstable-multiset-clear-index", {m, f}, sorts::unit, ms_index, 1,
                  prim_context::write);
       }
       if (inputs == 1 && p[0] == e && out == m)

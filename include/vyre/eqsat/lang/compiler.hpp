@@ -206,30 +206,22 @@ class compiler {
 
   //! `(constructor Name (Sort ...) Output [:cost k] [:unextractable])`.
   expected<void> declare_constructor(std::uint32_t form) {
-    const std::uint32_t n = tree_.size(form);
-    if (n < 4 || !tree_.is_symbol(tree_.child(form, 1)) || !tree_.is_list(tree_.child(form, 2)))
-      return fail(at(form, "(constructor Name (Sort ...) Output) expected", "constructor",
-                     "write (constructor Name (Sort ...) Output [:cost k] [:unextractable])"));
     function_decl fn;
-    fn.kind = function_kind::constructor;
     fn.merge = merge_kind::unite;
-    fn.span = span(form);
-    VYRE_TRY(signature(form, fn));
+    VYRE_TRY(
+        signature(form, function_kind::constructor, "(constructor Name (Sort ...) Output) expected",
+                  "write (constructor Name (Sort ...) Output [:cost k] [:unextractable])", fn));
     if (decl_.sorts[fn.output].kind != sort_kind::eq)
       return fail(at(tree_.child(form, 3), "a constructor's output must be a datatype sort",
                      fn.name,
                      "declare the output with (sort Name) or (datatype ...); use `function` "
                      "for a primitive output"));
-    for (std::uint32_t i = 4; i < n; ++i) {
+    for (std::uint32_t i = 4; i < tree_.size(form); ++i) {
       const std::uint32_t opt = tree_.child(form, i);
-      if (tree_.is_symbol(opt, ":unextractable")) {
-        fn.unextractable = true;
-      } else if (tree_.is_symbol(opt, ":cost") && i + 1 < n) {
-        VYRE_TRY_ASSIGN(fn.cost, cost_value(tree_.child(form, ++i)));
-      } else {
+      VYRE_TRY_ASSIGN(const bool taken, extraction_option(form, i, fn));
+      if (!taken)
         return fail(at(opt, "unknown constructor option", tree_.name(opt),
                        "a constructor takes :cost k and :unextractable"));
-      }
     }
     VYRE_TRY(take_name(fn.name, tree_.child(form, 1)));
     add_function(std::move(fn));
@@ -238,30 +230,25 @@ class compiler {
 
   //! `(function Name (Sort ...) Output :merge expr | :no-merge [:unextractable])`.
   expected<void> declare_function(std::uint32_t form) {
-    const std::uint32_t n = tree_.size(form);
-    if (n < 4 || !tree_.is_symbol(tree_.child(form, 1)) || !tree_.is_list(tree_.child(form, 2)))
-      return fail(at(form, "(function Name (Sort ...) Output :merge expr) expected", "function",
-                     "write (function Name (Sort ...) Output :merge expr) or :no-merge"));
     function_decl fn;
-    fn.kind = function_kind::function;
     fn.unextractable = true;
-    fn.span = span(form);
-    VYRE_TRY(signature(form, fn));
+    VYRE_TRY(signature(form, function_kind::function,
+                       "(function Name (Sort ...) Output :merge expr) expected",
+                       "write (function Name (Sort ...) Output :merge expr) or :no-merge", fn));
     std::optional<std::uint32_t> merge_expr;
     bool no_merge = false;
+    const std::uint32_t n = tree_.size(form);
     for (std::uint32_t i = 4; i < n; ++i) {
       const std::uint32_t opt = tree_.child(form, i);
       if (tree_.is_symbol(opt, ":no-merge")) {
         no_merge = true;
       } else if (tree_.is_symbol(opt, ":merge") && i + 1 < n) {
         merge_expr = tree_.child(form, ++i);
-      } else if (tree_.is_symbol(opt, ":unextractable")) {
-        fn.unextractable = true;
-      } else if (tree_.is_symbol(opt, ":cost") && i + 1 < n) {
-        VYRE_TRY_ASSIGN(fn.cost, cost_value(tree_.child(form, ++i)));
       } else {
-        return fail(at(opt, "unknown function option", tree_.name(opt),
-                       "a function takes :merge expr or :no-merge, and :unextractable"));
+        VYRE_TRY_ASSIGN(const bool taken, extraction_option(form, i, fn));
+        if (!taken)
+          return fail(at(opt, "unknown function option", tree_.name(opt),
+                         "a function takes :merge expr or :no-merge, and :unextractable"));
       }
     }
     if (merge_expr && no_merge)
@@ -391,11 +378,8 @@ class compiler {
   expected<query> compile_facts(const std::vector<std::uint32_t>& items) {
     rule_source src;
     src.facts = items;
-    typing t(*this, prim_context::read, prim_context::full);
-    VYRE_TRY(t.read(src));
-    VYRE_TRY(t.solve());
     query q;
-    VYRE_TRY(t.lower_query(q, nullptr));
+    VYRE_TRY(compile_top_level(src, q, nullptr));
     return q;
   }
 
@@ -403,13 +387,9 @@ class compiler {
   expected<action_block> compile_actions(const std::vector<std::uint32_t>& items) {
     rule_source src;
     src.actions = items;
-    typing t(*this, prim_context::read, prim_context::full);
-    VYRE_TRY(t.read(src));
-    VYRE_TRY(t.solve());
     query q;
-    VYRE_TRY(t.lower_query(q, nullptr));
     action_block block;
-    VYRE_TRY(t.lower_actions(q, block, false));
+    VYRE_TRY(compile_top_level(src, q, &block));
     return block;
   }
 
@@ -642,8 +622,27 @@ class compiler {
     return static_cast<std::uint64_t>(tree_[node].integer);
   }
 
-  //! Name, inputs and output of `(constructor|function Name (Sort ...) Output ...)`.
-  expected<void> signature(std::uint32_t form, function_decl& fn) {
+  //! Top-level `src` (read context, primitives of any context) lowered: its facts to `q`, its
+  //! actions to `block` when there is one.
+  expected<void> compile_top_level(rule_source& src, query& q, action_block* block) {
+    typing t(*this, prim_context::read, prim_context::full);
+    VYRE_TRY(t.read(src));
+    VYRE_TRY(t.solve());
+    VYRE_TRY(t.lower_query(q, nullptr));
+    if (block != nullptr) VYRE_TRY(t.lower_actions(q, *block, false));
+    return {};
+  }
+
+  //! Kind, span, name, inputs and output of `(constructor|function Name (Sort ...) Output ...)`
+  //! (which one `kind` says); a form of another shape fails with `usage` and `fix`.
+  expected<void> signature(std::uint32_t form, function_kind kind, const char* usage,
+                           const char* fix, function_decl& fn) {
+    if (tree_.size(form) < 4 || !tree_.is_symbol(tree_.child(form, 1)) ||
+        !tree_.is_list(tree_.child(form, 2)))
+      return fail(
+          at(form, usage, kind == function_kind::constructor ? "constructor" : "function", fix));
+    fn.kind = kind;
+    fn.span = span(form);
     fn.name = std::string(tree_.name(tree_.child(form, 1)));
     if (decl_.find_function(fn.name) >= 0)
       return fail(at(tree_.child(form, 1), "the function is already declared", fn.name,
@@ -658,6 +657,19 @@ class compiler {
     }
     VYRE_TRY_ASSIGN(fn.output, sort_named(tree_.child(form, 3)));
     return {};
+  }
+
+  //! Reads option `i` of a constructor or function `form` when it is `:unextractable` or
+  //! `:cost k` (then `i` moves to k). @returns whether it was one of them.
+  expected<bool> extraction_option(std::uint32_t form, std::uint32_t& i, function_decl& fn) {
+    const std::uint32_t opt = tree_.child(form, i);
+    if (tree_.is_symbol(opt, ":unextractable")) {
+      fn.unextractable = true;
+      return true;
+    }
+    if (!tree_.is_symbol(opt, ":cost") || i + 1 >= tree_.size(form)) return false;
+    VYRE_TRY_ASSIGN(fn.cost, cost_value(tree_.child(form, ++i)));
+    return true;
   }
 
   expected<void> declare_variant(std::uint32_t item, std::uint32_t sort, bool options) {
@@ -1132,6 +1144,23 @@ class compiler {
       return {};
     }
 
+    //! Adds `n`, whose sort is known, with a fresh type variable bound to that sort.
+    expected<std::uint32_t> add_of_sort(detail::tnode n) {
+      n.tv = fresh_tv();
+      VYRE_TRY(assign(n.tv, n.sort, n.src));
+      return add(std::move(n));
+    }
+
+    //! Adds `n` as a literal of `sort` with value `v` (or fails with `v`'s error).
+    expected<std::uint32_t> add_literal(detail::tnode n, std::uint32_t sort,
+                                        const expected<value>& v) {
+      if (!v) return fail(v.error());
+      n.type = detail::tnode::kind::literal;
+      n.sort = sort;
+      n.v = *v;
+      return add_of_sort(std::move(n));
+    }
+
     //! Reads expression `node` (in the query when `query`).
     expected<std::uint32_t> expr(std::uint32_t node, bool in_query) {
       const sexpr_tree& t = c_.tree_;
@@ -1141,49 +1170,23 @@ class compiler {
       n.src = node;
       n.in_query = in_query;
       switch (sn.kind) {
-        case sexpr_kind::integer: {
-          n.type = detail::tnode::kind::literal;
-          n.sort = sorts::i64;
-          VYRE_TRY_ASSIGN(n.v, c_.db_base().from_i64(sn.integer));
-          n.tv = fresh_tv();
-          VYRE_TRY(assign(n.tv, n.sort, node));
-          return add(std::move(n));
-        }
-        case sexpr_kind::real: {
-          n.type = detail::tnode::kind::literal;
-          n.sort = sorts::f64;
-          VYRE_TRY_ASSIGN(n.v, c_.db_base().from_f64(sn.real));
-          n.tv = fresh_tv();
-          VYRE_TRY(assign(n.tv, n.sort, node));
-          return add(std::move(n));
-        }
-        case sexpr_kind::string: {
-          n.type = detail::tnode::kind::literal;
-          n.sort = sorts::string;
-          VYRE_TRY_ASSIGN(n.v, c_.db_base().from_string(t.name(node)));
-          n.tv = fresh_tv();
-          VYRE_TRY(assign(n.tv, n.sort, node));
-          return add(std::move(n));
-        }
+        case sexpr_kind::integer:
+          return add_literal(std::move(n), sorts::i64, c_.db_base().from_i64(sn.integer));
+        case sexpr_kind::real:
+          return add_literal(std::move(n), sorts::f64, c_.db_base().from_f64(sn.real));
+        case sexpr_kind::string:
+          return add_literal(std::move(n), sorts::string, c_.db_base().from_string(t.name(node)));
         case sexpr_kind::symbol: {
           const std::string_view name = t.name(node);
-          if (name == "true" || name == "false") {
-            n.type = detail::tnode::kind::literal;
-            n.sort = sorts::boolean;
-            n.v = name == "true" ? 1 : 0;
-            n.tv = fresh_tv();
-            VYRE_TRY(assign(n.tv, n.sort, node));
-            return add(std::move(n));
-          }
+          if (name == "true" || name == "false")
+            return add_literal(std::move(n), sorts::boolean, value{name == "true" ? 1u : 0u});
           auto g = c_.env_.globals.find(std::string(name));
           if (g != c_.env_.globals.end()) {
             n.type = detail::tnode::kind::global;
             n.name = std::string(name);
             n.sort = g->second.sort;
             n.v = g->second.v;
-            n.tv = fresh_tv();
-            VYRE_TRY(assign(n.tv, n.sort, node));
-            return add(std::move(n));
+            return add_of_sort(std::move(n));
           }
           n.type = detail::tnode::kind::variable;
           if (name == "_") {
@@ -1301,6 +1304,17 @@ class compiler {
       return {};
     }
 
+    //! Reads argument 1 of action `node`, which must call a table (a function, constructor or
+    //! relation); fails with `what` and `fix` when it does not.
+    expected<std::uint32_t> table_call(std::uint32_t node, const char* what, const char* fix) {
+      VYRE_TRY_ASSIGN(const std::uint32_t call, expr(c_.tree_.child(node, 1), false));
+      const detail::tnode& target = nodes_[call];
+      if (target.type != detail::tnode::kind::call ||
+          target.target_kind != detail::tnode::callee::function)
+        return fail(c_.at(node, what, target.name, fix));
+      return call;
+    }
+
     expected<void> action_item(std::uint32_t node) {
       const sexpr_tree& t = c_.tree_;
       if (!t.is_list(node) || t.size(node) == 0 || !t.is_symbol(t.child(node, 0)))
@@ -1333,12 +1347,9 @@ class compiler {
         if (n != 3 || !t.is_list(t.child(node, 1)))
           return fail(
               c_.at(node, "(set (f args ...) value) expected", "set", "write (set (f a) v)"));
-        VYRE_TRY_ASSIGN(a.a, expr(t.child(node, 1), false));
+        VYRE_TRY_ASSIGN(a.a, table_call(node, "set needs a function call",
+                                        "declare the function with (function ...)"));
         const detail::tnode& target = nodes_[a.a];
-        if (target.type != detail::tnode::kind::call ||
-            target.target_kind != detail::tnode::callee::function)
-          return fail(c_.at(node, "set needs a function call", target.name,
-                            "declare the function with (function ...)"));
         if (c_.decl_.functions[target.target].kind == function_kind::constructor)
           return fail(c_.at(node, "cannot set a constructor", target.name,
                             "use (union (Ctor ...) v), or declare it as a function"));
@@ -1363,12 +1374,9 @@ class compiler {
         if (n != 2 || !t.is_list(t.child(node, 1)))
           return fail(c_.at(node, "(delete (f args ...)) expected", head,
                             "write (delete (f a)) or (subsume (Ctor a))"));
-        VYRE_TRY_ASSIGN(a.a, expr(t.child(node, 1), false));
+        VYRE_TRY_ASSIGN(a.a, table_call(node, "delete and subsume need a function call",
+                                        "name a declared function, constructor or relation"));
         const detail::tnode& target = nodes_[a.a];
-        if (target.type != detail::tnode::kind::call ||
-            target.target_kind != detail::tnode::callee::function)
-          return fail(c_.at(node, "delete and subsume need a function call", target.name,
-                            "name a declared function, constructor or relation"));
         if (head == "subsume" &&
             c_.decl_.functions[target.target].kind != function_kind::constructor)
           return fail(c_.at(node,
