@@ -87,7 +87,10 @@
 //! (`device::plan_rule`).
 //!
 //! The search, union-find and rebuild passes are the public pieces of `eqsat/device/`
-//! (`ematch.cuh`, `union_find.cuh`, `rebuild.cuh`); the apply is `detail/gpu_kernels.cuh`.
+//! (`ematch.cuh`, `union_find.cuh`, `rebuild.cuh`); the apply is `detail/gpu_kernels.cuh`. The
+//! engine is three layers: the device state and its growth (`detail/gpu_state.cuh`), the
+//! rebuild and when it is captured (`detail/gpu_rebuild.cuh`), and here the search, the apply,
+//! the limits and the bridge to the host database.
 #pragma once
 
 #include <algorithm>
@@ -117,6 +120,8 @@
 #include "vyre/eqsat/cpu_engine.hpp"
 #include "vyre/eqsat/database.hpp"
 #include "vyre/eqsat/detail/gpu_kernels.cuh"
+#include "vyre/eqsat/detail/gpu_rebuild.cuh"
+#include "vyre/eqsat/detail/gpu_state.cuh"
 #include "vyre/eqsat/device/ematch.cuh"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/rebuild.cuh"
@@ -172,65 +177,6 @@ inline expected<void> gpu_resident_check(const declarations& decl, const databas
 
 namespace detail {
 
-//! A function's rows on the device: a slice of the engine's state block (resident tables), or
-//! the host's row count (the others, which no rule on the device touches).
-struct gpu_table {
-  std::uint32_t* cells = nullptr;  //!< `capacity` rows of `width`
-  std::size_t capacity = 0;
-  std::uint32_t rows = 0;
-  std::uint32_t width = 1;
-  std::uint32_t class_mask = 0;  //!< bit c: column c holds an id (the last always)
-  bool resident = false;
-  std::uint64_t host_rows = 0;  //!< not resident: its size in the host database
-};
-
-//! The committed state, copied on the device before an iteration: one block laid out like
-//! the state block with every capacity equal to the rows (and the union-find to the ids).
-struct gpu_snapshot {
-  device_array<std::uint32_t> block;
-  std::vector<std::uint32_t> rows;
-  std::uint32_t ids = 0;
-  std::uint64_t eclasses = 0;
-  VYRE_HOST_MOVE_ONLY_MEMBERS(gpu_snapshot);
-};
-VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(gpu_snapshot);
-
-//! Rows (or class ids) up to which a table (or the union-find) is sized by capacity class:
-//! below it the padding is cheap and a slowly growing e-graph keeps its shape, so its rebuilds
-//! replay captured graphs; above it every byte counts and launches are a small part of an
-//! iteration, so sizes are exact.
-inline constexpr std::uint64_t gpu_class_limit = std::uint64_t{1} << 20;
-
-//! The capacity of `n` rows or ids: 0 for 0; the power of two at or above it (at least 1024)
-//! up to `gpu_class_limit`, so a capacity changes at each doubling of what it holds; `n`
-//! itself above.
-inline std::size_t gpu_capacity_class(std::uint64_t n) noexcept {
-  if (n == 0) return 0;
-  if (n > gpu_class_limit) return static_cast<std::size_t>(n);
-  return static_cast<std::size_t>(std::bit_ceil((std::max)(n, std::uint64_t{1024})));
-}
-
-//! What a captured rebuild bakes in: every table's capacity, the union-find's, and the
-//! state block and arena it works in. Equal shapes replay one graph (the rows in use are
-//! uploaded before each launch).
-struct gpu_rebuild_shape {
-  std::vector<std::size_t> caps;
-  std::size_t ids = 0;
-  const void* state = nullptr;
-  const void* arena = nullptr;
-  friend bool operator==(const gpu_rebuild_shape&, const gpu_rebuild_shape&) = default;
-};
-
-struct gpu_rebuild_shape_hash {
-  std::size_t operator()(const gpu_rebuild_shape& s) const noexcept {
-    std::size_t h = std::hash<const void*>{}(s.state) ^ (std::hash<const void*>{}(s.arena) << 1);
-    const auto mix = [&](std::size_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); };
-    mix(s.ids);
-    for (std::size_t c : s.caps) mix(c);
-    return h;
-  }
-};
-
 //! A search index built for one iteration: one block of the sort's two key and two row
 //! buffers (u64 keys for an index by a pair of columns); `view` points at the sorted keys.
 struct gpu_built_index {
@@ -243,8 +189,7 @@ struct gpu_built_index {
 
 //! The GPU engine on a `vyre::backend<P>` (`Backend`), which must outlive it.
 template <class Backend>
-class gpu_engine {
-  using u32_array = device_array<std::uint32_t>;
+class gpu_engine : private detail::gpu_rebuild {
   using clock = std::chrono::steady_clock;
 
  public:
@@ -266,42 +211,19 @@ class gpu_engine {
   // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
   // members for a type held in cuda::std::expected and reject the host-only members'.
   gpu_engine(gpu_engine&& o) noexcept
-      : decl_(o.decl_),
+      : detail::gpu_rebuild(std::move(o)),
+        decl_(o.decl_),
         backend_(o.backend_),
-        runtime_(o.runtime_),
-        stream_(std::move(o.stream_)),
-        tables_(std::move(o.tables_)),
-        state_(std::move(o.state_)),
-        parent_(o.parent_),
-        parent_capacity_(o.parent_capacity_),
-        arena_(std::move(o.arena_)),
-        report_(std::move(o.report_)),
-        live_rows_(std::move(o.live_rows_)),
-        live_rows_host_(std::move(o.live_rows_host_)),
-        cub_scratch_(std::move(o.cub_scratch_)),
-        rebuild_graphs_(std::move(o.rebuild_graphs_)),
-        shapes_seen_(std::move(o.shapes_seen_)),
-        ids_(o.ids_),
-        eclasses_(o.eclasses_),
         container_roots_(o.container_roots_),
-        base_bound_(o.base_bound_),
-        graph_base_bound_(o.graph_base_bound_),
-        unions_(o.unions_),
-        last_rebuild_rounds_(o.last_rebuild_rounds_),
-        capture_rebuilds_(o.capture_rebuilds_) {}
+        unions_(o.unions_) {}
   gpu_engine& operator=(gpu_engine&&) = delete;
   gpu_engine(const gpu_engine&) = delete;
   gpu_engine& operator=(const gpu_engine&) = delete;
   ~gpu_engine() {}  // NOLINT(modernize-use-equals-default): see the move constructor
 
   const declarations& decl() const noexcept { return *decl_; }
-  //! Counters of the captured rebuilds: a hit replayed the graph of an earlier rebuild of the
-  //! same shape (capacities and buffers), a capture made one.
-  graph::cache_stats rebuild_graph_stats() const noexcept { return rebuild_graphs_.stats(); }
-  //! Whether rebuilds of a shape met before replay a captured graph (default on). Off, every
-  //! rebuild launches its rounds with one flag read back per round: compute-sanitizer's
-  //! racecheck and synccheck cannot follow CUB's sorts inside a graph's conditional loop.
-  void capture_rebuilds(bool on) noexcept { capture_rebuilds_ = on; }
+  using detail::gpu_rebuild::capture_rebuilds;
+  using detail::gpu_rebuild::rebuild_graph_stats;
 
   //! One iteration of ruleset `ruleset` (its rules, a combined ruleset's members'), planned
   //! now (`device::plan_rule`). A limit crossed rolls it back (`iteration_report::stopped`).
@@ -357,8 +279,6 @@ class gpu_engine {
   }
 
  private:
-  using table = detail::gpu_table;
-  using snapshot = detail::gpu_snapshot;
   using index = detail::gpu_built_index;
 
   static expected<gpu_engine> make(Backend& gpu, const declarations& decl, const database& db) {
@@ -366,57 +286,14 @@ class gpu_engine {
     VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
     gpu_engine engine(vyre::detail::runtime_of(gpu), decl, std::move(stream));
     engine.backend_ = &gpu;
-    VYRE_TRY_ASSIGN(engine.report_, engine.allocate<unsigned long long>(engine.report_size(),
-                                                                        "eqsat: iteration report"));
-    // Zeroed once: a launched rebuild leaves the loop's round count and the kept rows of empty
-    // tables unwritten, and the report is read back whole.
-    VYRE_CUDA_TRY(
-        cudaMemsetAsync(engine.report_.get(), 0, engine.report_.size_bytes(), engine.stream()),
-        "eqsat: iteration report");
-    const std::size_t inputs = (std::max)(engine.tables_.size(), std::size_t{1});
-    VYRE_TRY_ASSIGN(engine.live_rows_,
-                    engine.allocate<std::uint32_t>(inputs, "eqsat: rows in use"));
-    VYRE_TRY(try_resize(engine.live_rows_host_, inputs, "eqsat: rows in use"));
+    VYRE_TRY(engine.start_rebuilds());
     VYRE_TRY(engine.load(db));
     return engine;
   }
 
   gpu_engine(const vyre::detail::runtime_ref& runtime, const declarations& decl,
              stream_lease stream)
-      : decl_(&decl), runtime_(runtime), stream_(std::move(stream)) {
-    tables_.resize(decl.functions.size());
-    for (std::size_t f = 0; f < tables_.size(); ++f) {
-      const function_decl& fn = decl.functions[f];
-      table& t = tables_[f];
-      t.width = fn.arity() + 1;
-      t.resident = decl.sorts[fn.output].is_id;
-      for (std::uint32_t a = 0; a < fn.arity(); ++a)
-        t.resident = t.resident || decl.sorts[fn.inputs[a]].is_id;
-      if (!t.resident) continue;  // its width may exceed the mask's bits: never on the device
-      t.class_mask = decl.sorts[fn.output].is_id ? 1u << fn.arity() : 0u;
-      for (std::uint32_t a = 0; a < fn.arity(); ++a)
-        if (decl.sorts[fn.inputs[a]].is_id) t.class_mask |= 1u << a;
-    }
-  }
-
-  cudaStream_t stream() const noexcept { return stream_.get(); }
-
-  template <class T>
-  expected<device_array<T>> allocate(std::size_t count, const char* what) const {
-    return runtime_.allocate<T>(count, stream(), what);
-  }
-
-  template <class T>
-  expected<void> read_back(T* host, const T* device, std::size_t count, const char* what) const {
-    return vyre::detail::copy_to_host(runtime_, host, device, count, stream(), what);
-  }
-
-  //! A slice of the state block starts at a multiple of 64 words (256 bytes).
-  static std::size_t aligned(std::size_t words) noexcept { return (words + 63) & ~std::size_t{63}; }
-
-  static expected<void> launched(const char* what) { return vyre::detail::launched(what); }
-  static unsigned grid(std::uint64_t items) { return vyre::detail::grid_for(items); }
-  static constexpr unsigned block = vyre::detail::block_size;
+      : detail::gpu_rebuild(runtime, decl, std::move(stream)), decl_(&decl) {}
 
   // --- plans --------------------------------------------------------------------------------
 
@@ -437,197 +314,12 @@ class gpu_engine {
     return plans;
   }
 
-  expected<value> find_on_device(value x) const {
-    if (x >= ids_)
-      return fail(error(errc::invalid_argument, "eqsat gpu_engine: an id past those made")
-                      .with("id", x)
-                      .with("ids", ids_)
-                      .fix("pass an id of the database the engine was made from, or one it made"));
-    for (;;) {
-      value p = x;
-      VYRE_TRY(read_back(&p, parent_ + x, 1, "eqsat: find"));
-      if (p == x) return x;
-      x = p;
-    }
-  }
-
-  // --- capacity -----------------------------------------------------------------------------
-
-  //! Words of a state block whose tables hold `caps[c]` rows and whose union-find holds
-  //! `ids` slots; `at[c]` receives each table's first word (the union-find's is returned).
-  std::size_t layout(const std::vector<std::size_t>& caps, std::size_t ids,
-                     std::vector<std::size_t>& at, std::size_t& words) const {
-    at.resize(tables_.size());
-    words = 0;
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      at[c] = words;
-      words += aligned(caps[c] * tables_[c].width);
-    }
-    const std::size_t parent_at = words;
-    words += aligned(ids);
-    return parent_at;
-  }
-
-  //! Points the tables and the union-find into `block` (laid out by `layout(caps, ids)`).
-  void bind(std::uint32_t* block, const std::vector<std::size_t>& caps, std::size_t ids) {
-    std::vector<std::size_t> at;
-    std::size_t words = 0;
-    const std::size_t parent_at = layout(caps, ids, at, words);
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      tables_[c].cells = block + at[c];
-      tables_[c].capacity = caps[c];
-    }
-    parent_ = block + parent_at;
-    parent_capacity_ = ids;
-  }
-
-  //! A new state block of `caps[c]` rows per table and `ids` union-find slots (exact: one
-  //! allocation, so the pool rounds it once), holding the current rows and union-find.
-  expected<void> relayout(const std::vector<std::size_t>& caps, std::size_t ids) {
-    std::vector<std::size_t> at;
-    std::size_t words = 0;
-    const std::size_t parent_at = layout(caps, ids, at, words);
-    VYRE_TRY_ASSIGN(u32_array block,
-                    allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: state"));
-    for (std::size_t c = 0; c < tables_.size(); ++c)
-      VYRE_TRY(vyre::detail::copy_on_device(block.get() + at[c], tables_[c].cells,
-                                            std::size_t{tables_[c].rows} * tables_[c].width,
-                                            stream(), "eqsat: move a table"));
-    VYRE_TRY(vyre::detail::copy_on_device(block.get() + parent_at, parent_, ids_, stream(),
-                                          "eqsat: move the union-find"));
-    bind(block.get(), caps, ids);
-    state_ = std::move(block);  // the old block is freed after the copies (stream order)
-    return {};
-  }
-
-  //! The capacity `reserve` gives what holds `have` and must hold `want`.
-  static std::size_t grown_capacity(std::uint64_t want, std::size_t have) noexcept {
-    if (want <= have) return have;
-    return (std::max)(detail::gpu_capacity_class(want), have);
-  }
-
-  //! Room for `rows[c]` rows per table and `ids` class ids, by capacity class
-  //! (`detail::gpu_capacity_class`; exact above the class limit: the apply knows its sizes).
-  expected<void> reserve(const std::vector<std::uint64_t>& rows, std::uint64_t ids) {
-    bool grow = ids > parent_capacity_;
-    for (std::size_t c = 0; c < tables_.size(); ++c) grow = grow || rows[c] > tables_[c].capacity;
-    if (!grow) return {};
-    std::vector<std::size_t> caps(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c)
-      caps[c] = grown_capacity(rows[c], tables_[c].capacity);
-    return relayout(caps, grown_capacity(ids, parent_capacity_));
-  }
-
-  //! Moves to the capacity classes of the rows a rebuild left when some capacity is above the
-  //! class limit and that frees more than a fifth of the block. Below the limit capacities only
-  //! grow: the block is small, and one that keeps its classes keeps its captured rebuilds (the
-  //! apply's room for rows before the dedupe would otherwise be given back every iteration).
-  expected<void> fit() {
-    bool classed = parent_capacity_ <= detail::gpu_class_limit;
-    std::size_t held = parent_capacity_, want = detail::gpu_capacity_class(ids_);
-    std::vector<std::size_t> caps(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      caps[c] = detail::gpu_capacity_class(tables_[c].rows);
-      held += tables_[c].capacity * tables_[c].width;
-      want += caps[c] * tables_[c].width;
-      classed = classed && tables_[c].capacity <= detail::gpu_class_limit;
-    }
-    if (classed || held <= want + want / 4) return {};
-    return relayout(caps, detail::gpu_capacity_class(ids_));
-  }
-
-  //! Class ids `[ids_, ids)` made (each its own class); the union-find must hold them.
-  expected<void> add_classes(std::uint64_t ids) {
-    const auto to = static_cast<std::uint32_t>(ids);
-    if (to > ids_) VYRE_TRY(device::init_classes({parent_, to}, ids_, to, stream()));
-    ids_ = to;
-    return {};
-  }
-
-  static expected<void> check_ids(std::uint64_t ids) {
-    if (ids < no_value) return {};
-    return fail(error(errc::abi_limit, "eqsat gpu_engine: e-class and container ids exceed u32")
-                    .with("ids", ids)
-                    .fix("stop earlier with --node-limit"));
-  }
-
-  //! The scratch of one iteration (matches, then the rebuild's sort and dedupe buffers): at
-  //! least `words` u32 (the old one is freed first).
-  expected<void> ensure_arena(std::size_t words) {
-    if (arena_.size() >= words) return {};
-    arena_ = u32_array{};
-    VYRE_TRY_ASSIGN(arena_, allocate<std::uint32_t>(words, "eqsat: scratch"));
-    return {};
-  }
-
   //! Gives the allocation policy's cached free blocks back to the device when this iteration
   //! is large (its scratch above `big_scratch_bytes`): the search's freed buffers and the old
   //! state block would otherwise stay cached (and counted) through the rebuild, the peak.
-  static constexpr std::size_t big_scratch_bytes = std::size_t{64} << 20;
   expected<void> release_cache() {
     if (arena_.size_bytes() < big_scratch_bytes || backend_ == nullptr) return {};
     return backend_->memory().release_cached();
-  }
-
-  //! Scratch words of a rebuild over tables of capacities `caps`: during the rounds every
-  //! table's congruence index (its control words first, then each table's slots and moved
-  //! bits), after them four u32 per row of the largest table for its sort.
-  template <class Capacities>
-  static std::size_t rebuild_words_for(const Capacities& caps) noexcept {
-    std::size_t largest = 1, rounds = caps.size() * device::congruence_control_words;
-    for (const auto cap : caps) {
-      largest = (std::max)(largest, static_cast<std::size_t>(cap));
-      rounds += cap == 0 ? 0 : device::congruence_words(static_cast<std::size_t>(cap));
-    }
-    return (std::max)(4 * largest, rounds);
-  }
-  std::size_t rebuild_words() const {
-    std::vector<std::size_t> caps(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) caps[c] = tables_[c].capacity;
-    return rebuild_words_for(caps);
-  }
-
-  //! The arena goes back after an iteration when it is large (the next iteration's search
-  //! allocates before it); a small one stays, with the captured rebuilds that bake it in.
-  void drop_big_arena() noexcept {
-    if (arena_.size_bytes() >= big_scratch_bytes) arena_ = u32_array{};
-  }
-
-  // --- snapshot -----------------------------------------------------------------------------
-
-  expected<snapshot> take_snapshot() const {
-    snapshot s;
-    std::vector<std::size_t> caps(tables_.size()), at;
-    for (std::size_t c = 0; c < tables_.size(); ++c) caps[c] = tables_[c].rows;
-    std::size_t words = 0;
-    const std::size_t parent_at = layout(caps, ids_, at, words);
-    VYRE_TRY_ASSIGN(s.block,
-                    allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: snapshot"));
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + at[c], tables_[c].cells,
-                                            std::size_t{tables_[c].rows} * tables_[c].width,
-                                            stream(), "eqsat: snapshot rows"));
-      s.rows.push_back(tables_[c].rows);
-    }
-    VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + parent_at, parent_, ids_, stream(),
-                                          "eqsat: snapshot union-find"));
-    s.ids = ids_;
-    s.eclasses = eclasses_;
-    return s;
-  }
-
-  //! Back to the snapshot's state (moves only: cannot fail).
-  void restore(snapshot& s) noexcept {
-    std::vector<std::size_t> caps(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) {
-      tables_[c].rows = s.rows[c];
-      caps[c] = s.rows[c];
-    }
-    ids_ = s.ids;
-    eclasses_ = s.eclasses;
-    bind(s.block.get(), caps, s.ids);
-    state_ = std::move(s.block);
-    arena_ = u32_array{};
   }
 
   // --- load and download --------------------------------------------------------------------
@@ -816,16 +508,6 @@ class gpu_engine {
     return built.back().view;
   }
 
-  //! Table `f` as the device pieces see it.
-  device::table_ref view(std::uint32_t f) const noexcept {
-    const table& t = tables_[f];
-    return device::table_ref{t.cells, t.rows, t.width, t.class_mask};
-  }
-  //! The union-find over the class ids made so far.
-  device::union_find_ref uf() const noexcept { return {parent_, ids_}; }
-  //! The value ranges of the columns (the radix sorts' bits).
-  device::key_bits bits() const noexcept { return {ids_, base_bound_}; }
-
   //! `plan`'s head as the apply kernel takes it, its rows and classes not placed.
   detail::gpu_actions actions_of(const device::rule_plan& plan) const noexcept {
     detail::gpu_actions a{};
@@ -1007,238 +689,10 @@ class gpu_engine {
     return {};
   }
 
-  // --- rebuild ------------------------------------------------------------------------------
-
-  // The report's parts, in u64 words of `report_`: the loop's control, the roots (all, old),
-  // then the rows every table kept (u32).
-  static constexpr std::size_t report_control = 0, report_roots = 2, report_kept = 4;
-  static_assert(sizeof(graph::fixpoint_control) == report_roots * sizeof(unsigned long long));
-  std::size_t report_size() const noexcept { return report_kept + (tables_.size() + 1) / 2; }
-
-  graph::fixpoint_control* control() const noexcept {
-    return reinterpret_cast<graph::fixpoint_control*>(report_.get() + report_control);
-  }
-
-  //! Table `f` as the rebuild graph sees it: its capacity, with the rows in use on the device.
-  device::table_ref capacity_view(std::uint32_t f) const noexcept {
-    const table& t = tables_[f];
-    return device::table_ref{t.cells, static_cast<std::uint32_t>(t.capacity), t.width, t.class_mask,
-                             live_rows_.get() + f};
-  }
-
-  //! Table `f`'s congruence index in the arena (`rebuild_words_for`'s layout), laid out by
-  //! the capacities, so the captured graph and the launched path agree.
-  device::congruence_ref congruence(std::uint32_t f) const noexcept {
-    std::uint32_t* at = arena_.get() + tables_.size() * device::congruence_control_words;
-    for (std::uint32_t c = 0; c < f; ++c)
-      at += tables_[c].capacity == 0 ? 0 : device::congruence_words(tables_[c].capacity);
-    return device::congruence_at(at, tables_[f].capacity,
-                                 arena_.get() + f * device::congruence_control_words);
-  }
-
-  //! One rebuild round on `s`: {compress; per table: congruence_round}, `*merged` set when a
-  //! union merged two classes. Written once for the captured graph (tables at their capacity,
-  //! `capacity_view`) and the launched path (`view`); `congruence_start` comes first.
-  template <class View>
-  expected<void> rebuild_round(cudaStream_t s, View view, device::union_find_ref uf) {
-    auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
-    VYRE_TRY(device::compress(uf, s));
-    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-      if (tables_[c].capacity == 0) continue;
-      VYRE_TRY(device::congruence_round(view(c), uf, congruence(c), merged, s));
-    }
-    return {};
-  }
-
-  //! After the last round: every table sorted by its arguments, and the first row of every run
-  //! of equal arguments stays (their classes are equal: the last round united nothing); the
-  //! kept counts land in the report.
-  template <class View>
-  expected<void> rebuild_dedupe(cudaStream_t s, View view, const device::key_bits& bits,
-                                device_resource_ref memory) {
-    auto* kept = reinterpret_cast<std::uint32_t*>(report_.get() + report_kept);
-    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-      if (tables_[c].capacity == 0) continue;
-      const device::table_ref t = view(c);
-      VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
-      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s));
-    }
-    return {};
-  }
-
-  using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
-
-  //! The shape of the state now (`detail::gpu_rebuild_shape`).
-  detail::gpu_rebuild_shape rebuild_shape() const {
-    detail::gpu_rebuild_shape shape;
-    shape.caps.resize(tables_.size());
-    for (std::size_t c = 0; c < tables_.size(); ++c) shape.caps[c] = tables_[c].capacity;
-    shape.ids = parent_capacity_;
-    shape.state = state_.get();
-    shape.arena = arena_.get();
-    return shape;
-  }
-
-  //! The radix sorts' bits of a captured graph: every id the union-find can hold.
-  device::key_bits capacity_bits() const noexcept { return {parent_capacity_, base_bound_}; }
-
-  //! CUB's scratch of the captured graphs, at least `bytes` (grown: every cached graph, which
-  //! bakes the old block in, is dropped).
-  expected<void> ensure_cub_scratch(std::size_t bytes) {
-    if (cub_scratch_.size() >= bytes) return {};
-    rebuild_graphs_.clear();
-    cub_scratch_ = device_array<unsigned char>{};
-    VYRE_TRY_ASSIGN(cub_scratch_, allocate<unsigned char>(bytes, "eqsat: graphs' CUB scratch"));
-    return {};
-  }
-
-  //! CUB scratch bytes of the rebuild of every table at its capacity.
-  expected<std::size_t> rebuild_cub_bytes() const {
-    std::size_t bytes = 1;
-    for (std::uint32_t c = 0; c < tables_.size(); ++c) {
-      if (tables_[c].capacity == 0) continue;
-      VYRE_TRY_ASSIGN(const std::size_t need,
-                      device::rebuild_cub_bytes(capacity_view(c), capacity_bits()));
-      bytes = (std::max)(bytes, need);
-    }
-    return bytes;
-  }
-
-  //! The captured rebuild of the current shape (`detail::gpu_rebuild_shape`), or null when the
-  //! shape is new: a growing e-graph rarely meets a shape twice, and capturing costs more than
-  //! the launches it replaces, so a shape is captured when it comes back and replayed after.
-  //! The graph: a device fixpoint loop of `rebuild_round`s over the tables at their capacity,
-  //! ended on the device by the round that unites nothing, then `rebuild_dedupe`. Rows in use
-  //! come from `live_rows_`, so it serves every row count up to the capacities; CUB's scratch
-  //! is `cub_scratch_` (grown, and the graphs dropped, when a new shape needs more). The radix
-  //! sorts' bits are baked in too: a shape's key includes the values' range through the
-  //! union-find's capacity, and a wider base range (a rule's new constant) drops the graphs.
-  expected<graph_type*> rebuild_graph() {
-    if (graph_base_bound_ != base_bound_) {
-      rebuild_graphs_.clear();
-      shapes_seen_.clear();
-      graph_base_bound_ = base_bound_;
-    }
-    if (!capture_rebuilds_) return nullptr;
-    const detail::gpu_rebuild_shape shape = rebuild_shape();
-    if (rebuild_graphs_.contains(shape)) return rebuild_graphs_.find(shape);  // one hit
-    if (shapes_seen_.size() >= 64) shapes_seen_.clear();
-    if (shapes_seen_.insert(shape).second) return nullptr;
-    const device::key_bits bits = capacity_bits();
-    VYRE_TRY_ASSIGN(const std::size_t bytes, rebuild_cub_bytes());
-    VYRE_TRY(ensure_cub_scratch(bytes));
-    scratch_block_resource scratch(cub_scratch_.get(), cub_scratch_.size());
-    const device_resource_ref memory(scratch);
-    const device::union_find_ref uf{parent_, static_cast<std::uint32_t>(parent_capacity_)};
-    const auto at_capacity = [this](std::uint32_t c) { return capacity_view(c); };
-    auto round = [&](cudaStream_t s) { return rebuild_round(s, at_capacity, uf); };
-    auto dedupe = [&](cudaStream_t s) { return rebuild_dedupe(s, at_capacity, bits, memory); };
-    return rebuild_graphs_.get_or_build(shape, 0, [&] {
-      // No round cap the loop can reach: every round but the last merges two classes, and
-      // the dedupe is only right once the loop converged.
-      return graph::build_fixpoint_graph<on_error::return_expected>(stream(), control(),
-                                                                    0xffffffffu, round, dedupe);
-    });
-  }
-
-  //! Congruence closure, then duplicate rows dropped: one launch of the captured graph of
-  //! this shape (`rebuild_graph`), or the same passes launched with a flag read back per round;
-  //! updates the rows and the root count and returns the roots among the ids below
-  //! `old_ids`, from one read back. Uses the arena (made large enough here).
-  expected<std::uint64_t> rebuild(std::uint32_t old_ids) {
-    const char* what = "eqsat: rebuild";
-    VYRE_TRY(ensure_arena(rebuild_words()));
-    VYRE_TRY_ASSIGN(graph_type * graph, rebuild_graph());
-    VYRE_TRY(device::congruence_start(arena_.get(), tables_.size(), stream()));
-    if (graph != nullptr) {
-      // The union-find's ids past the last one made are padding: singletons nothing names.
-      const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
-      VYRE_TRY(device::init_classes({parent_, ids_cap}, ids_, ids_cap, stream()));
-      for (std::size_t c = 0; c < tables_.size(); ++c) live_rows_host_[c] = tables_[c].rows;
-      // Pageable: the copy is staged before the call returns.
-      VYRE_CUDA_TRY(
-          cudaMemcpyAsync(live_rows_.get(), live_rows_host_.data(),
-                          tables_.size() * sizeof(std::uint32_t), cudaMemcpyHostToDevice, stream()),
-          what);
-      VYRE_TRY(graph->launch(stream()));
-    } else {
-      const auto exact = [this](std::uint32_t c) { return view(c); };
-      auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
-      last_rebuild_rounds_ = 0;
-      for (std::uint32_t any = 1; any != 0; ++last_rebuild_rounds_) {
-        VYRE_CUDA_TRY(cudaMemsetAsync(merged, 0, sizeof(std::uint32_t), stream()), what);
-        VYRE_TRY(rebuild_round(stream(), exact, uf()));
-        VYRE_TRY(read_back(&any, merged, 1, what));
-      }
-      VYRE_TRY(rebuild_dedupe(stream(), exact, bits(), runtime_.memory));
-    }
-    VYRE_TRY_ASSIGN(const std::vector<unsigned long long> report, read_report(uf(), old_ids));
-    VYRE_TRY(take_kept(report, graph != nullptr));
-    eclasses_ = report[report_roots];
-    return report[report_roots + 1];
-  }
-
-  //! The roots of `counted` (all, and those below `old_ids`) into the report, then the report
-  //! read back: the one read back of a rebuild.
-  expected<std::vector<unsigned long long>> read_report(device::union_find_ref counted,
-                                                        std::uint32_t old_ids) {
-    const char* what = "eqsat: read the report";
-    unsigned long long* roots = report_.get() + report_roots;
-    VYRE_CUDA_TRY(cudaMemsetAsync(roots, 0, 2 * sizeof(unsigned long long), stream()), what);
-    VYRE_TRY(device::count_roots(counted, old_ids, roots, stream()));
-    std::vector<unsigned long long> report;
-    VYRE_TRY(try_resize(report, report_.size(), what));
-    VYRE_TRY(read_back(report.data(), report_.get(), report.size(), what));
-    return report;
-  }
-
-  //! From a report read back: every table's rows become those its dedupe kept, after checking
-  //! that a captured loop (`captured`) converged.
-  expected<void> take_kept(const std::vector<unsigned long long>& report, bool captured) {
-    graph::fixpoint_control done{};
-    std::memcpy(static_cast<void*>(&done), report.data() + report_control, sizeof(done));
-    if (captured && done.converged != 1)
-      return fail(error(errc::invalid_state, "eqsat gpu_engine: the rebuild did not converge")
-                      .with("rounds", done.rounds)
-                      .fix("report this: the rebuild loop has no reachable round cap"));
-    if (captured) last_rebuild_rounds_ = static_cast<std::uint32_t>(done.rounds);
-    std::vector<std::uint32_t> kept(tables_.size());
-    std::memcpy(kept.data(), report.data() + report_kept, kept.size() * sizeof(std::uint32_t));
-    for (std::size_t c = 0; c < tables_.size(); ++c)
-      if (tables_[c].capacity != 0) tables_[c].rows = kept[c];
-    return {};
-  }
-
-  // Members: the stream first, so that the device arrays (stream-ordered frees) die before it.
   const declarations* decl_;
   Backend* backend_ = nullptr;
-  vyre::detail::runtime_ref runtime_;
-  stream_lease stream_;
-  std::vector<table> tables_;
-  u32_array state_;                  //!< every resident table's rows, then the union-find
-  std::uint32_t* parent_ = nullptr;  //!< the union-find in `state_`
-  std::size_t parent_capacity_ = 0;
-  u32_array arena_;  //!< one iteration's scratch: the matches, then the rebuild's buffers
-  //! What a rebuild reports, read back in one copy: a `graph::fixpoint_control`, the roots
-  //! (all, old), then the rows every table kept (u32), at `report_control` / `_roots` / `_kept`.
-  device_array<unsigned long long> report_;
-  device_array<std::uint32_t> live_rows_;      //!< rows in use per table, for the rebuild graph
-  std::vector<std::uint32_t> live_rows_host_;  //!< their upload's source
-  device_array<unsigned char> cub_scratch_;    //!< every CUB call of the rebuild graphs
-  //! One captured rebuild per shape (`rebuild_graph`).
-  graph::graph_cache<on_error::return_expected, detail::gpu_rebuild_shape,
-                     detail::gpu_rebuild_shape_hash>
-      rebuild_graphs_{graph::cache_limits{.max_entries = 16}};
-  //! Shapes met once (launched); the second meeting captures (`rebuild_graph`).
-  std::unordered_set<detail::gpu_rebuild_shape, detail::gpu_rebuild_shape_hash> shapes_seen_;
-  std::uint32_t ids_ = 0;
-  std::uint64_t eclasses_ = 0;             //!< roots of the id space (containers' included)
-  std::uint64_t container_roots_ = 0;      //!< container ids among them (the host's, unchanged)
-  std::uint64_t base_bound_ = 1;           //!< every base-sort value in a table is below it
-  std::uint64_t graph_base_bound_ = 0;     //!< `base_bound_` the captured rebuilds sort by
-  std::uint64_t unions_ = 0;               //!< the id space's union counter (`id_space::unions`)
-  std::uint32_t last_rebuild_rounds_ = 0;  //!< the last rebuild's rounds (its report)
-  bool capture_rebuilds_ = true;           //!< `capture_rebuilds`
+  std::uint64_t container_roots_ = 0;  //!< container ids among the roots (the host's, unchanged)
+  std::uint64_t unions_ = 0;           //!< the id space's union counter (`id_space::unions`)
 };
 
 }  // namespace vyre::eqsat
