@@ -8,11 +8,11 @@
 //   extract         GPU extraction vs the CPU reference
 //   *_plan_vs_cpu   one congruence_plan / extract_plan call on the resident device image
 //                   (one graph replay + readback) vs the CPU reference
-//   *_host_device_vs_cpu  plan.run_host(dispatch::device) on the host image (upload, replay,
+//   *_host_device_vs_cpu  plan.run_host(device_choice::gpu) on the host image (upload, replay,
 //                   download) vs the CPU reference on the same host image
-//   *_auto_vs_cpu   plan.run_host(dispatch::automatic) vs the CPU reference
-//   *_host_device_vs_host_engine  per real file: run_host(dispatch::device) vs
-//                   run_host(dispatch::host), the CPU engine that `automatic` runs below its
+//   *_auto_vs_cpu   plan.run_host(device_choice::automatic) vs the CPU reference
+//   *_host_device_vs_host_engine  per real file: run_host(device_choice::gpu) vs
+//                   run_host(device_choice::cpu), the CPU engine that `automatic` runs below its
 //                   crossover (same host image in, same host result out)
 //   *_dispatch_crossover  the smallest row count from which run_host(device) beats
 //                   run_host(host) on every real file at least that large (what `automatic`
@@ -27,7 +27,7 @@
 //   *_vs_cpu_engine[_1t]  the GPU kernel path (one-shot call on the resident image) vs the
 //                   multi-threaded CPU engine (cpu_engine.hpp) on the host packed image, on
 //                   every core and on one thread (median of 3 after a warm-up)
-//   *_host_device_vs_cpu_engine  end to end: plan.run_host(dispatch::device) from the host
+//   *_host_device_vs_cpu_engine  end to end: plan.run_host(device_choice::gpu) from the host
 //                   image (upload, replay, download to host vectors) vs the same CPU engine
 #include <algorithm>
 #include <chrono>
@@ -56,6 +56,7 @@
 #endif
 
 using namespace vyre::algorithms;
+using vyre::device_choice;
 
 namespace {
 
@@ -313,19 +314,13 @@ double wall_median_ns(int repeats, Work&& work) {
   return host_clock_median_ns(repeats, work);
 }
 
-// How the run_host lines name the side a call ran on.
-const char* dispatch_name(dispatch where) {
-  constexpr const char* names[] = {"automatic", "device", "host"};
-  return vyre::detail::enum_name<dispatch::automatic, dispatch::host>(where, names, "unknown");
-}
-
 // Wall-clock medians of congruence_plan::run_host and then extract_plan::run_host, from the
 // same host image to the same host result, on the side `where` picks.
 std::pair<double, double> run_host_ns(plans& plan, const image_columns& host,
                                       cuda::std::span<const double> cost,
                                       cuda::std::span<const std::uint32_t> roots, int repeats,
-                                      dispatch where) {
-  const std::string side = std::string("::run_host(") + dispatch_name(where) + ")";
+                                      device_choice where) {
+  const std::string side = std::string("::run_host(") + vyre::device_choice_name(where) + ")";
   const std::string congruence_what = "congruence_plan" + side,
                     extract_what = "extract_plan" + side;
   const double congruence_ns = wall_median_ns(repeats, [&] {
@@ -378,7 +373,7 @@ void emit_engine_lines(const std::string& params, const std::string& device, con
          cpu_extract_ns);
     if (threads != 0) continue;
     const auto [host_device_congruence_ns, host_device_extract_ns] =
-        run_host_ns(plan, host, cost_span, root_span, 3, dispatch::device);
+        run_host_ns(plan, host, cost_span, root_span, 3, device_choice::gpu);
     emit("congruence_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
          host_device_congruence_ns, congruence_baseline, cpu_congruence_ns);
     emit("extract_host_device_vs_cpu_engine", with_cpu + ",\"timer\":\"wall\"", device,
@@ -514,14 +509,14 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const char* cpu_congruence = "congruence_reference on the host packed image (1 CPU thread)";
   const char* cpu_extract = "extract_reference on the host packed image (1 CPU thread)";
   const auto [host_device_congruence_ns, host_device_extract_ns] =
-      run_host_ns(plan, host, cost_span, root_span, repeats, dispatch::device);
+      run_host_ns(plan, host, cost_span, root_span, repeats, device_choice::gpu);
   const auto [auto_congruence_ns, auto_extract_ns] =
-      run_host_ns(plan, host, cost_span, root_span, repeats, dispatch::automatic);
-  // What `automatic` runs below its crossover: the CPU engine behind run_host(dispatch::host).
+      run_host_ns(plan, host, cost_span, root_span, repeats, device_choice::automatic);
+  // What `automatic` runs below its crossover: the CPU engine behind run_host(device_choice::cpu).
   const auto [host_engine_congruence_ns, host_engine_extract_ns] =
-      run_host_ns(plan, host, cost_span, root_span, packed_repeats, dispatch::host);
-  const char* engine_congruence = "run_host(dispatch::host): the CPU engine, every core";
-  const char* engine_extract = "run_host(dispatch::host): the CPU engine, every core";
+      run_host_ns(plan, host, cost_span, root_span, packed_repeats, device_choice::cpu);
+  const char* engine_congruence = "run_host(device_choice::cpu): the CPU engine, every core";
+  const char* engine_extract = "run_host(device_choice::cpu): the CPU engine, every core";
   const std::string wall = params + ",\"timer\":\"wall\"";
   const auto side = [&](std::uint32_t crossover) {
     return wall + ",\"automatic_runs_on\":\"" + (R < crossover ? "host" : "device") + "\"";

@@ -187,7 +187,7 @@ int main(int argc, char** argv) {
     const auto named = vyre_bench::device_name(bench);
     if (named) {
       offload = std::make_shared<offload_type>([] { return backend_type::acquire(0); },
-                                               vyre::eqsat::offload_mode::always);
+                                               vyre::device_choice::gpu);
       device = *named;
     }
   }

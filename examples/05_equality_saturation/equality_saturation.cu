@@ -108,10 +108,10 @@ int main() {
     return 0;
   }
 
-  // 2. The GPU engine under the session: `offload_mode::always` sends it every iteration it
+  // 2. The GPU engine under the session: `device_choice::gpu` sends it every iteration it
   // can run (`automatic` only those past a crossover, and none without a device).
   auto offload = std::make_shared<vyre::eqsat::gpu_offload<gpu_backend>>(
-      [] { return gpu_backend::acquire(0); }, vyre::eqsat::offload_mode::always);
+      [] { return gpu_backend::acquire(0); }, vyre::device_choice::gpu);
   vyre::eqsat::session_options options;
   options.offload = offload;
   vyre::eqsat::session on_gpu(options);

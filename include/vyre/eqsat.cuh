@@ -2,7 +2,7 @@
 //! @file
 //! vyre::eqsat with the GPU engine (nvcc): everything of `vyre/eqsat.hpp` plus
 //! - eqsat/gpu_offload.cuh: `gpu_offload<Backend>`, the GPU engine as a `session`'s iteration
-//!   offload (every iteration it can run, or those past a crossover: `offload_mode`)
+//!   offload (every iteration it can run, or those past a crossover: `vyre::device_choice`)
 //! - eqsat/gpu_engine.cuh: `gpu_engine<Backend>`, iterations of the relational core on the
 //!   device, uploaded from and downloaded into a `database`
 //! - eqsat/device/: the engine's pieces, public for an engine author's own kernels and streams

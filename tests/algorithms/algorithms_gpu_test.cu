@@ -25,6 +25,7 @@
 #endif
 
 using namespace vyre::algorithms;
+using vyre::device_choice;
 using vyre::errc;
 using vyre_test::add_row;
 using vyre_test::design_example;
@@ -646,7 +647,8 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
     REQUIRE(image.has_value());
     auto cpu = congruence_reference(image->ref());
     REQUIRE(cpu.has_value());
-    for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
+    for (const device_choice where :
+         {device_choice::gpu, device_choice::cpu, device_choice::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", rows " << rows.row_count());
       check_same_closure(plan.run_host(image->ref(), {where}), *cpu);
     }
@@ -660,8 +662,8 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
   REQUIRE(cpu.has_value());
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
-    check_same_closure(plan.run_host(image->ref(), {dispatch::device, default_crossover, threads}),
-                       *cpu);
+    check_same_closure(
+        plan.run_host(image->ref(), {device_choice::gpu, default_crossover, threads}), *cpu);
   }
 }
 
@@ -733,11 +735,12 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
     const cuda::std::span<const std::uint32_t> roots{graph.roots.data(), graph.roots.size()};
     auto cpu = extract_reference(image->ref(), cost, roots);
     REQUIRE(cpu.has_value());
-    for (const dispatch where : {dispatch::device, dispatch::host, dispatch::automatic}) {
+    for (const device_choice where :
+         {device_choice::gpu, device_choice::cpu, device_choice::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", seed " << seed);
       check_same_extraction(plan.run_host(image->ref(), cost, roots, {where}), *cpu);
     }
-    auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {dispatch::device});
+    auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {device_choice::gpu});
     REQUIRE_FALSE(wrong.has_value());
     CHECK(wrong.error().code() == errc::invalid_argument);
   }
@@ -752,7 +755,7 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
     check_same_extraction(
-        plan.run_host(image->ref(), cost, roots, {dispatch::device, default_crossover, threads}),
+        plan.run_host(image->ref(), cost, roots, {device_choice::gpu, default_crossover, threads}),
         *cpu);
   }
 }
@@ -774,7 +777,7 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
     check_plan_extract(best, graph.rows, graph.cost, graph.roots, s.stream);
     auto image = pack_reference(graph.rows.ref());
     REQUIRE(image.has_value());
-    for (const dispatch where : {dispatch::device, dispatch::automatic}) {
+    for (const device_choice where : {device_choice::gpu, device_choice::automatic}) {
       auto merged = closure.run_host(image->ref(), {where});
       REQUIRE(merged.has_value());
       auto cpu = congruence_reference(image->ref());

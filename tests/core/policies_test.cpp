@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <catch2/catch.hpp>
 
+#include <string_view>
 #include <type_traits>
 
+#include <vyre/core/device_choice.hpp>
 #include <vyre/core/policies.hpp>
 
 using default_policies = vyre::policies<>;
@@ -93,4 +95,24 @@ TEST_CASE("both policies produce identical error messages", "[core][policies]") 
   const auto returned = public_parse<vyre::on_error::return_expected>('?');
   REQUIRE_FALSE(returned.has_value());
   CHECK(thrown_message == returned.error().message());
+}
+
+TEST_CASE("device_choice: one spelling from the library to the command line", "[core]") {
+  for (const vyre::device_choice c :
+       {vyre::device_choice::automatic, vyre::device_choice::gpu, vyre::device_choice::cpu}) {
+    const std::string_view name = vyre::device_choice_name(c);
+    INFO(name);
+    CHECK(vyre::parse_device_choice(name) == c);
+  }
+  CHECK(std::string_view(vyre::device_choice_name(vyre::device_choice::automatic)) == "auto");
+  CHECK(std::string_view(vyre::device_choice_name(vyre::device_choice::gpu)) == "gpu");
+  CHECK(std::string_view(vyre::device_choice_name(vyre::device_choice::cpu)) == "cpu");
+  for (const char* bad : {"", "GPU", "automatic", "device", "host", "cpu "})
+    CHECK_FALSE(vyre::parse_device_choice(bad).has_value());
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  // The old names (algorithms::dispatch's) are the same values, for one release.
+  CHECK(vyre::device_choice::device == vyre::device_choice::gpu);
+  CHECK(vyre::device_choice::host == vyre::device_choice::cpu);
+#pragma GCC diagnostic pop
 }

@@ -49,7 +49,7 @@ bool capture_rebuilds() {
 
 //! A gpu_offload on device 0 as the tests use it.
 std::shared_ptr<gpu_offload> make_offload(
-    gpu_offload::backend_factory acquire, eq::offload_mode mode,
+    gpu_offload::backend_factory acquire, vyre::device_choice mode,
     std::uint64_t crossover = eq::default_gpu_crossover_enodes) {
   auto made = std::make_shared<gpu_offload>(std::move(acquire), mode, crossover);
   made->capture_rebuilds(capture_rebuilds());
@@ -111,7 +111,7 @@ run_result run_program(const std::string& text, std::shared_ptr<eq::iteration_of
 }
 
 std::shared_ptr<gpu_offload> on_gpu() {
-  return make_offload([] { return gpu_backend::acquire(0); }, eq::offload_mode::always);
+  return make_offload([] { return gpu_backend::acquire(0); }, vyre::device_choice::gpu);
 }
 
 std::size_t lines(const std::string& text) {
@@ -571,8 +571,8 @@ TEST_CASE("gpu offload: automatic mode moves at the crossover, or stays without 
   REQUIRE(want.iterations.size() >= 4);
   // Mid-run: the first iteration that starts on at least the rows after iteration 2.
   const std::uint64_t crossover = want.iterations[1].rows;
-  auto offload =
-      make_offload([] { return gpu_backend::acquire(0); }, eq::offload_mode::automatic, crossover);
+  auto offload = make_offload([] { return gpu_backend::acquire(0); },
+                              vyre::device_choice::automatic, crossover);
   const run_result got = run_program(text, offload);
   check_same(want, got);
   for (std::size_t i = 0; i < got.iterations.size(); ++i) {
@@ -585,7 +585,7 @@ TEST_CASE("gpu offload: automatic mode moves at the crossover, or stays without 
       []() -> gpu_backend {
         throw vyre::error_exception(vyre::error(vyre::errc::unsupported, "test: no device"));
       },
-      eq::offload_mode::automatic, 0);
+      vyre::device_choice::automatic, 0);
   const run_result cpu_only = run_program(text, no_device);
   check_same(want, cpu_only);
   CHECK(on_device(cpu_only) == 0);
@@ -613,7 +613,7 @@ TEST_CASE("gpu offload: a failed device allocation keeps the last committed iter
     INFO("device allocation " << n << " fails");
     REQUIRE(n < 5000);
     std::optional<gpu_backend> ready(gpu_backend::acquire(0));
-    auto offload = make_offload([&] { return std::move(*ready); }, eq::offload_mode::always);
+    auto offload = make_offload([&] { return std::move(*ready); }, vyre::device_choice::gpu);
     run_result got;
     bool fired = false;
     {

@@ -54,6 +54,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <vyre/core/device_choice.hpp>
 #include <vyre/egraph.hpp>
 #include <vyre/io/json_text.hpp>
 
@@ -201,10 +202,8 @@ struct options {
   std::vector<std::string> top_positionals, command_positionals;
 };
 
-enum class device_kind { cpu, gpu };
-const char* name_of(device_kind device) {
-  return device == device_kind::gpu ? "gpu" : "cpu";
-}
+using vyre::device_choice;
+using vyre::device_choice_name;
 
 //! `--device auto` runs on the CPU below this many e-nodes without touching CUDA at all. A
 //! one-shot process pays for the CUDA context (0.2-0.4 s on the GPU machines measured) before
@@ -214,21 +213,24 @@ constexpr std::uint32_t auto_gpu_min_rows = 1u << 20;
 
 //! Where the command runs. `auto` (the default) never creates a CUDA context for an e-graph
 //! below `auto_gpu_min_rows`; above it, it uses the GPU when one is present.
-device_kind choose_device(const options& opts, std::uint32_t rows) {
-  if (opts.device == "cpu") return device_kind::cpu;
-  if (opts.device == "gpu") {
+device_choice choose_device(const options& opts, std::uint32_t rows) {
+  // CLI11 admitted only the three names.
+  const device_choice asked =
+      vyre::parse_device_choice(opts.device).value_or(device_choice::automatic);
+  if (asked == device_choice::cpu) return device_choice::cpu;
+  if (asked == device_choice::gpu) {
     if (!gpu_present())
       throw tool_failure{exit_no_device,
                          "vyre-egraph: --device gpu: no usable CUDA device here. Fix: run with "
                          "--device cpu, or on a machine with an NVIDIA GPU and driver."};
-    return device_kind::gpu;
+    return device_choice::gpu;
   }
-  if (rows < auto_gpu_min_rows) return device_kind::cpu;
-  if (gpu_present()) return device_kind::gpu;
+  if (rows < auto_gpu_min_rows) return device_choice::cpu;
+  if (gpu_present()) return device_choice::gpu;
   std::fprintf(stderr,
                "vyre-egraph: note: no CUDA device found; running on the CPU (--device cpu skips "
                "this check).\n");
-  return device_kind::cpu;
+  return device_choice::cpu;
 }
 
 graph_input load(const options& opts) {
@@ -357,22 +359,22 @@ void choose_roots(graph_input& input, const options& opts) {
                input.file.c_str(), input.roots.size());
 }
 
-extraction_summary run_extract(const graph_input& input, device_kind device, unsigned threads) {
-  progress_note note("extracting on the " + std::string(name_of(device)));
-  return take(device == device_kind::gpu ? extract_gpu(input) : extract_cpu(input, threads),
+extraction_summary run_extract(const graph_input& input, device_choice device, unsigned threads) {
+  progress_note note("extracting on the " + std::string(device_choice_name(device)));
+  return take(device == device_choice::gpu ? extract_gpu(input) : extract_cpu(input, threads),
               input.file);
 }
 
-congruence_summary run_congruence(const graph_input& input, device_kind device, bool keep,
+congruence_summary run_congruence(const graph_input& input, device_choice device, bool keep,
                                   unsigned threads) {
-  progress_note note("congruence closure on the " + std::string(name_of(device)));
-  return take(device == device_kind::gpu ? congruence_gpu(input, keep)
-                                         : congruence_cpu(input, keep, threads),
+  progress_note note("congruence closure on the " + std::string(device_choice_name(device)));
+  return take(device == device_choice::gpu ? congruence_gpu(input, keep)
+                                           : congruence_cpu(input, keep, threads),
               input.file);
 }
 
 json_object extract_json(const graph_input& input, const extraction_summary& found,
-                         device_kind device) {
+                         device_choice device) {
   std::string costs = "[";
   for (std::size_t i = 0; i < found.root_costs.size(); ++i)
     costs += (i == 0 ? "" : ", ") + json_number(found.root_costs[i]);
@@ -386,13 +388,13 @@ json_object extract_json(const graph_input& input, const extraction_summary& fou
       .raw("root_costs", costs)
       .add("unextractable_classes", std::uint64_t{found.unextractable_classes})
       .add("rounds", std::uint64_t{found.rounds})
-      .add("device", name_of(device))
+      .add("device", device_choice_name(device))
       .add("seconds", found.seconds);
   return out;
 }
 
 json_object congruence_json(const graph_input& input, const congruence_summary& found,
-                            device_kind device) {
+                            device_choice device) {
   json_object out;
   out.add("file", input.file)
       .add("nodes", std::uint64_t{input.image.layout().row_count})
@@ -401,7 +403,7 @@ json_object congruence_json(const graph_input& input, const congruence_summary& 
       .add("classes_after", std::uint64_t{found.classes_after})
       .add("merges", found.merges)
       .add("rounds", std::uint64_t{found.rounds})
-      .add("device", name_of(device))
+      .add("device", device_choice_name(device))
       .add("seconds", found.seconds);
   return out;
 }
@@ -414,23 +416,23 @@ std::string root_costs_text(const extraction_summary& found) {
   return text;
 }
 
-void print_extract_text(const extraction_summary& found, device_kind device) {
+void print_extract_text(const extraction_summary& found, device_choice device) {
   std::printf("  extract   root tree cost %s (per root: %s), %u rounds, %.3f ms on the %s\n",
               json_number(found.root_tree_cost).c_str(), root_costs_text(found).c_str(),
-              found.rounds, found.seconds * 1e3, name_of(device));
+              found.rounds, found.seconds * 1e3, device_choice_name(device));
   if (found.unextractable_classes != 0)
     std::printf("            %u e-classes have no finite tree (reachable only through cycles)\n",
                 found.unextractable_classes);
 }
 
 void print_congruence_text(const graph_input& input, const congruence_summary& found,
-                           device_kind device) {
+                           device_choice device) {
   std::printf(
       "  congruence %u -> %u e-classes (%llu merges, %u rounds), %u -> %u e-nodes, %.3f ms on "
       "the %s\n",
       found.classes_before, found.classes_after, static_cast<unsigned long long>(found.merges),
       found.rounds, input.image.layout().row_count, found.nodes_after, found.seconds * 1e3,
-      name_of(device));
+      device_choice_name(device));
   if (found.merges == 0) std::printf("             (already congruence-closed)\n");
 }
 
@@ -442,14 +444,14 @@ void write_image(const std::string& path, const vyre::egraph::host_image& image)
 int command_summary(const options& opts) {
   graph_input input = load(opts);
   choose_roots(input, opts);
-  const device_kind device = choose_device(opts, input.image.layout().row_count);
+  const device_choice device = choose_device(opts, input.image.layout().row_count);
   const bool extractable = static_cast<bool>(check_extractable(input));
   std::optional<extraction_summary> extracted;
   if (extractable) extracted = run_extract(input, device, opts.threads);
   const congruence_summary closed = run_congruence(input, device, false, opts.threads);
   if (opts.json) {
     json_object out;
-    out.add("command", "summary").add("file", input.file).add("device", name_of(device));
+    out.add("command", "summary").add("file", input.file).add("device", device_choice_name(device));
     out.add("inspect", inspect_json(input));
     if (extracted) out.add("extract", extract_json(input, *extracted, device));
     out.add("congruence", congruence_json(input, closed, device));
@@ -505,18 +507,20 @@ int command_pack(const options& opts) {
 }
 
 //! extract --method dag|ilp: DAG-cost extraction, on `device` (ilp: the CPU).
-dag_summary run_dag_extract(const graph_input& input, const options& opts, device_kind device) {
+dag_summary run_dag_extract(const graph_input& input, const options& opts, device_choice device) {
   const extract_method method = opts.method == "ilp" ? extract_method::ilp : extract_method::dag;
   if (method == extract_method::ilp && !ilp_available())
     throw tool_failure{exit_bad_input,
                        "vyre-egraph: extract --method ilp: this build has no COIN-OR CBC. Fix: "
                        "install coinor-libcbc-dev (pkg-config cbc) and rebuild, or use --method "
                        "dag."};
-  progress_note note("DAG-cost extraction (" + opts.method + ") on the " + name_of(device));
+  progress_note note("DAG-cost extraction (" + opts.method + ") on the " +
+                     device_choice_name(device));
   vyre::algorithms::dag_options search = opts.dag;
   search.threads = opts.threads;
-  return take(device == device_kind::gpu ? extract_dag_gpu(input, search)
-                                         : extract_dag_cpu(input, method, opts.time_limit, search),
+  return take(device == device_choice::gpu
+                  ? extract_dag_gpu(input, search)
+                  : extract_dag_cpu(input, method, opts.time_limit, search),
               input.file);
 }
 
@@ -529,9 +533,9 @@ int command_extract(const options& opts) {
   // GPU thread block runs it slower than a CPU core (docs/performance.md); ilp runs on the CPU. The
   // tree cost reported beside them runs on the CPU.
   const bool dag_on_gpu = opts.method == "dag" && opts.device == "gpu";
-  const device_kind device =
-      by_dag ? device_kind::cpu : choose_device(opts, input.image.layout().row_count);
-  const device_kind dag_device = dag_on_gpu ? choose_device(opts, 0) : device_kind::cpu;
+  const device_choice device =
+      by_dag ? device_choice::cpu : choose_device(opts, input.image.layout().row_count);
+  const device_choice dag_device = dag_on_gpu ? choose_device(opts, 0) : device_choice::cpu;
   if (opts.method == "ilp" && opts.device == "gpu")
     std::fprintf(stderr, "vyre-egraph: note: --method ilp runs on the CPU.\n");
   const extraction_summary found = run_extract(input, device, opts.threads);
@@ -551,7 +555,7 @@ int command_extract(const options& opts) {
     json_object out = extract_json(input, found, device);
     out.add("command", "extract").add("method", opts.method);
     if (dag)
-      out.add("dag_device", name_of(dag_device))
+      out.add("dag_device", device_choice_name(dag_device))
           .add("searches", std::uint64_t{opts.dag.searches})
           .add("kick_budget", std::uint64_t{opts.dag.kick_budget})
           .add("kick_patience", std::uint64_t{opts.dag.kick_patience});
@@ -578,7 +582,7 @@ int command_extract(const options& opts) {
     std::printf("  %-9s DAG cost %s (the tree selection's: %s), %u e-nodes, %.3f ms on the %s\n",
                 opts.method.c_str(), json_number(dag->dag_cost).c_str(),
                 json_number(dag->tree_selection_dag_cost).c_str(), dag->selected_nodes,
-                dag->seconds * 1e3, name_of(dag_device));
+                dag->seconds * 1e3, device_choice_name(dag_device));
     if (opts.method == "ilp")
       std::printf("            %s (lower bound %s, heuristic %s, time limit %s s)\n",
                   dag->optimal ? "proven optimal" : "not proven optimal",
@@ -599,7 +603,7 @@ int command_extract(const options& opts) {
 
 int command_congruence(const options& opts) {
   const graph_input input = load(opts);
-  const device_kind device = choose_device(opts, input.image.layout().row_count);
+  const device_choice device = choose_device(opts, input.image.layout().row_count);
   const bool keep = !opts.output.empty();
   const congruence_summary found = run_congruence(input, device, keep, opts.threads);
   if (keep) write_image(opts.output, *found.rebuilt);

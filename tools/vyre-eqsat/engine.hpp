@@ -9,16 +9,17 @@
 #include <memory>
 #include <string>
 
+#include "vyre/core/device_choice.hpp"
 #include "vyre/eqsat/session.hpp"
 
 namespace vyre_tool {
 
-//! The GPU engine (device 0) as a session's iteration offload. `automatic`: only iterations
-//! that start on at least `crossover` rows go to the device, and without a usable device the
-//! run stays on the CPU (`gpu_unavailable` says why); otherwise every iteration the GPU engine
-//! can run goes there, and a missing device is the iteration's error. No CUDA call is made
-//! before the first iteration it accepts.
-std::shared_ptr<vyre::eqsat::iteration_offload> make_gpu_offload(bool automatic,
+//! The GPU engine (device 0) as a session's iteration offload. `device_choice::automatic`:
+//! only iterations that start on at least `crossover` rows go to the device, and without a
+//! usable device the run stays on the CPU (`gpu_unavailable` says why); `gpu`: every iteration
+//! the GPU engine can run goes there, and a missing device is the iteration's error. No CUDA
+//! call is made before the first iteration it accepts.
+std::shared_ptr<vyre::eqsat::iteration_offload> make_gpu_offload(vyre::device_choice where,
                                                                  std::uint64_t crossover);
 
 //! Why an offload of `make_gpu_offload` stayed on the CPU for good (no usable device); empty

@@ -19,16 +19,14 @@ using tool_backend = vyre::backend<tool_policies>;
 using tool_offload = vyre::eqsat::gpu_offload<tool_backend>;
 }  // namespace
 
-std::shared_ptr<vyre::eqsat::iteration_offload> make_gpu_offload(bool automatic,
+std::shared_ptr<vyre::eqsat::iteration_offload> make_gpu_offload(vyre::device_choice where,
                                                                  std::uint64_t crossover) {
   auto acquire = []() -> vyre::expected<tool_backend> {
     VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
     VYRE_TRY(gpu.warmup());
     return gpu;
   };
-  return std::make_shared<tool_offload>(
-      acquire, automatic ? vyre::eqsat::offload_mode::automatic : vyre::eqsat::offload_mode::always,
-      crossover);
+  return std::make_shared<tool_offload>(acquire, where, crossover);
 }
 
 std::string gpu_unavailable(const vyre::eqsat::iteration_offload& offload) {

@@ -180,7 +180,10 @@ int run(int argc, char** argv) {
       !parse_count(opts.run, "--run", std::uint64_t{1} << 40, extra_runs) ||
       !parse_seconds(opts.time_limit, time_limit))
     return exit_bad_input;
-  if (opts.device == "gpu" && !gpu_present()) {
+  // CLI11 admitted only the three names.
+  const vyre::device_choice where =
+      vyre::parse_device_choice(opts.device).value_or(vyre::device_choice::automatic);
+  if (where == vyre::device_choice::gpu && !gpu_present()) {
     std::fprintf(stderr,
                  "vyre-eqsat: --device gpu: no usable CUDA device here. Fix: run with --device "
                  "cpu, or on a machine with an NVIDIA GPU and driver.\n");
@@ -203,8 +206,7 @@ int run(int argc, char** argv) {
   so.node_limit = node_limit;
   so.time_limit = time_limit;
   so.threads = static_cast<unsigned>(threads);
-  const bool automatic = opts.device == "auto";
-  if (opts.device != "cpu") so.offload = make_gpu_offload(automatic, crossover);
+  if (where != vyre::device_choice::cpu) so.offload = make_gpu_offload(where, crossover);
   so.on_iteration = [&](const vyre::eqsat::iteration_record& r) {
     if (opts.json || opts.quiet) return;
     std::fprintf(
@@ -291,8 +293,9 @@ int run(int argc, char** argv) {
     out += "],\n \"extract\": [" + extracts + "],\n \"stopped\": \"" +
            vyre::eqsat::run_stop_name(s.stopped()) +
            "\", \"threads\": " + std::to_string(s.engine().threads()) +
-           ", \"device\": " + vyre::io::json_string(last_device) +
-           ", \"crossover\": " + (automatic ? std::to_string(crossover) : std::string("null")) +
+           ", \"device\": " + vyre::io::json_string(last_device) + ", \"crossover\": " +
+           (where == vyre::device_choice::automatic ? std::to_string(crossover)
+                                                    : std::string("null")) +
            ", \"gpu_unavailable\": " +
            (unavailable.empty() ? std::string("null") : vyre::io::json_string(unavailable));
     if (!error_line.empty()) out += ", \"error\": " + vyre::io::json_string(error_line);

@@ -2,8 +2,8 @@
 //! @file
 //! The CPU engine: packing (what the device build must equal), congruence closure in egg's
 //! rebuild style, and bottom-up tree-cost extraction, with the same results as the device
-//! algorithms. `dispatch::automatic` runs it for host e-graphs below the measured crossover and
-//! the tools run it without a GPU; tests compare the device against it. Single-threaded, plain
+//! algorithms. `device_choice::automatic` runs it for host e-graphs below the measured crossover
+//! and the tools run it without a GPU; tests compare the device against it. Single-threaded, plain
 //! C++20 (compiles with g++ alone). The `*_reference` names are historical.
 //!
 //! E-class ids may be any u32 (sparse is fine). Every entry point validates its input and

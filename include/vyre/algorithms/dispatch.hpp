@@ -7,22 +7,21 @@
 
 #include <cstdint>
 
+#include "vyre/core/device_choice.hpp"
+
 namespace vyre::algorithms {
 
-//! Where a plan runs an e-graph that lives on the host (`run_host`). A resident device image
-//! (`run`) always stays on the device.
-enum class dispatch : std::uint8_t {
-  automatic,  //!< the CPU engine below `dispatch_options::host_below_rows` rows, else the device
-  device,     //!< always the device (upload, replay, download)
-  host        //!< always the CPU engine
-};
+//! The old name of `vyre::device_choice` (whose `device` and `host` are `gpu` and `cpu`).
+using dispatch [[deprecated("use vyre::device_choice")]] = vyre::device_choice;
 
 //! `dispatch_options::host_below_rows` value meaning "the algorithm's default crossover".
 inline constexpr std::uint32_t default_crossover = 0xFFFFFFFFu;
 
-//! Dispatch knobs.
+//! Where a plan runs an e-graph that lives on the host (`run_host`): `cpu` the CPU engine,
+//! `gpu` the device (upload, replay, download), `automatic` the CPU engine below
+//! `host_below_rows` rows. A resident device image (`run`) always stays on the device.
 struct dispatch_options {
-  dispatch where = dispatch::automatic;
+  device_choice where = device_choice::automatic;
   //! `automatic` runs the CPU engine for inputs with fewer rows than this
   //! (`default_crossover`: `congruence_host_below_rows` / `extract_host_below_rows`).
   std::uint32_t host_below_rows = default_crossover;
@@ -35,7 +34,7 @@ struct dispatch_options {
 //! Default crossovers (rows) of `automatic` dispatch: below them the CPU engine is faster than
 //! one plan replay plus the upload and download (a replay costs tens of microseconds of launch
 //! latency whatever the size). Measured by `bench_algorithms` over the 86 real e-graphs as
-//! `run_host(dispatch::device)` against `run_host(dispatch::host)` (its
+//! `run_host` on `device_choice::gpu` against `device_choice::cpu` (its
 //! `congruence_dispatch_crossover` / `extract_dispatch_crossover` lines) on an H100 machine
 //! with 16 host cores: the device wins on every file from 3,777 rows for congruence and from
 //! 20,244 for extraction, whose worklist on a deep e-graph (7,999 rows, 3,999 rounds) runs far
@@ -50,7 +49,8 @@ inline bool runs_on_host(const dispatch_options& options, std::uint32_t rows,
                          std::uint32_t default_rows) noexcept {
   const std::uint32_t below =
       options.host_below_rows == default_crossover ? default_rows : options.host_below_rows;
-  return options.where == dispatch::host || (options.where == dispatch::automatic && rows < below);
+  return options.where == device_choice::cpu ||
+         (options.where == device_choice::automatic && rows < below);
 }
 }  // namespace detail
 

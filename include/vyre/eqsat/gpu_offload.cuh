@@ -6,7 +6,7 @@
 //!     using gpu_backend = vyre::backend<>;  // any policies
 //!     vyre::eqsat::session_options options;
 //!     options.offload = std::make_shared<vyre::eqsat::gpu_offload<gpu_backend>>(
-//!         [] { return gpu_backend::acquire(0); }, vyre::eqsat::offload_mode::automatic);
+//!         [] { return gpu_backend::acquire(0); }, vyre::device_choice::automatic);
 //!     vyre::eqsat::session s(std::move(options));
 //!     s.run_file("prog.egg");  // iteration_record::device says where each iteration ran
 //!
@@ -14,14 +14,15 @@
 //! ruleset lowers to a device plan (`device::plan_rule`: table atoms only, makes then at most
 //! one union or set), the database can move (`gpu_resident_check`: the tables that hold ids are
 //! constructors' over eq and base sorts, no subsumed row, no container of ids) and, in
-//! `offload_mode::automatic`, the iteration starts on at least `crossover` rows (once on the
+//! `device_choice::automatic`, the iteration starts on at least `crossover` rows (once on the
 //! device, the run stays there for every ruleset it accepts: moving back costs a download).
 //! Otherwise the session syncs the state back and runs the iteration on its CPU engine.
 //!
 //! The backend is made by the factory on the first accepted iteration, so a program that never
 //! reaches the device makes no CUDA call. In automatic mode a factory that fails (no device)
-//! leaves the run on the CPU for good and `unavailable()` says why; in `offload_mode::always`
-//! its error is the iteration's. The first iteration after the host held the state uploads it
+//! leaves the run on the CPU for good and `unavailable()` says why; with `device_choice::gpu`
+//! its error is the iteration's (`device_choice::cpu` accepts nothing). The first iteration after
+//! the host held the state uploads it
 //! (`gpu_engine::create`); `sync` downloads it and drops the engine. Plans are made once per
 //! ruleset and declarations (rules may be added between runs).
 #pragma once
@@ -37,6 +38,7 @@
 #include <utility>
 #include <vector>
 
+#include "vyre/core/device_choice.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/eqsat/cpu_engine.hpp"
@@ -47,10 +49,9 @@
 
 namespace vyre::eqsat {
 
-enum class offload_mode : std::uint8_t {
-  always,     //!< every iteration the GPU engine can run
-  automatic,  //!< those that start on at least the crossover's rows, while a device is there
-};
+//! The old spelling of the offload's `device_choice` (`always` is `gpu`), taken by a deprecated
+//! constructor.
+enum class offload_mode : std::uint8_t { always, automatic };
 
 //! A `session`'s iterations on the GPU engine (see the file comment), on a `vyre::backend<P>`
 //! (`Backend`) that the factory makes and the offload owns.
@@ -61,13 +62,21 @@ class gpu_offload final : public iteration_offload {
   //! `warmup()` when wanted), returning the backend as its error policy returns results.
   using backend_factory = std::function<typename Backend::template result<Backend>()>;
 
-  explicit gpu_offload(backend_factory acquire, offload_mode mode = offload_mode::always,
+  //! `where`: `gpu` every iteration the GPU engine can run, `automatic` those that start on at
+  //! least `crossover` rows while a device is there, `cpu` none.
+  explicit gpu_offload(backend_factory acquire, device_choice where = device_choice::gpu,
                        std::uint64_t crossover = default_gpu_crossover_enodes)
-      : acquire_(std::move(acquire)), mode_(mode), crossover_(crossover) {}
+      : acquire_(std::move(acquire)), where_(where), crossover_(crossover) {}
+  [[deprecated("pass a vyre::device_choice")]] gpu_offload(
+      backend_factory acquire, offload_mode mode,
+      std::uint64_t crossover = default_gpu_crossover_enodes)
+      : gpu_offload(std::move(acquire),
+                    mode == offload_mode::always ? device_choice::gpu : device_choice::automatic,
+                    crossover) {}
   gpu_offload(const gpu_offload&) = delete;
   gpu_offload& operator=(const gpu_offload&) = delete;
 
-  offload_mode mode() const noexcept { return mode_; }
+  device_choice where() const noexcept { return where_; }
   std::uint64_t crossover() const noexcept { return crossover_; }
   //! Why automatic mode stays on the CPU for good (the factory failed); empty while the
   //! device may still be used.
@@ -88,7 +97,11 @@ class gpu_offload final : public iteration_offload {
       why = unavailable_;
       return false;
     }
-    if (!engine_ && mode_ == offload_mode::automatic && db.total_rows() < crossover_) {
+    if (where_ == device_choice::cpu) {
+      why = "the offload was made with device_choice::cpu";
+      return false;
+    }
+    if (!engine_ && where_ == device_choice::automatic && db.total_rows() < crossover_) {
       why = "the iteration starts below the crossover (" + std::to_string(crossover_) + " rows)";
       return false;
     }
@@ -102,7 +115,7 @@ class gpu_offload final : public iteration_offload {
       why = fits.error().message();
       return false;
     }
-    if (mode_ == offload_mode::automatic && !backend_) {
+    if (where_ == device_choice::automatic && !backend_) {
       auto made = acquire();
       if (!made) {
         unavailable_ = made.error().message();
@@ -230,7 +243,7 @@ class gpu_offload final : public iteration_offload {
 
   // Members: the backend before the engine, which uses it and dies first.
   backend_factory acquire_;
-  offload_mode mode_;
+  device_choice where_;
   std::uint64_t crossover_;
   std::string unavailable_;
   std::unique_ptr<Backend> backend_;
