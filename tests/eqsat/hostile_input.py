@@ -121,15 +121,16 @@ def wide(r):
     check(rc == 0 and "(S 1)" in out, f"300 variables: want exit 0 and (S 1), got {rc}: {err} {out}")
 
 
-QUADRATIC = """(datatype E (Leaf i64) (Pair E E))
-(rule ((= a (Leaf x)) (= b (Leaf y))) ((Pair a b)))
-(rule ((= p (Pair a b)) (= q (Pair c d))) ((Pair p q)))
-""" + "".join(f"(Leaf {i})\n" for i in range(60)) + "(run 10)\n(print-size)\n"
-
-
 def quadratic(leaves, iterations):
-    return QUADRATIC.replace("(Leaf 0)\n", "".join(f"(Leaf {i})\n" for i in range(leaves)), 1) \
-        .replace("(run 10)", f"(run {iterations})")
+    """Pairs of leaves, then pairs of pairs: the rows square every iteration."""
+    return ("(datatype E (Leaf i64) (Pair E E))\n"
+            "(rule ((= a (Leaf x)) (= b (Leaf y))) ((Pair a b)))\n"
+            "(rule ((= p (Pair a b)) (= q (Pair c d))) ((Pair p q)))\n"
+            + "".join(f"(Leaf {i})\n" for i in range(leaves))
+            + f"(run {iterations})\n(print-size)\n")
+
+
+QUADRATIC = quadratic(60, 10)
 
 
 def limits(r):

@@ -367,7 +367,6 @@ struct database {
     last_run = std::move(undo_.last_run);
     undo_ = detail::database_undo{};
   }
-  bool undoing() const noexcept { return undo_.active; }
 
  private:
   detail::database_undo undo_;
