@@ -541,15 +541,14 @@ TEST_CASE("gpu offload: math.egg, 10 iterations", "[eqsat][gpu]") {
   CHECK(on_device(got) == 10);
 }
 
-TEST_CASE("gpu offload: the node limit rolls the crossing iteration back on the device",
+TEST_CASE("gpu offload: an iteration that could cross the node limit runs on the CPU engine",
           "[eqsat][gpu]") {
   const std::string text = small_programs[3];
   const run_result unlimited = run_program(text, nullptr);
   REQUIRE(unlimited.ok);
   REQUIRE(unlimited.iterations.size() >= 5);
-  // A limit just below the rows after iteration 4: iteration 4 crosses it and is rolled back.
-  // (The CPU engine checks the rows before its rebuild too, which can stop it an iteration
-  // sooner than the device, which checks the committed rows; the test asks that it keeps 3.)
+  // A limit just below the rows after iteration 4: the device's search of iteration 4 finds
+  // enough to cross it, so the CPU engine runs that iteration and rolls it back.
   const std::uint64_t limit = unlimited.iterations[3].rows - 1;
   REQUIRE(limit >= unlimited.iterations[2].rows);
   const run_result want = run_program(text, nullptr, limit);
@@ -558,10 +557,69 @@ TEST_CASE("gpu offload: the node limit rolls the crossing iteration back on the 
   REQUIRE(want.iterations.size() == 3);
   const run_result got = run_program(text, on_gpu(), limit);
   check_same(want, got);
-  CHECK(on_device(got) == 3);
+  // The device matches naively (it finds the old matches again), so iteration 3's search can
+  // already reach the limit and run on the CPU engine too; the first two stay on the device.
+  REQUIRE(got.iterations.size() == 3);
+  CHECK(got.iterations[0].device == "gpu");
+  CHECK(got.iterations[1].device == "gpu");
   // The committed state is iteration 3's; the runs stopped, the outputs after them were made.
   CHECK(got.sizes == unlimited.iterations[2].sizes);
   CHECK(got.outputs.size() == unlimited.outputs.size());
+
+  // Every limit from the first iteration's rows to past the last: the device stops where the
+  // CPU engine stops, with the same state, and runs every iteration whose search stays below
+  // the limit itself (the first always does at a limit this far above it).
+  for (const std::uint64_t at : {unlimited.iterations[0].rows, unlimited.iterations[1].rows + 1,
+                                 unlimited.iterations[2].rows * 2, unlimited.iterations[3].rows,
+                                 unlimited.iterations.back().rows * 4}) {
+    CAPTURE(at);
+    const run_result cpu = run_program(text, nullptr, at);
+    const run_result gpu = run_program(text, on_gpu(), at);
+    check_same(cpu, gpu);
+    CHECK(gpu.sizes == cpu.sizes);
+    CHECK(gpu.stopped == cpu.stopped);
+  }
+  const run_result roomy = run_program(text, on_gpu(), unlimited.iterations.back().rows * 4);
+  CHECK(on_device(roomy) >= 1);
+}
+
+//! Pairs of leaves, then pairs of pairs: the rows square every iteration.
+std::string quadratic(int leaves, int iterations) {
+  std::string text =
+      "(datatype E (Leaf i64) (Pair E E))\n"
+      "(rule ((= a (Leaf x)) (= b (Leaf y))) ((Pair a b)))\n"
+      "(rule ((= p (Pair a b)) (= q (Pair c d))) ((Pair p q)))\n";
+  for (int i = 0; i < leaves; ++i) text += "(Leaf " + std::to_string(i) + ")\n";
+  return text + "(run " + std::to_string(iterations) + ")\n(print-size)\n";
+}
+
+TEST_CASE("gpu offload: device memory under a node limit stays near the e-graph kept",
+          "[eqsat][gpu]") {
+  // 1,000 leaves make 1,001,000 rows in iteration 1; iteration 2's join has 10^12 candidates.
+  // Under a limit of 1,500,000 the device's search stops at its budget and hands iteration 2
+  // to the CPU engine, which stops it: the device's peak stays within twice that of the run
+  // that makes only iteration 1.
+  const auto peak_of = [](const std::string& text, std::uint64_t limit) {
+    auto offload = on_gpu();
+    const run_result r = run_program(text, offload, limit);
+    REQUIRE(offload->backend() != nullptr);
+    return std::pair{r, offload->backend()->telemetry().snapshot().peak_device_bytes};
+  };
+  const auto [kept, kept_peak] = peak_of(quadratic(1000, 1), 0);
+  REQUIRE(kept.ok);
+  REQUIRE(kept.iterations.size() == 1);
+  CHECK(kept.iterations[0].rows == 1001000);
+  const auto [limited, limited_peak] = peak_of(quadratic(1000, 10), 1500000);
+  REQUIRE(limited.ok);
+  CHECK(limited.stopped == eq::run_stop::node_limit);
+  REQUIRE(limited.iterations.size() == 1);
+  CHECK(limited.iterations[0].device == "gpu");
+  CHECK(limited.sizes == kept.sizes);
+  std::printf("eqsat gpu node limit: device peak %llu bytes, kept run's %llu\n",
+              static_cast<unsigned long long>(limited_peak),
+              static_cast<unsigned long long>(kept_peak));
+  CHECK(kept_peak > 0);
+  CHECK(limited_peak <= 2 * kept_peak);
 }
 
 TEST_CASE("gpu offload: automatic mode moves at the crossover, or stays without a device",
@@ -686,11 +744,19 @@ TEST_CASE("gpu engine: create, run_iteration and download against cpu_engine", "
   }
   // The device's union-find and the downloaded one agree.
   CHECK(engine.find(gpu_db.ids.size() - 1) == gpu_db.ids.find_const(gpu_db.ids.size() - 1));
-  // A limit below the rows now: the iteration is rolled back and says so.
+  // A limit below the rows now: the search finds enough to reach it, so the iteration is
+  // rolled back before its apply and handed to the CPU engine.
   eq::iteration_limits tight;
   tight.node_limit = 1;
   const std::vector<std::uint64_t> before = engine.sizes();
+  const std::uint64_t ids_before = engine.class_id_count();
   const eq::iteration_report stopped = engine.run_iteration(0, tight);
-  CHECK(stopped.stopped == eq::iteration_stop::node_limit);
+  CHECK(stopped.stopped == eq::iteration_stop::handed_to_cpu);
+  CHECK(engine.sizes() == before);
+  CHECK(engine.class_id_count() == ids_before);
+  // A deadline already past: the iteration runs, then is rolled back as a time limit.
+  eq::iteration_limits late;
+  late.deadline = std::chrono::steady_clock::now();
+  CHECK(engine.run_iteration(0, late).stopped == eq::iteration_stop::time_limit);
   CHECK(engine.sizes() == before);
 }

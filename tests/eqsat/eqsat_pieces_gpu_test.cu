@@ -278,7 +278,9 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   REQUIRE_OK(q);
   dev::join_search search(test_gpu().memory_ref(), s);
   REQUIRE_OK(search.add(*q));
-  REQUIRE_OK(search.run());
+  const auto searched = search.run();
+  REQUIRE_OK(searched);
+  CHECK(*searched);  // no budget: every level runs
   const u32 total = search.matches(0);
   CHECK(total == want.size());
   auto out = make_array<u32>(std::size_t{total} * 2, s);
@@ -300,6 +302,20 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   auto second = make_array<u32>(std::size_t{total} * 2, s);
   REQUIRE_OK(twice.write(1, second.get()));
   CHECK(download(second.get(), std::size_t{total} * 2, s) == flat);
+
+  // A budget below a level's candidates stops the search there (false); a large one does not.
+  dev::join_search budgeted(test_gpu().memory_ref(), s);
+  REQUIRE_OK(budgeted.add(*q));
+  const auto over = budgeted.run(1);
+  REQUIRE_OK(over);
+  CHECK_FALSE(*over);
+  dev::join_search roomy(test_gpu().memory_ref(), s);
+  REQUIRE_OK(roomy.add(*q));
+  REQUIRE_OK(roomy.add(*q));
+  const auto fits = roomy.run(dev::join_search::no_budget - 1);
+  REQUIRE_OK(fits);
+  CHECK(*fits);
+  CHECK(roomy.matches(1) == total);
 
   // A plan beyond the flat query's arrays is refused with the counts named.
   dev::rule_plan big = plan;

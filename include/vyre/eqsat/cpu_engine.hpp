@@ -67,7 +67,11 @@ struct iteration_limits {
   std::chrono::steady_clock::time_point deadline = (std::chrono::steady_clock::time_point::max)();
 };
 
-enum class iteration_stop : std::uint8_t { none, node_limit, time_limit };
+//! Why an iteration was rolled back. `handed_to_cpu`: the GPU engine's search found enough
+//! matches (or join candidates) that the iteration could reach the node limit, so it stopped
+//! before its apply; the session runs the iteration on the CPU engine instead, whose checks
+//! inside an iteration bound its memory. The CPU engine never reports it.
+enum class iteration_stop : std::uint8_t { none, node_limit, time_limit, handed_to_cpu };
 
 //! What one iteration did.
 struct iteration_report {

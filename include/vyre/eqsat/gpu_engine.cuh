@@ -62,10 +62,14 @@
 //!    changed the e-graph when that is not zero or the rows changed.
 //!
 //! Every iteration starts with a device copy of the committed state (tables and union-find;
-//! about a tenth of the iteration's peak on growing programs): an iteration that ends above the
-//! node limit (rows over every table, the host's too) or past the deadline, or fails (out of
-//! device memory, a CUDA error), is rolled back to it; the report says which limit
-//! (`iteration_report::stopped`), an error comes back as the error.
+//! about a tenth of the iteration's peak on growing programs): an iteration that ends past the
+//! deadline, or fails (out of device memory, a CUDA error), is rolled back to it; the report
+//! says which limit (`iteration_report::stopped`), an error comes back as the error. Under a
+//! node limit (rows over every table, the host's too) the search checks itself: when a join
+//! level's candidates, or its matches, outgrow the CPU engine's match budget, or its matches
+//! could add rows past the limit, the iteration is rolled back before its apply as
+//! `iteration_stop::handed_to_cpu`, and the session runs it on the CPU engine. So the device
+//! never holds more than the limit allows, and both engines stop at the same iteration.
 //!
 //! Host round trips per iteration: the match totals; the rebuild's report (kept rows of every
 //! table, the roots for the counts, the loop's convergence), and on a rebuild shape's first
@@ -457,13 +461,15 @@ class gpu_engine : private detail::gpu_rebuild {
     }
     iteration_report report;
     VYRE_TRY_ASSIGN(snapshot saved, take_snapshot());
-    auto step = iterate(plans, report);
+    auto step = iterate(plans, limits, report);
     if (!step) {
       (void)cudaStreamSynchronize(stream());
       restore(saved);
       return fail(step.error());
     }
-    if (limits.node_limit != 0 && total_rows() > limits.node_limit) {
+    if (report.stopped == iteration_stop::handed_to_cpu) {
+      restore(saved);
+    } else if (limits.node_limit != 0 && total_rows() > limits.node_limit) {
       restore(saved);
       report.stopped = iteration_stop::node_limit;
     } else if (clock::now() > limits.deadline) {
@@ -559,9 +565,37 @@ class gpu_engine : private detail::gpu_rebuild {
     return out;
   }
 
+  //! Under a node limit, the bytes the search may hold (join candidates, kept matches): the
+  //! CPU engine's match budget (`iteration_limits`), so that a search the device runs the CPU
+  //! engine would have run to its end too.
+  static std::uint64_t match_budget_bytes(const iteration_limits& limits) noexcept {
+    return (std::max)(limits.node_limit * iteration_limits::match_bytes_per_node,
+                      iteration_limits::min_match_bytes);
+  }
+
+  //! Whether the iteration whose search found `totals` could reach the node limit, or could
+  //! make the CPU engine stop on its match budget: then the device hands it to the CPU
+  //! engine, whose checks inside an iteration are exact. Rows only grow by the apply (at most
+  //! one row per match and step) and shrink in the rebuild, and the CPU engine's seminaive
+  //! matches are among the device's, so an iteration that passes this commits on both.
+  bool could_reach_node_limit(std::span<const device::rule_plan> plans,
+                              std::span<const std::uint64_t> totals,
+                              const iteration_limits& limits) const {
+    if (limits.node_limit == 0) return false;
+    std::uint64_t rows = total_rows(), match_bytes = 0;
+    for (std::size_t r = 0; r < plans.size(); ++r) {
+      // No overflow: totals are below 2^32 per rule, steps and variables a few dozen.
+      rows += totals[r] * plans[r].step_count();
+      match_bytes += totals[r] * decl_->rules[plans[r].rule].body.variable_count() * sizeof(value);
+    }
+    return rows > limits.node_limit || match_bytes > match_budget_bytes(limits);
+  }
+
   //! One iteration, launched step by step: the search's totals read back size the apply.
-  //! Mutates the committed state (the caller restores its snapshot on an error).
-  expected<void> iterate(std::span<const device::rule_plan> given, iteration_report& report) {
+  //! Mutates the committed state (the caller restores its snapshot on an error, or when the
+  //! report says `handed_to_cpu`: the search found enough to reach the node limit).
+  expected<void> iterate(std::span<const device::rule_plan> given, const iteration_limits& limits,
+                         iteration_report& report) {
     const auto t0 = clock::now();
     std::vector<std::uint32_t> rows_before(tables_.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) rows_before[f] = tables_[f].rows;
@@ -602,7 +636,13 @@ class gpu_engine : private detail::gpu_rebuild {
                           }));
       VYRE_TRY(search.add(q));
     }
-    VYRE_TRY(search.run());
+    const std::uint64_t candidate_budget =
+        limits.node_limit == 0 ? device::join_search::no_budget : match_budget_bytes(limits);
+    VYRE_TRY_ASSIGN(const bool searched, search.run(candidate_budget));
+    if (!searched) {
+      report.stopped = iteration_stop::handed_to_cpu;
+      return {};
+    }
     std::vector<std::uint64_t> totals(rules, 0);
     std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<std::uint64_t> appended(tables_.size(), 0);
@@ -616,6 +656,10 @@ class gpu_engine : private detail::gpu_rebuild {
       for (std::size_t s = 0; s < plan.step_count(); ++s) appended[step_table(plan, s)] += total;
       fresh += total * plan.actions.size();
       match_words += total * plan.saved.size();
+    }
+    if (could_reach_node_limit(plans, totals, limits)) {
+      report.stopped = iteration_stop::handed_to_cpu;
+      return {};
     }
     std::vector<std::uint64_t> after(tables_.size()), after_caps(tables_.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) {

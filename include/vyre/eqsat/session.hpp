@@ -13,7 +13,9 @@
 //! `push` copies the whole state (declarations, globals, database), `pop` restores it.
 //!
 //! Limits: `node_limit` bounds the rows ever committed (the iteration that crosses it is rolled
-//! back by the database's undo record, `database::begin_undo`), `time_limit` the seconds of all
+//! back by the database's undo record, `database::begin_undo`; the GPU engine hands an
+//! iteration that could cross it to the CPU engine, so both stop at the same iteration),
+//! `time_limit` the seconds of all
 //! runs; a run stopped by either ends the program's runs
 //! (later commands still declare, add and output). Errors stop the program: a bad program is
 //! `errc::parse` (`describe` renders `file:line:col: what (name). Fix: ...`), a failed `check`,
@@ -119,7 +121,9 @@ class iteration_offload {
   //! enough); `why` says why not (for the report).
   virtual bool accepts(const declarations& decl, const database& db, std::uint32_t ruleset,
                        std::string& why) = 0;
-  //! One iteration. A limit crossed rolls it back (the report says which).
+  //! One iteration. A limit crossed rolls it back (the report says which); an iteration that
+  //! could reach the node limit may be rolled back as `iteration_stop::handed_to_cpu`, and the
+  //! session then runs it on the CPU engine.
   virtual expected<iteration_report> run_iteration(const declarations& decl, database& db,
                                                    std::uint32_t ruleset,
                                                    const iteration_limits& limits) = 0;
@@ -858,10 +862,14 @@ class session {
     std::string why;
     iteration_report r;
     if (offload != nullptr && offload->accepts(state_->decl, state_->db, ruleset, why)) {
-      // The offload engine rolls a crossing iteration back itself.
+      // The offload engine rolls a crossing iteration back itself; one it hands back (it could
+      // reach the node limit) runs here, on the state `settle` brings back.
       VYRE_TRY_ASSIGN(r, offload->run_iteration(state_->decl, state_->db, ruleset, limits));
+      if (r.stopped == iteration_stop::handed_to_cpu) offload = nullptr;
     } else {
       offload = nullptr;
+    }
+    if (offload == nullptr) {
       VYRE_TRY(settle());
       database& db = state_->db;
       if (guarded) db.begin_undo();

@@ -406,8 +406,14 @@ class join_search {
     return {};
   }
 
+  //! `run` without a budget.
+  static constexpr std::uint64_t no_budget = ~std::uint64_t{0};
+
   //! Runs every query's levels up to its last one; afterwards `matches(i)` is exact.
-  expected<void> run() {
+  //! @param budget_bytes the most the candidates of one level (over every query) may take, at
+  //!        `4 * (k + 2)` bytes each at level `k` (their flags and next prefixes).
+  //! @returns false, with nothing more allocated, when a level's candidates exceed it.
+  expected<bool> run(std::uint64_t budget_bytes = no_budget) {
     std::uint32_t deepest = 1;
     for (state& s : queries_) {
       deepest = (std::max)(deepest, s.q.atom_count);
@@ -426,6 +432,18 @@ class join_search {
         if (queries_[i].level.k == k && queries_[i].level.count != 0)
           VYRE_TRY(extents(queries_[i], totals.get() + i));
       VYRE_TRY(vyre::detail::copy_to_host(runtime_, host.data(), totals.get(), n, stream_, what));
+      // Saturating: a level's candidates can approach 2^64 on a quadratic join.
+      const std::uint64_t per_candidate = 4u * (k + 2u);
+      std::uint64_t level_bytes = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        if (queries_[i].level.k != k) continue;
+        const std::uint64_t room = (no_budget - level_bytes) / per_candidate;
+        level_bytes = host[i] > room ? no_budget : level_bytes + host[i] * per_candidate;
+      }
+      if (level_bytes > budget_bytes) {
+        clear();
+        return false;
+      }
       for (std::size_t i = 0; i < n; ++i) {
         state& s = queries_[i];
         if (s.level.k != k) continue;
@@ -463,7 +481,7 @@ class join_search {
       for (std::size_t i = 0; i < n; ++i)
         if (queries_[i].inclusive.size() != 0) queries_[i].matches = exact_host[i];
     }
-    return {};
+    return true;
   }
 
   //! Drops every query and its buffers.
