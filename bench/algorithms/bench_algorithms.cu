@@ -345,7 +345,7 @@ void emit_engine_lines(const std::string& params, const std::string& device, con
                        const std::vector<double>& cost, const std::vector<std::uint32_t>& roots,
                        double congruence_ns, double extract_ns, plans& plan) {
   auto host_image = pack_reference(rows.ref());
-  const image_columns host = must(host_image, "pack_reference").ref();
+  const image_columns host = must(host_image, "pack_reference").columns();
   const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
   const cuda::std::span<const double> cost_span{cost.data(), cost.size()};
   const auto engine_ns = [&](auto&& run) {
@@ -390,7 +390,7 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const std::string params = "\"input\":\"" + label + "\",\"rows\":" + std::to_string(R) +
                              ",\"children\":" + std::to_string(rows.children.size());
   on_device d = upload_graph(rows, cost, stream);
-  device_packed_image image = take(build(bench_gpu(), d.rows, stream), "build");
+  vyre::egraph::device_image image = take(build(bench_gpu(), d.rows, stream), "build");
   const std::uint32_t G = image.layout().group_count;
 
   // Build.
@@ -431,12 +431,12 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   std::uint32_t rounds = 0;
   std::uint64_t merges = 0;
   const double congruence_ns = gpu_median_ns(stream, repeats, [&] {
-    auto result = take(congruence(bench_gpu(), image.ref(), stream), "congruence");
+    auto result = take(congruence(bench_gpu(), image.columns(), stream), "congruence");
     rounds = result.rounds;
     merges = result.merges;
   });
   const double while_ns = gpu_median_ns(stream, repeats, [&] {
-    (void)take(congruence(bench_gpu(), image.ref(), stream, loop_driver::conditional_graph),
+    (void)take(congruence(bench_gpu(), image.columns(), stream, loop_driver::conditional_graph),
                "congruence (WHILE)");
   });
   emit("congruence_while_graph_vs_flag_readback", params, device, while_ns,
@@ -456,10 +456,10 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   // Extraction.
   std::uint32_t extract_rounds = 0;
   const double extract_ns = gpu_median_ns(stream, repeats, [&] {
-    extract_rounds =
-        take(extract(bench_gpu(), image.ref(), d.cost.get(), {roots.data(), roots.size()}, stream),
-             "extract")
-            .rounds;
+    extract_rounds = take(extract(bench_gpu(), image.columns(), d.cost.get(),
+                                  {roots.data(), roots.size()}, stream),
+                          "extract")
+                         .rounds;
   });
   const double cpu_extract_ns = cpu_median_ns(cpu_repeats, [&] {
     (void)take(
@@ -478,11 +478,11 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   const cuda::std::span<const std::uint32_t> root_span{roots.data(), roots.size()};
   const cuda::std::span<const double> cost_span{cost.data(), cost.size()};
   const double plan_congruence_ns = wall_median_ns(repeats, [&] {
-    auto view = plan.closure.run(image.ref());
+    auto view = plan.closure.run(image.columns());
     (void)must(view, "congruence_plan::run");
   });
   const double plan_extract_ns = wall_median_ns(repeats, [&] {
-    auto view = plan.best.run(image.ref(), d.cost.get(), root_span);
+    auto view = plan.best.run(image.columns(), d.cost.get(), root_span);
     (void)must(view, "extract_plan::run");
   });
   if (congruence_samples == nullptr) {
@@ -495,7 +495,7 @@ void bench_graph(const std::string& label, const raw_rows& rows, const std::vect
   }
   // Real files: the CPU reference on the same host packed image the dispatch gets.
   auto host_image = pack_reference(rows.ref());
-  const image_columns host = must(host_image, "pack_reference").ref();
+  const image_columns host = must(host_image, "pack_reference").columns();
   // As many repeats as the device lines (the real files are small): like-for-like medians.
   const int packed_repeats = std::max(cpu_repeats, repeats);
   const double cpu_packed_congruence_ns = cpu_median_ns(packed_repeats, [&] {

@@ -115,7 +115,7 @@ int run(const char* path) {
     kept_roots.push_back(representative[static_cast<std::size_t>(at)]);
   }
   const auto rebuilt_cost = upload(gpu, kept_cost, stream);
-  const auto after = alg::extract(gpu, closed.rebuilt.ref(), rebuilt_cost.get(),
+  const auto after = alg::extract(gpu, closed.rebuilt.columns(), rebuilt_cost.get(),
                                   {kept_roots.data(), kept_roots.size()}, stream);
   std::printf("extraction:  root tree cost %g after congruence (%u rounds)\n", after.root_cost,
               after.rounds);
@@ -123,7 +123,7 @@ int run(const char* path) {
   // 6. The CPU references compute the same things on the host copy of the image (they return
   //    `vyre::expected`; the boundary applies the same throwing policy).
   using throwing = vyre::on_error::throw_exception;
-  const vyre::egraph::image_columns host_image = file.image.ref().columns();
+  const vyre::egraph::image_columns host_image = file.image.columns();
   const auto cpu_extract = vyre::apply_error_policy<throwing>(
       alg::extract_reference(host_image, {file.node_cost.data(), file.node_cost.size()},
                              {file.roots.data(), file.roots.size()}));

@@ -9,8 +9,8 @@
 //!     auto image = vyre::algorithms::build(gpu, rows, stream);              // packed image
 //!     // repeated builds: vyre::algorithms::build_workspace ws(gpu, stream);
 //!     //                  build(gpu, rows, ws);
-//!     auto closure = vyre::algorithms::congruence(gpu, image.ref(), stream); // GPU rebuild
-//!     auto best = vyre::algorithms::extract(gpu, closure.rebuilt.ref(), costs, roots, stream);
+//!     auto closure = vyre::algorithms::congruence(gpu, image.columns(), stream); // GPU rebuild
+//!     auto best = vyre::algorithms::extract(gpu, closure.rebuilt.columns(), costs, roots, stream);
 //!
 //! Every call takes the backend: device memory comes from its allocation policy (so its
 //! resident budget, telemetry and `vyre::testing::allocation_faults()` see it), pinned staging,

@@ -21,8 +21,8 @@
 #include "probe_support.cuh"
 
 using namespace vyre::algorithms;
-using detail::signature_begin;
-using detail::signature_fold;
+using egraph::row_signature_begin;
+using egraph::row_signature_fold;
 
 namespace {
 using probe::check;
@@ -43,11 +43,11 @@ __global__ void plain_kernel(raw_rows_ref rows, const std::uint32_t* offsets, ou
     out.row_language_op_ids[r] = row_op;
     out.lens[r] = length;
     const std::uint32_t* from = rows.children + offset;
-    std::uint32_t signature = signature_begin(row_op, length);
+    std::uint32_t signature = row_signature_begin(row_op, length);
     for (std::uint32_t k = 0; k < length; ++k) {
       const std::uint32_t child = from[k];
       out.children[offset + k] = child;
-      signature = signature_fold(signature, child);
+      signature = row_signature_fold(signature, child);
     }
     out.signatures[r] = signature;
   }
@@ -64,7 +64,7 @@ __global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restric
     const std::uint32_t offset = __ldg(offsets + r);
     const std::uint32_t row_op = __ldg(rows.row_language_op_ids + r);
     const std::uint32_t row_eclass = __ldg(rows.row_eclass_ids + r);
-    std::uint32_t signature = signature_begin(row_op, length);
+    std::uint32_t signature = row_signature_begin(row_op, length);
     for (std::uint32_t k = 0; k < length; k += 4) {
       std::uint32_t child[4];
 #pragma unroll
@@ -74,7 +74,7 @@ __global__ void batched_kernel(raw_rows_ref rows, const std::uint32_t* __restric
       for (int j = 0; j < 4; ++j)
         if (k + j < length) {
           out_children[offset + k + j] = child[j];
-          signature = signature_fold(signature, child[j]);
+          signature = row_signature_fold(signature, child[j]);
         }
     }
     out.row_eclass_ids[r] = row_eclass;
@@ -106,9 +106,9 @@ __global__ void warp_kernel(raw_rows_ref rows, const std::uint32_t* __restrict__
   const std::uint32_t end = __shfl_sync(0xFFFFFFFFu, offset + length, last);
   for (std::uint32_t k = begin + lane; k < end; k += 32) out_children[k] = __ldg(in_children + k);
   if (!live) return;
-  std::uint32_t signature = signature_begin(row_op, length);
+  std::uint32_t signature = row_signature_begin(row_op, length);
   for (std::uint32_t k = 0; k < length; ++k)
-    signature = signature_fold(signature, __ldg(in_children + offset + k));
+    signature = row_signature_fold(signature, __ldg(in_children + offset + k));
   out.row_eclass_ids[r] = row_eclass;
   out.row_language_op_ids[r] = row_op;
   out.lens[r] = length;

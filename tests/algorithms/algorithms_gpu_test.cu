@@ -116,7 +116,7 @@ struct device_rows {
   }
 };
 
-device_packed_image build_on_device(const raw_rows& rows, cudaStream_t stream) {
+vyre::egraph::device_image build_on_device(const raw_rows& rows, cudaStream_t stream) {
   device_rows on_device(rows, stream);
   auto image = build(test_gpu(), on_device.view, stream);
   if (!image) FAIL(image.error().message());
@@ -127,11 +127,11 @@ void check_build(const raw_rows& rows) {
   stream_guard s;
   auto expected_image = pack_reference(rows.ref());
   REQUIRE(expected_image.has_value());
-  const device_packed_image image = build_on_device(rows, s.stream);
-  CHECK(image.layout() == expected_image->layout);
+  const vyre::egraph::device_image image = build_on_device(rows, s.stream);
+  CHECK(image.layout() == expected_image->layout());
   const auto words =
       download(image.words(), static_cast<std::size_t>(image.word_count()), s.stream);
-  CHECK(words == expected_image->words);
+  CHECK(words == vyre_test::words_of(*expected_image));
   CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
 }
 
@@ -163,9 +163,9 @@ void check_extract(const raw_rows& rows, const std::vector<double>& cost,
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     INFO("single_block_max_groups = " << single_block_max);
     stream_guard s;
-    const device_packed_image image = build_on_device(rows, s.stream);
+    const vyre::egraph::device_image image = build_on_device(rows, s.stream);
     const vyre::device_array<double> device_cost = upload(cost, s.stream);
-    auto gpu = extract(test_gpu(), image.ref(), device_cost.get(), {roots.data(), roots.size()},
+    auto gpu = extract(test_gpu(), image.columns(), device_cost.get(), {roots.data(), roots.size()},
                        s.stream, extract_options{single_block_max, single_block_max});
     if (!gpu) FAIL(gpu.error().message());
     const std::size_t G = cpu->eclass_ids.size();
@@ -194,8 +194,8 @@ void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature s
   const cudaStream_t stream = on_default_stream ? cudaStream_t{} : s.stream;
   auto cpu = congruence_reference(rows.ref());
   REQUIRE(cpu.has_value());
-  const device_packed_image image = build_on_device(rows, stream);
-  auto gpu = congruence(test_gpu(), image.ref(), stream, driver, signature);
+  const vyre::egraph::device_image image = build_on_device(rows, stream);
+  auto gpu = congruence(test_gpu(), image.columns(), stream, driver, signature);
   if (!gpu) FAIL(gpu.error().message());
   const std::size_t G = cpu->eclass_ids.size();
   CHECK(download(gpu->eclass_ids.get(), G, stream) == cpu->eclass_ids);
@@ -208,9 +208,9 @@ void check_congruence_with(const raw_rows& rows, loop_driver driver, Signature s
   CHECK(download(gpu->kept_rows.get(), K, stream) == cpu->kept_rows);
   auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
   REQUIRE(expected_rebuilt.has_value());
-  CHECK(gpu->rebuilt.layout() == expected_rebuilt->layout);
+  CHECK(gpu->rebuilt.layout() == expected_rebuilt->layout());
   CHECK(download(gpu->rebuilt.words(), static_cast<std::size_t>(gpu->rebuilt.word_count()),
-                 stream) == expected_rebuilt->words);
+                 stream) == vyre_test::words_of(*expected_rebuilt));
 }
 
 synthetic_egraph synthetic(std::uint32_t rows, std::uint64_t seed, bool sparse,
@@ -349,10 +349,10 @@ TEST_CASE("the algorithms allocate from the backend and count into its telemetry
     auto image = build(gpu, on_device.view, s.stream);
     REQUIRE(image.has_value());
     CHECK(gpu.memory().live_allocations() == live_before + 1);  // the image, from the pool
-    auto merged = congruence(gpu, image->ref(), s.stream);
+    auto merged = congruence(gpu, image->columns(), s.stream);
     REQUIRE(merged.has_value());
-    auto best =
-        extract(gpu, image->ref(), cost.get(), {graph.roots.data(), graph.roots.size()}, s.stream);
+    auto best = extract(gpu, image->columns(), cost.get(), {graph.roots.data(), graph.roots.size()},
+                        s.stream);
     REQUIRE(best.has_value());
     const vyre::telemetry_snapshot after = gpu.telemetry().snapshot();
     // Every temporary and result came from the backend's resource; host waits are counted.
@@ -372,7 +372,7 @@ TEST_CASE("device congruence rejects a child without rows", "[gpu][congruence][e
   device_rows on_device(rows, s.stream);
   auto image = build(test_gpu(), on_device.view, s.stream, child_check::off);
   REQUIRE(image.has_value());
-  auto result = congruence(test_gpu(), image->ref(), s.stream);
+  auto result = congruence(test_gpu(), image->columns(), s.stream);
   REQUIRE_FALSE(result.has_value());
   CHECK(result.error().code() == errc::not_found);
 }
@@ -420,12 +420,12 @@ TEST_CASE("device extraction errors", "[gpu][extract][errors]") {
   const raw_rows rows = vyre_test::two_class_cycle();
   for (const std::uint32_t single_block_max : {0u, 1u << 30}) {
     stream_guard s;
-    const device_packed_image image = build_on_device(rows, s.stream);
+    const vyre::egraph::device_image image = build_on_device(rows, s.stream);
     check_extract_errors(
         [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& roots) {
           const vyre::device_array<double> device_cost = upload(cost, s.stream);
-          return extract(test_gpu(), image.ref(), device_cost.get(), {roots.data(), roots.size()},
-                         s.stream, extract_options{single_block_max});
+          return extract(test_gpu(), image.columns(), device_cost.get(),
+                         {roots.data(), roots.size()}, s.stream, extract_options{single_block_max});
         });
   }
 }
@@ -444,9 +444,9 @@ TEST_CASE("every real e-graph: device congruence and extraction equal the CPU", 
     check_congruence(graph.rows);
     check_extract(graph.rows, graph.cost, graph.roots);
     stream_guard s;
-    const device_packed_image image = build_on_device(graph.rows, s.stream);
+    const vyre::egraph::device_image image = build_on_device(graph.rows, s.stream);
     const vyre::device_array<double> cost = upload(graph.cost, s.stream);
-    auto gpu = extract(test_gpu(), image.ref(), cost.get(),
+    auto gpu = extract(test_gpu(), image.columns(), cost.get(),
                        {graph.roots.data(), graph.roots.size()}, s.stream);
     REQUIRE(gpu.has_value());
     CHECK(std::abs(gpu->root_cost - entry.root_tree_cost) <=
@@ -506,8 +506,8 @@ void check_plan_congruence(congruence_plan<test_policies, Signature>& plan, cons
                            cudaStream_t stream) {
   auto cpu = congruence_reference(rows.ref());
   REQUIRE(cpu.has_value());
-  const device_packed_image image = build_on_device(rows, stream);
-  auto view = plan.run(image.ref());
+  const vyre::egraph::device_image image = build_on_device(rows, stream);
+  auto view = plan.run(image.columns());
   if (!view) FAIL(view.error().message());
   const std::size_t G = cpu->eclass_ids.size();
   REQUIRE(view->class_count == G);
@@ -519,13 +519,14 @@ void check_plan_congruence(congruence_plan<test_policies, Signature>& plan, cons
   CHECK(download(view->kept_rows, K, stream) == cpu->kept_rows);
   auto expected_rebuilt = pack_reference(cpu->rebuilt.ref());
   REQUIRE(expected_rebuilt.has_value());
-  CHECK(image_layout::for_counts(view->rebuilt.counts) == expected_rebuilt->layout);
+  CHECK(image_layout::for_counts(view->rebuilt.counts) == expected_rebuilt->layout());
   auto copy = plan.copy_rebuilt_image(*view);
   REQUIRE(copy.has_value());
   CHECK(download(copy->words(), static_cast<std::size_t>(copy->word_count()), stream) ==
-        expected_rebuilt->words);
+        vyre_test::words_of(*expected_rebuilt));
   // Same rounds as the one-shot function (the partition after each round is deterministic).
-  auto once = congruence(test_gpu(), image.ref(), stream, loop_driver::flag_readback, Signature{});
+  auto once =
+      congruence(test_gpu(), image.columns(), stream, loop_driver::flag_readback, Signature{});
   REQUIRE(once.has_value());
   CHECK(view->rounds == once->rounds);
 }
@@ -536,9 +537,9 @@ void check_plan_extract(extract_plan<test_policies>& plan, const raw_rows& rows,
   auto cpu =
       extract_reference(rows.ref(), {cost.data(), cost.size()}, {roots.data(), roots.size()});
   REQUIRE(cpu.has_value());
-  const device_packed_image image = build_on_device(rows, stream);
+  const vyre::egraph::device_image image = build_on_device(rows, stream);
   const vyre::device_array<double> device_cost = upload(cost, stream);
-  auto view = plan.run(image.ref(), device_cost.get(), {roots.data(), roots.size()});
+  auto view = plan.run(image.columns(), device_cost.get(), {roots.data(), roots.size()});
   if (!view) FAIL(view.error().message());
   const std::size_t G = cpu->eclass_ids.size();
   REQUIRE(view->class_count == G);
@@ -604,15 +605,15 @@ TEST_CASE("congruence_plan errors name the values and leave the plan usable",
   device_rows on_device(missing, s.stream);
   auto broken = build(test_gpu(), on_device.view, s.stream, child_check::off);
   REQUIRE(broken.has_value());
-  auto bad_child = plan.run(broken->ref());
+  auto bad_child = plan.run(broken->columns());
   REQUIRE_FALSE(bad_child.has_value());
   CHECK(bad_child.error().code() == errc::not_found);
   CHECK(bad_child.error().value_or("child_entry", 9) == 0);
   check_plan_congruence(plan, diamond_rows(300), s.stream);  // reuse after an input error
 
   const raw_rows big = synthetic(3000, 2, false).rows;
-  const device_packed_image image = build_on_device(big, s.stream);
-  auto too_big = plan.run(image.ref());
+  const vyre::egraph::device_image image = build_on_device(big, s.stream);
+  auto too_big = plan.run(image.columns());
   REQUIRE_FALSE(too_big.has_value());
   CHECK(too_big.error().code() == errc::out_of_range);
   CHECK(too_big.error().value_or("rows", 0) == big.row_count());
@@ -645,12 +646,12 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
                                synthetic(20000, 4, true, 2, 8).rows}) {
     auto image = pack_reference(rows.ref());
     REQUIRE(image.has_value());
-    auto cpu = congruence_reference(image->ref());
+    auto cpu = congruence_reference(image->columns());
     REQUIRE(cpu.has_value());
     for (const device_choice where :
          {device_choice::gpu, device_choice::cpu, device_choice::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", rows " << rows.row_count());
-      check_same_closure(plan.run_host(image->ref(), {where}), *cpu);
+      check_same_closure(plan.run_host(image->columns(), {where}), *cpu);
     }
   }
   // Large enough (about 60 MB staged) that the staging and the result's vectors are filled by
@@ -658,12 +659,12 @@ TEST_CASE("congruence_plan::run_host gives the CPU result on either side",
   const auto large = synthetic(1u << 20, 4, true, 2, 8);
   auto image = pack_reference(large.rows.ref());
   REQUIRE(image.has_value());
-  auto cpu = congruence_reference(image->ref());
+  auto cpu = congruence_reference(image->columns());
   REQUIRE(cpu.has_value());
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
     check_same_closure(
-        plan.run_host(image->ref(), {device_choice::gpu, default_crossover, threads}), *cpu);
+        plan.run_host(image->columns(), {device_choice::gpu, default_crossover, threads}), *cpu);
   }
 }
 
@@ -697,16 +698,17 @@ TEST_CASE("extract_plan errors name the values and leave the plan usable",
     auto plan = made(extract_plan<test_policies>::create(
         test_gpu(), s.stream, {.rows = 1024, .children = 1024}, plan_growth::fail,
         extract_options{single_block_max, single_block_max}));
-    const device_packed_image image = build_on_device(rows, s.stream);
+    const vyre::egraph::device_image image = build_on_device(rows, s.stream);
     check_extract_errors(
         [&](const std::vector<double>& cost, const std::vector<std::uint32_t>& roots) {
           const vyre::device_array<double> device_cost = upload(cost, s.stream);
-          return plan.run(image.ref(), device_cost.get(), {roots.data(), roots.size()});
+          return plan.run(image.columns(), device_cost.get(), {roots.data(), roots.size()});
         });
     const auto big = synthetic(5000, 1, false);
-    const device_packed_image big_image = build_on_device(big.rows, s.stream);
+    const vyre::egraph::device_image big_image = build_on_device(big.rows, s.stream);
     const vyre::device_array<double> big_cost = upload(big.cost, s.stream);
-    auto too_big = plan.run(big_image.ref(), big_cost.get(), {big.roots.data(), big.roots.size()});
+    auto too_big =
+        plan.run(big_image.columns(), big_cost.get(), {big.roots.data(), big.roots.size()});
     REQUIRE_FALSE(too_big.has_value());
     CHECK(too_big.error().code() == errc::out_of_range);
     CHECK(too_big.error().value_or("rows", 0) == big.rows.row_count());
@@ -733,14 +735,14 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
     REQUIRE(image.has_value());
     const cuda::std::span<const double> cost{graph.cost.data(), graph.cost.size()};
     const cuda::std::span<const std::uint32_t> roots{graph.roots.data(), graph.roots.size()};
-    auto cpu = extract_reference(image->ref(), cost, roots);
+    auto cpu = extract_reference(image->columns(), cost, roots);
     REQUIRE(cpu.has_value());
     for (const device_choice where :
          {device_choice::gpu, device_choice::cpu, device_choice::automatic}) {
       INFO("dispatch " << static_cast<int>(where) << ", seed " << seed);
-      check_same_extraction(plan.run_host(image->ref(), cost, roots, {where}), *cpu);
+      check_same_extraction(plan.run_host(image->columns(), cost, roots, {where}), *cpu);
     }
-    auto wrong = plan.run_host(image->ref(), cost.subspan(1), roots, {device_choice::gpu});
+    auto wrong = plan.run_host(image->columns(), cost.subspan(1), roots, {device_choice::gpu});
     REQUIRE_FALSE(wrong.has_value());
     CHECK(wrong.error().code() == errc::invalid_argument);
   }
@@ -750,13 +752,13 @@ TEST_CASE("extract_plan::run_host gives the CPU result on either side", "[gpu][p
   REQUIRE(image.has_value());
   const cuda::std::span<const double> cost{large.cost.data(), large.cost.size()};
   const cuda::std::span<const std::uint32_t> roots{large.roots.data(), large.roots.size()};
-  auto cpu = extract_reference(image->ref(), cost, roots);
+  auto cpu = extract_reference(image->columns(), cost, roots);
   REQUIRE(cpu.has_value());
   for (const unsigned threads : {1u, 3u, 0u}) {
     INFO("host threads " << threads);
-    check_same_extraction(
-        plan.run_host(image->ref(), cost, roots, {device_choice::gpu, default_crossover, threads}),
-        *cpu);
+    check_same_extraction(plan.run_host(image->columns(), cost, roots,
+                                        {device_choice::gpu, default_crossover, threads}),
+                          *cpu);
   }
 }
 
@@ -778,13 +780,13 @@ TEST_CASE("every real e-graph: plans in sequence and dispatch equal the CPU",
     auto image = pack_reference(graph.rows.ref());
     REQUIRE(image.has_value());
     for (const device_choice where : {device_choice::gpu, device_choice::automatic}) {
-      auto merged = closure.run_host(image->ref(), {where});
+      auto merged = closure.run_host(image->columns(), {where});
       REQUIRE(merged.has_value());
-      auto cpu = congruence_reference(image->ref());
+      auto cpu = congruence_reference(image->columns());
       REQUIRE(cpu.has_value());
       CHECK(merged->representative == cpu->representative);
       CHECK(merged->kept_rows == cpu->kept_rows);
-      auto cheapest = best.run_host(image->ref(), {graph.cost.data(), graph.cost.size()},
+      auto cheapest = best.run_host(image->columns(), {graph.cost.data(), graph.cost.size()},
                                     {graph.roots.data(), graph.roots.size()}, {where});
       REQUIRE(cheapest.has_value());
       CHECK(std::abs(cheapest->root_cost - entry.root_tree_cost) <=
@@ -806,9 +808,9 @@ TEST_CASE("a build_workspace builds inputs of varying sizes in sequence", "[gpu]
     device_rows on_device(rows, s.stream);
     auto image = build(test_gpu(), on_device.view, workspace);
     if (!image) FAIL(image.error().message());
-    CHECK(image->layout() == expected_image->layout);
+    CHECK(image->layout() == expected_image->layout());
     CHECK(download(image->words(), static_cast<std::size_t>(image->word_count()), s.stream) ==
-          expected_image->words);
+          vyre_test::words_of(*expected_image));
   };
   check_with(design_example());
   check_with(synthetic(20000, 1, true).rows);  // grows
@@ -848,10 +850,10 @@ TEST_CASE("a build_workspace build without the child check is byte-identical to 
     device_rows on_device(rows, s.stream);
     auto image = build(test_gpu(), on_device.view, workspace, child_check::off);
     if (!image) FAIL(image.error().message());
-    CHECK(image->layout() == expected_image->layout);
+    CHECK(image->layout() == expected_image->layout());
     const auto words =
         download(image->words(), static_cast<std::size_t>(image->word_count()), s.stream);
-    CHECK(words == expected_image->words);
+    CHECK(words == vyre_test::words_of(*expected_image));
     CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
   };
   check_with(raw_rows{});

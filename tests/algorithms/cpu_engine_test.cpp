@@ -42,7 +42,7 @@ void check_identical(const raw_rows& rows, const std::vector<double>& cost,
     const auto engine_closure = cpu_engine::congruence(rows.ref(), threads);
     REQUIRE(engine_closure.has_value());
     CHECK(vyre_test::congruence_difference(*engine_closure, *closure) == "");
-    const auto image_closure = cpu_engine::congruence(image->ref(), threads);
+    const auto image_closure = cpu_engine::congruence(image->columns(), threads);
     REQUIRE(image_closure.has_value());
     CHECK(vyre_test::congruence_difference(*image_closure, *closure) == "");
 
@@ -52,7 +52,7 @@ void check_identical(const raw_rows& rows, const std::vector<double>& cost,
     if (extraction.has_value()) {
       CHECK(vyre_test::extraction_difference(*engine_extraction, *extraction) == "");
       const auto image_extraction =
-          cpu_engine::extract(image->ref(), span_of(cost), span_of(roots), threads);
+          cpu_engine::extract(image->columns(), span_of(cost), span_of(roots), threads);
       REQUIRE(image_extraction.has_value());
       CHECK(vyre_test::extraction_difference(*image_extraction, *extraction) == "");
     } else {
@@ -311,9 +311,11 @@ TEST_CASE("cpu engine: the references' errors for bad input", "[cpu_engine]") {
   // A packed image whose children run past the children column.
   auto image = pack_reference(pair.ref());
   REQUIRE(image.has_value());
-  image->words[image->layout.offset(image_column::row_children_lens) + 1] = 3;
-  const auto engine = cpu_engine::congruence(image->ref(), 2);
-  const auto reference = congruence_reference(image->ref());
+  std::vector<std::uint32_t> corrupt = vyre_test::words_of(*image);
+  corrupt[image->layout().offset(image_column::row_children_lens) + 1] = 3;
+  const image_columns columns = image_columns::from_words(corrupt.data(), image->layout());
+  const auto engine = cpu_engine::congruence(columns, 2);
+  const auto reference = congruence_reference(columns);
   REQUIRE(!engine.has_value());
   REQUIRE(!reference.has_value());
   CHECK(engine.error().code() == errc::out_of_range);

@@ -24,6 +24,11 @@ namespace vyre_test {
 
 using vyre::algorithms::raw_rows;
 
+//! The words of a host image, as a vector to compare.
+inline std::vector<std::uint32_t> words_of(const vyre::egraph::host_image& image) {
+  return {image.words().begin(), image.words().end()};
+}
+
 inline void add_row(raw_rows& rows, std::uint32_t eclass, std::uint32_t op,
                     const std::vector<std::uint32_t>& children) {
   rows.row_eclass_ids.push_back(eclass);
@@ -363,7 +368,7 @@ inline collision colliding_children(std::uint32_t op) {
   for (std::uint32_t i = 0; i < (1u << 24); ++i) {
     const auto [c0, c1] = spread_pair(i);
     const std::uint32_t kids[] = {c0, c1};
-    const std::uint32_t signature = vyre::algorithms::detail::row_signature(op, kids, 2);
+    const std::uint32_t signature = vyre::egraph::row_signature(op, kids, 2);
     const auto [it, inserted] = by_signature.emplace(signature, i);
     if (inserted) continue;
     const auto [d0, d1] = spread_pair(it->second);

@@ -36,3 +36,18 @@ TEST_CASE("row_signature: order of children matters, own e-class does not exist 
   constexpr std::array<std::uint32_t, 1> zero{0};
   CHECK(eg::row_signature(3, nullptr, 0) != eg::row_signature(3, zero.data(), 1));
 }
+
+TEST_CASE("row_signature_begin and row_signature_fold give row_signature one child at a time",
+          "[egraph][signature]") {
+  static_assert(eg::row_signature_fold(eg::row_signature_fold(eg::row_signature_begin(1, 2), 1),
+                                       2) == 2225812561u);
+  std::uint32_t state = 0x12345u;  // a small generator: every length up to 40, any ids
+  for (std::uint32_t length = 0; length <= 40; ++length) {
+    std::array<std::uint32_t, 40> children{};
+    for (std::uint32_t i = 0; i < length; ++i) children[i] = state = state * 1664525u + 1013904223u;
+    const std::uint32_t op = length * 7919u;
+    std::uint32_t folded = eg::row_signature_begin(op, length);
+    for (std::uint32_t i = 0; i < length; ++i) folded = eg::row_signature_fold(folded, children[i]);
+    CHECK(folded == eg::row_signature(op, children.data(), length));
+  }
+}

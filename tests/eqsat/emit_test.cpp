@@ -82,7 +82,7 @@ TEST_CASE("eqsat: to_loaded_egraph is egraph_json's e-graph, and vyre::algorithm
   // vyre::algorithms' tree extraction on the in-memory e-graph against the session's extract.
   auto image = vyre::egraph::pack<vyre::on_error::return_expected>(memory->graph);
   REQUIRE(image);
-  auto tree = vyre::algorithms::cpu_engine::extract(image->ref().columns(), memory->node_costs,
+  auto tree = vyre::algorithms::cpu_engine::extract(image->columns(), memory->node_costs,
                                                     memory->root_eclasses, 1);
   REQUIRE(tree);
   REQUIRE(s.run_text("(extract $e)\n(extract $s)", "t.egg"));

@@ -494,7 +494,7 @@ TEST_CASE("fault injection: graph capture, instantiate, cache and fused pipeline
 struct algorithm_input {
   vyre::device_array<std::uint32_t> eclass, op, lens, children;
   alg::raw_rows_ref rows{};
-  alg::device_packed_image image;
+  vyre::egraph::device_image image;
   vyre::device_array<double> cost;
 };
 
@@ -539,21 +539,22 @@ TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG ext
       rows.ref(), cuda::std::span<const double>(cost.data(), cost.size()), root_span);
   REQUIRE(extraction.has_value());
 
-  const auto check_image = [&](const alg::device_packed_image& image,
+  const auto check_image = [&](const vyre::egraph::device_image& image,
                                cudaStream_t s) -> vyre::expected<void> {
     std::vector<std::uint32_t> words(static_cast<std::size_t>(image.word_count()), 0xCDCDCDCDu);
     VYRE_CUDA_TRY(
         cudaMemcpyAsync(words.data(), image.words(), words.size() * 4u, cudaMemcpyDeviceToHost, s),
         "test: read image");
     VYRE_CUDA_TRY(cudaStreamSynchronize(s), "test: read image");
-    if (words != packed->words) return vyre::fail(wrong_result("test: device build differs"));
+    if (words != std::vector<std::uint32_t>(packed->words().begin(), packed->words().end()))
+      return vyre::fail(wrong_result("test: device build differs"));
     return {};
   };
 
   sweep<policies>("algorithms build", [&](gpu_type& gpu) -> vyre::expected<void> {
     VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
     VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), false));
-    VYRE_TRY_ASSIGN(const alg::device_packed_image image, alg::build(gpu, in.rows, stream.get()));
+    VYRE_TRY_ASSIGN(const vyre::egraph::device_image image, alg::build(gpu, in.rows, stream.get()));
     return check_image(image, stream.get());
   });
   sweep<policies>(
@@ -562,7 +563,7 @@ TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG ext
         VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), false));
         alg::build_workspace<policies> workspace(gpu, stream.get());
         for (int i = 0; i < 2; ++i) {
-          VYRE_TRY_ASSIGN(const alg::device_packed_image image,
+          VYRE_TRY_ASSIGN(const vyre::egraph::device_image image,
                           alg::build(gpu, in.rows, workspace));
           VYRE_TRY(check_image(image, stream.get()));
         }
@@ -577,7 +578,7 @@ TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG ext
       VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
       VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
       VYRE_TRY_ASSIGN(const alg::device_congruence_result merged,
-                      alg::congruence(gpu, in.image.ref(), stream.get(), driver));
+                      alg::congruence(gpu, in.image.columns(), stream.get(), driver));
       if (merged.merges != closure->merges)
         return vyre::fail(wrong_result("test: congruence merges differ"));
       return {};
@@ -590,7 +591,7 @@ TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG ext
       VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
       VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
       VYRE_TRY_ASSIGN(const alg::device_extraction_result best,
-                      alg::extract(gpu, in.image.ref(), in.cost.get(), root_span, stream.get(),
+                      alg::extract(gpu, in.image.columns(), in.cost.get(), root_span, stream.get(),
                                    alg::extract_options{single_block_max, single_block_max}));
       if (best.root_cost != extraction->root_cost)
         return vyre::fail(wrong_result("test: extraction root cost differs"));
@@ -617,12 +618,12 @@ TEST_CASE("fault injection: algorithms build, congruence, extraction and DAG ext
         VYRE_TRY_ASSIGN(auto stream, gpu.acquire_stream());
         VYRE_TRY_ASSIGN(auto in, algorithm_input_on(gpu, rows, cost, stream.get(), true));
         VYRE_TRY_ASSIGN(auto closure_plan, alg::make_congruence_plan(gpu, stream.get()));
-        VYRE_TRY_ASSIGN(const alg::congruence_view merged, closure_plan.run(in.image.ref()));
+        VYRE_TRY_ASSIGN(const alg::congruence_view merged, closure_plan.run(in.image.columns()));
         if (merged.merges != closure->merges)
           return vyre::fail(wrong_result("test: plan congruence merges differ"));
         VYRE_TRY_ASSIGN(auto best_plan, alg::make_extract_plan(gpu, stream.get()));
         VYRE_TRY_ASSIGN(const alg::extraction_view best,
-                        best_plan.run(in.image.ref(), in.cost.get(), root_span));
+                        best_plan.run(in.image.columns(), in.cost.get(), root_span));
         if (best.root_cost != extraction->root_cost)
           return vyre::fail(wrong_result("test: plan extraction root cost differs"));
         return {};

@@ -84,7 +84,7 @@ expected<graph_input> from_json(vyre::io::loaded_egraph loaded, std::string name
 }
 
 vyre::algorithms::image_columns packed_view(const vyre::egraph::host_image& image) noexcept {
-  return image.ref().columns();
+  return image.columns();
 }
 
 //! `node "<id>" (e-class "<id>")` of row `row`, with the file's ids (rows and e-classes by
@@ -200,10 +200,7 @@ expected<congruence_summary> congruence_cpu(const graph_input& input, bool keep_
   summary.merges = found.merges;
   summary.rounds = found.rounds;
   if (keep_rebuilt) {
-    VYRE_TRY_ASSIGN(const auto packed, vyre::algorithms::pack_reference(found.rebuilt.ref()));
-    VYRE_TRY_ASSIGN(summary.rebuilt,
-                    vyre::egraph::host_image::from_words<return_expected>(
-                        {packed.words.data(), packed.words.size()}, packed.layout));
+    VYRE_TRY_ASSIGN(summary.rebuilt, vyre::algorithms::pack_reference(found.rebuilt.ref()));
   }
   summary.seconds = seconds_since(start);
   return summary;

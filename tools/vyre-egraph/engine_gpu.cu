@@ -107,7 +107,7 @@ expected<dag_summary> extract_dag_gpu(const graph_input& input,
   const auto start = std::chrono::steady_clock::now();
   VYRE_TRY_ASSIGN(tool_backend gpu, tool_backend::acquire(0));
   VYRE_TRY_ASSIGN(auto found,
-                  vyre::algorithms::extract_dag(gpu, input.image.ref().columns(),
+                  vyre::algorithms::extract_dag(gpu, input.image.columns(),
                                                 {input.node_cost.data(), input.node_cost.size()},
                                                 {input.roots.data(), input.roots.size()}, search));
   dag_summary summary = dag_summary_of(std::move(found));

@@ -26,50 +26,18 @@
 #include <cuda/std/bit>
 
 #include "vyre/algorithms/detail/device_support.cuh"
-#include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/egraph/device_image.hpp"
+#include "vyre/egraph/signature.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::algorithms {
 
-//! An owning packed image in device memory.
-//! @note Its memory comes from the backend's allocation policy and returns to it, in stream
-//!       order on the stream it was built on: keep that stream and the backend alive until the
-//!       image is destroyed. `build` sizes the buffer before it knows the group count, so it
-//!       may hold up to 2 * (rows - groups) words past `word_count()`.
-class device_packed_image {
- public:
-  device_packed_image() noexcept;
-  device_packed_image(device_array<std::uint32_t> words, const image_layout& layout) noexcept
-      : words_(std::move(words)), layout_(layout) {}
-  // Host-only special members, defaulted out of line: nvcc would otherwise infer them
-  // __host__ __device__ (the type is held in cuda::std::expected) and reject their calls to
-  // host-only members.
-  ~device_packed_image();
-  device_packed_image(device_packed_image&&) noexcept;
-  device_packed_image& operator=(device_packed_image&&) noexcept;
-
-  const image_layout& layout() const noexcept { return layout_; }
-  //! The image words (device memory), `layout().word_count()` of them.
-  const std::uint32_t* words() const noexcept { return words_.get(); }
-  std::uint32_t* words() noexcept { return words_.get(); }
-  std::uint64_t word_count() const noexcept { return layout_.word_count(); }
-  //! The nine columns as device pointers.
-  image_columns ref() const noexcept { return image_columns::from_words(words_.get(), layout_); }
-
- private:
-  device_array<std::uint32_t> words_;
-  image_layout layout_;
-};
-
-inline device_packed_image::device_packed_image() noexcept = default;
-inline device_packed_image::~device_packed_image() = default;
-inline device_packed_image::device_packed_image(device_packed_image&&) noexcept = default;
-inline device_packed_image& device_packed_image::operator=(device_packed_image&&) noexcept =
-    default;
+//! Deprecated name of `egraph::device_image`, the owning device image `build` makes.
+using device_packed_image [[deprecated("use vyre::egraph::device_image")]] = egraph::device_image;
 
 //! Whether `build` checks that every child names an e-class that has rows (one bitmap load per
 //! child, or a binary search for very sparse ids; the host pack always checks).
@@ -143,10 +111,10 @@ VYRE_KERNEL void build_rows_kernel(raw_rows_ref rows, build_counters* counters,
     const std::uint64_t end = first + 32 <= rows.row_count ? full_warp_end : rows.child_count;
     for (std::uint64_t k = begin + lane; k < end; k += 32) out_children[k] = in_children[k];
     if (!live) continue;
-    std::uint32_t signature = signature_begin(row_op, length);
+    std::uint32_t signature = egraph::row_signature_begin(row_op, length);
     for (std::uint32_t k = 0; k < length; ++k) {
       const std::uint32_t child = in_children[offset + k];
-      signature = signature_fold(signature, child);
+      signature = egraph::row_signature_fold(signature, child);
       if (groups.words != nullptr && !groups.contains(child))
         atomicMin(&counters->status.bad_child, offset + k);
     }
@@ -279,8 +247,8 @@ class build_state {
   }
 
  private:
-  friend expected<device_packed_image> build_into(const raw_rows_ref& rows, build_state& state,
-                                                  child_check check);
+  friend expected<egraph::device_image> build_into(const raw_rows_ref& rows, build_state& state,
+                                                   child_check check);
   using u32_buffer = device_array<std::uint32_t>;
 
   //! What the first kernels need: counters, row ids, scratch (and the pinned slot and event).
@@ -404,8 +372,8 @@ class build_workspace {
 };
 
 namespace detail {
-inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_state& workspace,
-                                                child_check check) {
+inline expected<egraph::device_image> build_into(const raw_rows_ref& rows, build_state& workspace,
+                                                 child_check check) {
   using detail::block_size;
   using detail::grid_for;
   const runtime_ref& runtime = workspace.runtime_;
@@ -423,7 +391,7 @@ inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_
                       .fix("pass child_count = 0 for an empty table"));
     VYRE_TRY_ASSIGN(auto words, runtime.allocate<std::uint32_t>(1, stream, "build: image"));
     VYRE_CUDA_TRY(cudaMemsetAsync(words.get(), 0, sizeof(std::uint32_t), stream), "build: image");
-    return device_packed_image(std::move(words), image_layout::for_counts(0, 0, 0));
+    return egraph::device_image(std::move(words), image_layout::for_counts(0, 0, 0));
   }
 
   VYRE_TRY(workspace.reserve_head(R));
@@ -529,7 +497,7 @@ inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_
                                               base + layout.offset(image_column::group_offsets),
                                               layout.group_count, stream),
                 "build: group offsets (cub::DeviceScan::ExclusiveSum)");
-  return device_packed_image(std::move(image_words), layout);
+  return egraph::device_image(std::move(image_words), layout);
 }
 }  // namespace detail
 
@@ -559,10 +527,10 @@ inline expected<device_packed_image> build_into(const raw_rows_ref& rows, build_
 //!         failures (`errc::out_of_memory`), CUDA failures (`errc::cuda_runtime`). Nothing
 //!         leaks; the workspace stays usable after an error.
 template <policy_bundle P>
-typename backend<P>::template result<device_packed_image> build(
+typename backend<P>::template result<egraph::device_image> build(
     backend<P>& gpu, const raw_rows_ref& rows, build_workspace<P>& workspace,
     child_check check = child_check::on) {
-  auto run = [&]() -> expected<device_packed_image> {
+  auto run = [&]() -> expected<egraph::device_image> {
     VYRE_TRY(detail::same_backend(gpu, workspace.state().runtime(),
                                   "build: the workspace belongs to another backend"));
     return detail::build_into(rows, workspace.state(), check);
@@ -574,7 +542,7 @@ typename backend<P>::template result<device_packed_image> build(
 //! pageable readbacks, returned in stream order). Engines that build repeatedly keep a
 //! `build_workspace` instead.
 template <policy_bundle P>
-typename backend<P>::template result<device_packed_image> build(
+typename backend<P>::template result<egraph::device_image> build(
     backend<P>& gpu, const raw_rows_ref& rows, cudaStream_t stream,
     child_check check = child_check::on) {
   detail::build_state once(detail::runtime_of(gpu), stream, false);

@@ -23,10 +23,10 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/loop_graph.cuh"
 #include "vyre/algorithms/detail/plan_params.cuh"
-#include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/egraph/signature.hpp"
 #include "vyre/runtime/backend.cuh"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
@@ -39,7 +39,7 @@ struct device_congruence_result {
   device_array<std::uint32_t> representative;  //!< parallel: smallest id of its merged set
   std::uint64_t merges = 0;                    //!< unions that joined two sets
   std::uint32_t rounds = 0;                    //!< rounds run, the final (merge-free) one included
-  device_packed_image rebuilt;                 //!< canonical, duplicate-free, regrouped, re-signed
+  egraph::device_image rebuilt;                //!< canonical, duplicate-free, regrouped, re-signed
   device_array<std::uint32_t> kept_rows;       //!< original row of each rebuilt row (R slots)
 
   VYRE_HOST_MOVE_ONLY_MEMBERS(
@@ -53,7 +53,7 @@ VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(device_congruence_result);
 struct design_signature {
   VYRE_HOST_DEVICE std::uint32_t operator()(std::uint32_t op, const std::uint32_t* children,
                                             std::uint32_t length) const noexcept {
-    return detail::row_signature(op, children, length);
+    return egraph::row_signature(op, children, length);
   }
 };
 
@@ -135,7 +135,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
                     runtime.allocate<std::uint32_t>(1, stream, "congruence: rebuilt image"));
     VYRE_CUDA_TRY(cudaMemsetAsync(words.get(), 0, sizeof(std::uint32_t), stream),
                   "congruence: rebuilt image");
-    result.rebuilt = device_packed_image(std::move(words), image_layout::for_counts(0, 0, 0));
+    result.rebuilt = egraph::device_image(std::move(words), image_layout::for_counts(0, 0, 0));
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "congruence: finish");
     runtime.synced();
     return result;
@@ -260,7 +260,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
                   runtime.allocate<std::uint32_t>(static_cast<std::size_t>(layout.word_count()),
                                                   stream, "congruence: rebuilt image"));
   VYRE_TRY(pack_columns(columns, words.get(), stream, "congruence: pack the rebuilt image"));
-  result.rebuilt = device_packed_image(std::move(words), layout);
+  result.rebuilt = egraph::device_image(std::move(words), layout);
   VYRE_CUDA_TRY(cudaStreamSynchronize(stream), "congruence: finish");
   runtime.synced();
   return result;
@@ -268,7 +268,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
 
 }  // namespace detail
 
-//! Congruence closure of the packed image `image` (device pointers, e.g. `build(...)->ref()`),
+//! Congruence closure of the packed image `image` (device pointers, e.g. `build(...)->columns()`),
 //! on `stream`, with `gpu`'s memory. The representative of a set is its smallest original
 //! e-class id; the result is ready when the call returns.
 //! @param driver `loop_driver::flag_readback`: one 144-byte status readback per round;

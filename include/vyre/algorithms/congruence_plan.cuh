@@ -11,7 +11,7 @@
 //! (their sort keys sort last), so the CUB calls run at their captured sizes.
 //!
 //!     auto closure = vyre::algorithms::make_congruence_plan(gpu, stream, {.rows = 1 << 16});
-//!     auto merged = closure.run(image.ref());          // resident device image: on the device
+//!     auto merged = closure.run(image.columns());          // resident device image: on the device
 //!     auto on_host = closure.run_host(host_image);     // host image: the CPU engine below
 //!                                                      // the crossover, else the device
 //!
@@ -162,7 +162,7 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
     return apply_error_policy<typename P::error_policy>(run_device(image));
   }
 
-  //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->ref()` or an
+  //! Congruence closure of a host image (host pointers, e.g. `pack_reference(...)->columns()` or an
   //! egraph snapshot's packed image), on the CPU engine or the device as `options` says.
   //! Both sides give the same result, except `rounds` (CPU worklist passes vs device rounds).
   result<congruence_result> run_host(const image_columns& host_image,
@@ -172,7 +172,7 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
 
   //! An owning contiguous copy of the last run's rebuilt image (stream-ordered on the plan's
   //! stream, memory from the plan's backend), e.g. to keep it past the next run.
-  result<device_packed_image> copy_rebuilt_image(const congruence_view& view) const {
+  result<egraph::device_image> copy_rebuilt_image(const congruence_view& view) const {
     return apply_error_policy<typename P::error_policy>(copy_rebuilt(view));
   }
 
@@ -281,14 +281,14 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
     return result;
   }
 
-  expected<device_packed_image> copy_rebuilt(const congruence_view& view) const {
+  expected<egraph::device_image> copy_rebuilt(const congruence_view& view) const {
     const image_layout layout = image_layout::for_counts(view.rebuilt.counts);
     VYRE_TRY_ASSIGN(auto words, runtime_.template allocate<std::uint32_t>(
                                     static_cast<std::size_t>(layout.word_count()), stream_,
                                     "congruence_plan: rebuilt image"));
     VYRE_TRY(detail::pack_columns(view.rebuilt, words.get(), stream_,
                                   "congruence_plan: copy the rebuilt image"));
-    return device_packed_image(std::move(words), layout);
+    return egraph::device_image(std::move(words), layout);
   }
 
   //! The pipeline's graph for inputs of at most `bucket` rows, captured on first use.

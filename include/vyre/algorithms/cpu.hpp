@@ -21,12 +21,13 @@
 
 #include <cuda/std/span>
 
-#include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/egraph/image.hpp"
+#include "vyre/egraph/signature.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -58,16 +59,8 @@ struct raw_rows {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(raw_rows);
 
-//! An owning host packed image: the words plus where the columns are.
-struct host_packed_image {
-  std::vector<std::uint32_t> words;
-  image_layout layout;
-
-  image_columns ref() const noexcept { return image_columns::from_words(words.data(), layout); }
-
-  VYRE_HOST_SPECIAL_MEMBERS(host_packed_image);  // host-only (vyre/detail/host_special_members.hpp)
-};
-VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(host_packed_image);
+//! Deprecated name of `egraph::host_image`, the owning host image `pack_reference` makes.
+using host_packed_image [[deprecated("use vyre::egraph::host_image")]] = egraph::host_image;
 
 //! What congruence closure found.
 struct congruence_result {
@@ -234,8 +227,8 @@ struct canonical_row_hash {
   const host_rows* rows;
   const std::uint32_t* canon;
   std::size_t operator()(std::uint32_t r) const noexcept {
-    return row_signature(rows->row_language_op_ids[r], canon + rows->row_children_offsets[r],
-                         rows->row_children_lens[r]);
+    return egraph::row_signature(rows->row_language_op_ids[r],
+                                 canon + rows->row_children_offsets[r], rows->row_children_lens[r]);
   }
 };
 struct canonical_row_equal {
@@ -373,37 +366,37 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
 //! @throws nothing; errors: lengths that do not add up to `child_count`
 //!         (`errc::invalid_argument` / `errc::out_of_range`), a child naming an e-class without
 //!         rows (`errc::not_found`), host allocation failure (`errc::out_of_memory`).
-inline expected<host_packed_image> pack_reference(const raw_rows_ref& rows) {
+inline expected<egraph::host_image> pack_reference(const raw_rows_ref& rows) {
   std::vector<std::uint32_t> offsets;
   VYRE_TRY_ASSIGN(const detail::host_rows view, detail::rows_of(rows, offsets));
   VYRE_TRY_ASSIGN(const detail::dense_classes dense, detail::densify(view));
-  host_packed_image image;
-  image.layout = image_layout::for_counts(rows.row_count, rows.child_count,
-                                          static_cast<std::uint32_t>(dense.ids.size()));
-  VYRE_TRY(try_resize(image.words, static_cast<std::size_t>(image.layout.word_count()),
-                      "pack_reference: image words"));
-  std::uint32_t* words = image.words.data();
-  const image_layout& at = image.layout;
-  for (std::uint32_t r = 0; r < rows.row_count; ++r) {
-    words[at.offset(image_column::row_eclass_ids) + r] = rows.row_eclass_ids[r];
-    words[at.offset(image_column::row_language_op_ids) + r] = rows.row_language_op_ids[r];
-    words[at.offset(image_column::row_children_offsets) + r] = offsets[r];
-    words[at.offset(image_column::row_children_lens) + r] = rows.row_children_lens[r];
-    words[at.offset(image_column::row_signatures) + r] = detail::row_signature(
-        rows.row_language_op_ids[r], rows.children + offsets[r], rows.row_children_lens[r]);
-  }
-  std::copy(rows.children, rows.children + rows.child_count,
-            words + at.offset(image_column::children));
-  std::copy(dense.ids.begin(), dense.ids.end(), words + at.offset(image_column::group_eclass_ids));
-  // Counting sort of row indices by dense class: stable, so rows ascend inside each group.
-  std::uint32_t* group_offsets = words + at.offset(image_column::group_offsets);
-  std::fill(group_offsets, group_offsets + at.group_count + 1, 0u);
-  for (std::uint32_t r = 0; r < rows.row_count; ++r) ++group_offsets[dense.of_row[r] + 1];
-  for (std::uint32_t g = 0; g < at.group_count; ++g) group_offsets[g + 1] += group_offsets[g];
-  std::vector<std::uint32_t> cursor(group_offsets, group_offsets + at.group_count);
-  for (std::uint32_t r = 0; r < rows.row_count; ++r)
-    words[at.offset(image_column::group_rows) + cursor[dense.of_row[r]]++] = r;
-  return image;
+  const image_layout at = image_layout::for_counts(rows.row_count, rows.child_count,
+                                                   static_cast<std::uint32_t>(dense.ids.size()));
+  std::vector<std::uint32_t> cursor;
+  VYRE_TRY(try_resize(cursor, at.group_count, "pack_reference: group cursors"));
+  return egraph::host_image::written(at, [&](std::uint32_t* words) -> expected<void> {
+    for (std::uint32_t r = 0; r < rows.row_count; ++r) {
+      words[at.offset(image_column::row_eclass_ids) + r] = rows.row_eclass_ids[r];
+      words[at.offset(image_column::row_language_op_ids) + r] = rows.row_language_op_ids[r];
+      words[at.offset(image_column::row_children_offsets) + r] = offsets[r];
+      words[at.offset(image_column::row_children_lens) + r] = rows.row_children_lens[r];
+      words[at.offset(image_column::row_signatures) + r] = egraph::row_signature(
+          rows.row_language_op_ids[r], rows.children + offsets[r], rows.row_children_lens[r]);
+    }
+    std::copy(rows.children, rows.children + rows.child_count,
+              words + at.offset(image_column::children));
+    std::copy(dense.ids.begin(), dense.ids.end(),
+              words + at.offset(image_column::group_eclass_ids));
+    // Counting sort of row indices by dense class: stable, so rows ascend inside each group.
+    std::uint32_t* group_offsets = words + at.offset(image_column::group_offsets);
+    std::fill(group_offsets, group_offsets + at.group_count + 1, 0u);
+    for (std::uint32_t r = 0; r < rows.row_count; ++r) ++group_offsets[dense.of_row[r] + 1];
+    for (std::uint32_t g = 0; g < at.group_count; ++g) group_offsets[g + 1] += group_offsets[g];
+    std::copy(group_offsets, group_offsets + at.group_count, cursor.begin());
+    for (std::uint32_t r = 0; r < rows.row_count; ++r)
+      words[at.offset(image_column::group_rows) + cursor[dense.of_row[r]]++] = r;
+    return {};
+  });
 }
 
 //! Congruence closure in egg's rebuild style: a hash-cons of (op, canonical children), a

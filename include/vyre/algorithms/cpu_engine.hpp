@@ -51,12 +51,12 @@
 #endif
 
 #include "vyre/algorithms/cpu.hpp"
-#include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/detail/parallel.hpp"
+#include "vyre/egraph/signature.hpp"
 
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
@@ -346,7 +346,7 @@ inline unsigned shard_count_for(unsigned threads) noexcept {
 
 //! Signature of row `r` with children `canon` (indexed like the children column).
 inline u32 signature_of(const rows_view& rows, const u32* canon, u32 r) noexcept {
-  return vyre::algorithms::detail::row_signature(
+  return vyre::egraph::row_signature(
       rows.row_language_op_ids[r], canon + rows.row_children_offsets[r], rows.row_children_lens[r]);
 }
 

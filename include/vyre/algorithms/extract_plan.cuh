@@ -8,7 +8,7 @@
 //! one small readback.
 //!
 //!     auto best = vyre::algorithms::make_extract_plan(gpu, stream);
-//!     auto cheapest = best.run(image.ref(), costs, roots);     // device image, device costs
+//!     auto cheapest = best.run(image.columns(), costs, roots);     // device image, device costs
 #pragma once
 
 #include <algorithm>

@@ -12,7 +12,7 @@
 //!     auto closure = vyre::algorithms::make_congruence_plan(gpu, stream, {.rows = 1 << 16});
 //!     auto best = vyre::algorithms::make_extract_plan(gpu, stream);
 //!     for (...) {
-//!       auto merged = closure.run(image.ref());        // resident device image: on the device
+//!       auto merged = closure.run(image.columns());        // resident device image: on the device
 //!       auto cheapest = best.run(merged.rebuilt, costs, roots);
 //!       auto on_host = closure.run_host(host_image);   // host image: the CPU reference below
 //!     }                                                // the crossover, else the device

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! The packed image: `host_image` (owning u32 words plus layout), `image_ref` (non-owning,
-//! trivially copyable, host and device) and `validate_image` (every invariant of the format,
+//! The packed image: `host_image` (owning u32 words plus layout), `image_ref` (its non-owning
+//! twin, trivially copyable, host and device) and `validate_image` (every invariant of the format,
 //! for images that come from outside, such as files).
 #pragma once
 
@@ -216,8 +216,11 @@ class host_image {
     return {words_.get(), static_cast<std::size_t>(layout_.word_count())};
   }
   const image_layout& layout() const noexcept { return layout_; }
-  //! A non-owning view (valid while this image lives and is not moved from).
+  //! A non-owning view of the words and layout (valid while this image lives and is not
+  //! moved from): what files, validation and uploads take.
   image_ref ref() const noexcept { return {words(), layout_}; }
+  //! The nine columns (the unchecked view the algorithms take), host pointers.
+  image_columns columns() const noexcept { return ref().columns(); }
   //! The words of one column.
   cuda::std::span<const std::uint32_t> column(image_column which) const noexcept {
     return ref().column(which);
@@ -234,6 +237,17 @@ class host_image {
   static result_t<OnError, host_image> from_words(cuda::std::span<const std::uint32_t> words,
                                                   const image_layout& layout) {
     return apply_error_policy<OnError>(from_words_impl(words, layout));
+  }
+
+  //! An image of `layout` written by `fill(std::uint32_t* words)`, which must write all
+  //! `layout.word_count()` words as the format says (no validation): for packers of other
+  //! inputs, such as the algorithms' packer of raw rows. `fill` returns `expected<void>`; its
+  //! error is returned and the words freed.
+  template <class Fill>
+  static expected<host_image> written(const image_layout& layout, Fill&& fill) {
+    VYRE_TRY_ASSIGN(auto storage, detail::allocate_words(layout.word_count(), "host_image words"));
+    VYRE_TRY(fill(storage.get()));
+    return adopt(std::move(storage), layout);
   }
 
   //! Internal: adopts words written by `pack` (no validation).

@@ -26,6 +26,11 @@ struct row {
   friend constexpr bool operator==(const row&, const row&) = default;
 };
 
+//! The fix an `errc::abi_limit` error of a snapshot or an image names (the packer's, the JSON
+//! reader's).
+inline constexpr const char* shard_hint =
+    "the snapshot exceeds the u32 image ABI: shard it into several snapshots";
+
 //! The largest snapshot the u32 image ABI can describe. The defaults are the ABI itself; pass
 //! smaller limits to `snapshot::validate` to check that a snapshot fits a budget (for example
 //! before sharding), or to exercise the limit errors in tests.

@@ -44,6 +44,28 @@ VYRE_HOST_DEVICE constexpr std::uint32_t row_signature(std::uint32_t op,
   return h;
 }
 
+//! The same signature folded one child at a time, for code that visits the children anyway
+//! (the device build folds them into its copy of the children column):
+//! `row_signature_fold(... row_signature_fold(row_signature_begin(op, length), child_0) ...)`
+//! equals `row_signature(op, children, length)`.
+VYRE_HOST_DEVICE constexpr std::uint32_t row_signature_begin(std::uint32_t op,
+                                                             std::uint32_t length) noexcept {
+  return detail::signature_step(detail::signature_step(detail::signature_seed, op), length);
+}
+//! @copydoc row_signature_begin
+VYRE_HOST_DEVICE constexpr std::uint32_t row_signature_fold(std::uint32_t state,
+                                                            std::uint32_t child) noexcept {
+  return detail::signature_step(state, child);
+}
+
+namespace detail::signature_check {
+inline constexpr std::uint32_t children[3] = {7, 0xFFFFFFFFu, 42};
+static_assert(row_signature_fold(
+                  row_signature_fold(row_signature_fold(row_signature_begin(5, 3), 7), 0xFFFFFFFFu),
+                  42) == row_signature(5, children, 3));
+static_assert(row_signature_begin(9, 0) == row_signature(9, nullptr, 0));
+}  // namespace detail::signature_check
+
 //! @overload
 //! @pre `children.size()` fits in u32 (every validated snapshot guarantees it).
 VYRE_HOST_DEVICE constexpr std::uint32_t row_signature(

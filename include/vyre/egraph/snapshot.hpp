@@ -196,7 +196,7 @@ class snapshot {
     if (op_names_.size() >= snapshot_limits::u32_max)
       return fail(error(errc::abi_limit, "snapshot::intern_op: op registry full for u32 op ids")
                       .with("ops", op_names_.size())
-                      .fix(detail::shard_hint)
+                      .fix(shard_hint)
                       .about(name));
     const auto id = static_cast<std::uint32_t>(op_names_.size());
     try {
@@ -223,7 +223,7 @@ class snapshot {
           error(errc::abi_limit, "snapshot: children column too long for u32 children offsets")
               .with("child_entries", children_.size())
               .with("appending", entries.size())
-              .fix(detail::shard_hint));
+              .fix(shard_hint));
     const auto offset = static_cast<std::uint32_t>(children_.size());
     if (children_.capacity() < end) {
       // Geometric growth, but fallible.
@@ -240,7 +240,7 @@ class snapshot {
       return fail(
           error(errc::abi_limit, "snapshot::add_row: too many rows for u32 grouped row indices")
               .with("rows", rows_.size())
-              .fix(detail::shard_hint));
+              .fix(shard_hint));
     if (rows_.size() == rows_.capacity())
       VYRE_TRY(try_reserve(rows_, (std::max)(std::size_t{16}, 2 * rows_.size()), "snapshot rows"));
     return {};
@@ -264,7 +264,7 @@ class snapshot {
       return fail(error(errc::abi_limit, "snapshot::add_row: row has too many children")
                       .with("row", rows_.size())
                       .with("children_length", entries.size())
-                      .fix(detail::shard_hint));
+                      .fix(shard_hint));
     // Reserve the row first so that appending children is the last step that can fail.
     VYRE_TRY(reserve_row_impl());
     VYRE_TRY_ASSIGN(const std::uint32_t offset, append_children_impl(entries));

@@ -227,9 +227,8 @@ class interner {
       slot& here = slots_[at];
       if (here.tag == 0) {
         if (names.size() >= egraph::snapshot_limits::u32_max)
-          return fail(error(errc::abi_limit, what)
-                          .with("ids", names.size())
-                          .fix(egraph::detail::shard_hint));
+          return fail(
+              error(errc::abi_limit, what).with("ids", names.size()).fix(egraph::shard_hint));
         const auto id = static_cast<std::uint32_t>(names.size());
         VYRE_TRY(names.push_back(text));
         here.tag = tag;
@@ -808,7 +807,7 @@ class egraph_builder {
       if (offset + children > egraph::snapshot_limits::u32_max)
         return fail(error(errc::abi_limit, "egraph JSON: children column too long for u32 offsets")
                         .with("child_entries", offset)
-                        .fix(egraph::detail::shard_hint)
+                        .fix(egraph::shard_hint)
                         .about(source_));
       for (std::uint32_t c = 0; c < children; ++c, ++child) {
         VYRE_TRY_ASSIGN(const auto target,

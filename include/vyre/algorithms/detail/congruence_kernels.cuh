@@ -30,8 +30,8 @@
 
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/plan_params.cuh"
-#include "vyre/algorithms/detail/signature.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/egraph/signature.hpp"
 
 namespace vyre::algorithms::detail {
 
@@ -250,7 +250,7 @@ VYRE_KERNEL void rebuilt_children_kernel(const plan_params* params, const std::u
     std::uint32_t* to = children + offsets[i];
     const std::uint32_t length = lens[i];
     for (std::uint32_t k = 0; k < length; ++k) to[k] = image.group_eclass_ids()[from[k]];
-    signatures[i] = row_signature(op[i], to, length);
+    signatures[i] = egraph::row_signature(op[i], to, length);
     if (i + 1 == K) counters->rebuilt_children = offsets[i] + length;
   }
 }

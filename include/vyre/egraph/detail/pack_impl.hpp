@@ -26,9 +26,6 @@
 
 namespace vyre::egraph::detail {
 
-inline constexpr const char* shard_hint =
-    "the snapshot exceeds the u32 image ABI: shard it into several snapshots";
-
 //! The input of validation and packing, as plain spans.
 struct snapshot_columns {
   cuda::std::span<const row> rows;
