@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include "egraph_pack_support.hpp"
@@ -500,4 +501,19 @@ TEST_CASE("synthetic generator: deterministic, valid, every class finite", "[syn
   REQUIRE(extraction.has_value());
   for (const double c : extraction->cost) CHECK(std::isfinite(c));
   CHECK_FALSE(make_synthetic_egraph({.rows = 0}).has_value());
+}
+
+TEST_CASE("pack_reference gives an egraph::host_image; the old type name stays an alias",
+          "[pack]") {
+  auto image = pack_reference(design_example().ref());
+  REQUIRE(image.has_value());
+  static_assert(std::is_same_v<std::decay_t<decltype(*image)>, vyre::egraph::host_image>);
+  // Its columns are the unchecked view the algorithms take, over its own words.
+  const image_columns columns = image->columns();
+  CHECK(columns.row_count() == 3);
+  CHECK(columns.row_eclass_ids() == image->words().data());
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  static_assert(std::is_same_v<vyre::algorithms::host_packed_image, vyre::egraph::host_image>);
+#pragma GCC diagnostic pop
 }
