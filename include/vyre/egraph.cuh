@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! The e-graph on the GPU: everything of `vyre/egraph.hpp` plus the resident image and the
-//! checked kernel view.
+//! The e-graph on the GPU: everything of `vyre/egraph.hpp` plus the owning device image, the
+//! resident image and the checked kernel view.
 //!
 //!     auto gpu = vyre::backend<vyre::policies<>>::acquire(0);
 //!     auto image = vyre::egraph::pack(snapshot);
@@ -12,6 +12,7 @@
 #pragma once
 
 #include "vyre/egraph.hpp"
+#include "vyre/egraph/device_image.hpp"
 #include "vyre/egraph/kernel_view.cuh"
 #include "vyre/egraph/resident.cuh"
 #include "vyre/runtime.cuh"

@@ -146,7 +146,7 @@ std::vector<loop_driver> loop_drivers() {
   return {loop_driver::flag_readback, loop_driver::conditional_graph};
 }
 
-template <class Signature = design_signature>
+template <class Signature = image_row_signature>
 void check_congruence(const raw_rows& rows, Signature signature = {}) {
   for (const loop_driver driver : loop_drivers()) {
     INFO("driver " << (driver == loop_driver::flag_readback ? "flag_readback"
@@ -327,7 +327,7 @@ TEST_CASE("device congruence runs on the legacy default stream with either drive
   // The WHILE graph is captured on the work stream, except on the legacy default stream,
   // which cannot be captured: there a leased stream captures it.
   for (const loop_driver driver : loop_drivers())
-    check_congruence_with(synthetic(30000, 3, false).rows, driver, design_signature{}, true);
+    check_congruence_with(synthetic(30000, 3, false).rows, driver, image_row_signature{}, true);
 }
 
 TEST_CASE("device congruence never merges on a signature collision alone", "[gpu][congruence]") {

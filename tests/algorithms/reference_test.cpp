@@ -503,7 +503,7 @@ TEST_CASE("synthetic generator: deterministic, valid, every class finite", "[syn
   CHECK_FALSE(make_synthetic_egraph({.rows = 0}).has_value());
 }
 
-TEST_CASE("pack_reference gives an egraph::host_image; the old type name stays an alias",
+TEST_CASE("pack_reference gives an egraph::host_image, and the old type name stays an alias",
           "[pack]") {
   auto image = pack_reference(design_example().ref());
   REQUIRE(image.has_value());

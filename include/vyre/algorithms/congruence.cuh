@@ -48,14 +48,17 @@ struct device_congruence_result {
 
 VYRE_HOST_MOVE_ONLY_MEMBERS_DEFAULTED(device_congruence_result);
 
-//! The signature used to bucket rows: the image's row signature (docs/image_format.md) (over dense
-//! class indices).
-struct design_signature {
+//! The signature congruence buckets rows by (its `Signature` parameter): the image's row
+//! signature (docs/image_format.md), over dense class indices. Tests pass a weaker one to force
+//! collisions, which the full-row comparison then resolves.
+struct image_row_signature {
   VYRE_HOST_DEVICE std::uint32_t operator()(std::uint32_t op, const std::uint32_t* children,
                                             std::uint32_t length) const noexcept {
     return egraph::row_signature(op, children, length);
   }
 };
+//! Deprecated name of `image_row_signature`.
+using design_signature [[deprecated("use image_row_signature")]] = image_row_signature;
 
 namespace detail {
 
@@ -283,7 +286,7 @@ expected<device_congruence_result> congruence_once(const runtime_ref& runtime,
 //!         a children range past the column (`errc::out_of_range`), more groups than rows
 //!         (`errc::invalid_layout`), allocation failures (`errc::out_of_memory`), CUDA
 //!         failures. Nothing leaks.
-template <policy_bundle P, class Signature = design_signature>
+template <policy_bundle P, class Signature = image_row_signature>
 typename backend<P>::template result<device_congruence_result> congruence(
     backend<P>& gpu, const image_columns& image, cudaStream_t stream,
     loop_driver driver = loop_driver::flag_readback, Signature signature = {}) {

@@ -138,7 +138,7 @@ struct congruence_plan_storage {
 //! @note Not thread-safe; one plan per host thread (or serialise calls). All work runs on the
 //!       stream given at creation; results are ready when `run` returns. The backend must
 //!       outlive the plan.
-template <policy_bundle P = policies<>, class Signature = design_signature>
+template <policy_bundle P = policies<>, class Signature = image_row_signature>
 class congruence_plan : public detail::plan_base<P, detail::congruence_plan_storage,
                                                  congruence_plan<P, Signature>, Signature> {
   using base = detail::plan_base<P, detail::congruence_plan_storage, congruence_plan, Signature>;
@@ -321,7 +321,7 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
 };
 
 //! `congruence_plan<P, Signature>::create`, with the policies and signature deduced.
-template <policy_bundle P, class Signature = design_signature>
+template <policy_bundle P, class Signature = image_row_signature>
 typename backend<P>::template result<congruence_plan<P, Signature>> make_congruence_plan(
     backend<P>& gpu, cudaStream_t stream, plan_capacity capacity = {},
     plan_growth growth = plan_growth::reallocate, Signature signature = {}) {

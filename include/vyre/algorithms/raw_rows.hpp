@@ -2,8 +2,9 @@
 //! @file
 //! `raw_rows_ref`: rows as a producer emits them (e-class, op, children length, any row order)
 //! plus the children of every row, concatenated in row order, host or device alike (the
-//! pointers say where). The input of `build` and of the CPU engine's `pack_cpu`. The packed
-//! image the algorithms produce and consume is `vyre::egraph::image_columns` (egraph/layout.hpp).
+//! pointers say where). The input of the device `build` and of its host reference `pack_reference`.
+//! The packed image the algorithms produce and consume is `vyre::egraph::image_columns`
+//! (egraph/layout.hpp).
 //!
 //! Trivially copyable, non-owning, passed by value (also to kernels).
 #pragma once

@@ -40,8 +40,8 @@ class device_image {
   image_columns columns() const noexcept {
     return image_columns::from_words(words_.get(), layout_);
   }
-  [[deprecated("use columns(): ref() names the owning-type/_ref pair of host_image")]]
-  image_columns ref() const noexcept {
+  [[deprecated("use columns(): ref() names the owning-type/_ref pair of host_image")]] image_columns
+  ref() const noexcept {
     return columns();
   }
 
