@@ -354,3 +354,16 @@ TEST_CASE("core: math.egg matches egglog's counts through iteration 10 on 1 and 
   }
   CHECK(dumps[0] == dumps[1]);
 }
+
+TEST_CASE("iteration_limits: the match budget follows the node limit and saturates",
+          "[eqsat][limits]") {
+  vyre::eqsat::iteration_limits limits;
+  CHECK(limits.match_budget_bytes() == ~std::uint64_t{0});  // no limit, no budget
+  limits.node_limit = 1;
+  CHECK(limits.match_budget_bytes() == vyre::eqsat::iteration_limits::min_match_bytes);
+  limits.node_limit = 1500000;
+  CHECK(limits.match_budget_bytes() ==
+        1500000 * vyre::eqsat::iteration_limits::match_bytes_per_node);
+  limits.node_limit = std::uint64_t{1} << 62;  // 32 bytes a row would wrap
+  CHECK(limits.match_budget_bytes() == ~std::uint64_t{0});
+}

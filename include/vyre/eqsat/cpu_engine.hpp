@@ -65,6 +65,13 @@ struct iteration_limits {
   static constexpr std::uint64_t min_match_bytes = std::uint64_t{4} << 20;
   std::uint64_t node_limit = 0;  //!< rows over every table; 0: none
   std::chrono::steady_clock::time_point deadline = (std::chrono::steady_clock::time_point::max)();
+
+  //! The bytes of matches a search may keep under the node limit (saturating; no limit: all).
+  std::uint64_t match_budget_bytes() const noexcept {
+    if (node_limit == 0 || node_limit > ~std::uint64_t{0} / match_bytes_per_node)
+      return ~std::uint64_t{0};
+    return (std::max)(node_limit * match_bytes_per_node, min_match_bytes);
+  }
 };
 
 //! Why an iteration was rolled back. `handed_to_cpu`: the GPU engine's search found enough
@@ -850,10 +857,7 @@ class cpu_engine {
   void count_match_words(std::uint64_t words) {
     const std::uint64_t total = match_words_.fetch_add(words, std::memory_order_relaxed) + words;
     if (limits_.node_limit == 0) return;
-    const std::uint64_t budget =
-        (std::max)(limits_.node_limit * iteration_limits::match_bytes_per_node,
-                   iteration_limits::min_match_bytes);
-    if (total * sizeof(value) > budget && !stopped()) {
+    if (total * sizeof(value) > limits_.match_budget_bytes() && !stopped()) {
       stop_reason_.store(iteration_stop::node_limit, std::memory_order_relaxed);
       stop_.store(true, std::memory_order_relaxed);
     }

@@ -565,14 +565,6 @@ class gpu_engine : private detail::gpu_rebuild {
     return out;
   }
 
-  //! Under a node limit, the bytes the search may hold (join candidates, kept matches): the
-  //! CPU engine's match budget (`iteration_limits`), so that a search the device runs the CPU
-  //! engine would have run to its end too.
-  static std::uint64_t match_budget_bytes(const iteration_limits& limits) noexcept {
-    return (std::max)(limits.node_limit * iteration_limits::match_bytes_per_node,
-                      iteration_limits::min_match_bytes);
-  }
-
   //! Whether the iteration whose search found `totals` could reach the node limit, or could
   //! make the CPU engine stop on its match budget: then the device hands it to the CPU
   //! engine, whose checks inside an iteration are exact. Rows only grow by the apply (at most
@@ -588,7 +580,7 @@ class gpu_engine : private detail::gpu_rebuild {
       rows += totals[r] * plans[r].step_count();
       match_bytes += totals[r] * decl_->rules[plans[r].rule].body.variable_count() * sizeof(value);
     }
-    return rows > limits.node_limit || match_bytes > match_budget_bytes(limits);
+    return rows > limits.node_limit || match_bytes > limits.match_budget_bytes();
   }
 
   //! One iteration, launched step by step: the search's totals read back size the apply.
@@ -636,9 +628,9 @@ class gpu_engine : private detail::gpu_rebuild {
                           }));
       VYRE_TRY(search.add(q));
     }
-    const std::uint64_t candidate_budget =
-        limits.node_limit == 0 ? device::join_search::no_budget : match_budget_bytes(limits);
-    VYRE_TRY_ASSIGN(const bool searched, search.run(candidate_budget));
+    // Under a node limit the join's candidates get the CPU engine's match budget, so that a
+    // search the device runs to its end is one the CPU engine would have run to its end too.
+    VYRE_TRY_ASSIGN(const bool searched, search.run(limits.match_budget_bytes()));
     if (!searched) {
       report.stopped = iteration_stop::handed_to_cpu;
       return {};
