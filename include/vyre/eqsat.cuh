@@ -10,7 +10,9 @@
 //!   `plan_rule`), `table.cuh` (a table's device view), `ematch.cuh` (plans flattened, the
 //!   level-by-level `join_search`, column and pair indexes), `union_find.cuh` (lock-free,
 //!   smallest id wins), `rebuild.cuh` (canonicalize, sort rows, unite congruent rows, drop
-//!   duplicates), `hashcons.cuh` (device lookup-or-insert of rows)
+//!   duplicates), `hashcons.cuh` (device lookup-or-insert of rows: a standalone piece for an
+//!   engine that inserts as it applies; vyre's GPU engine appends and dedupes by sorting in
+//!   its rebuild instead)
 #pragma once
 
 #include "vyre/eqsat.hpp"

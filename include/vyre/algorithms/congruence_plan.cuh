@@ -153,9 +153,8 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
   ~congruence_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
 
   //! Congruence closure of the device image `image` (same contract as `congruence`).
-  //! @throws / returns (error policy): a child without rows (`errc::not_found`), a children range
-  //! past
-  //!         the column (`errc::out_of_range`), an input beyond capacity with
+  //! @throws / returns (error policy): a child without rows (`errc::not_found`), a children
+  //!         range past the column (`errc::out_of_range`), an input beyond capacity with
   //!         `plan_growth::fail` (`errc::out_of_range`, naming sizes and capacity), more groups
   //!         than rows (`errc::invalid_layout`), CUDA failures. The plan stays usable.
   result<congruence_view> run(const image_columns& image) {
