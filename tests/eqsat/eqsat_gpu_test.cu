@@ -566,9 +566,8 @@ TEST_CASE("gpu offload: an iteration that could cross the node limit runs on the
   CHECK(got.sizes == unlimited.iterations[2].sizes);
   CHECK(got.outputs.size() == unlimited.outputs.size());
 
-  // Every limit from the first iteration's rows to past the last: the device stops where the
-  // CPU engine stops, with the same state, and runs every iteration whose search stays below
-  // the limit itself (the first always does at a limit this far above it).
+  // Limits from the first iteration's rows to past the last: the device stops where the CPU
+  // engine stops, with the same state; under the largest, the device runs iterations itself.
   for (const std::uint64_t at : {unlimited.iterations[0].rows, unlimited.iterations[1].rows + 1,
                                  unlimited.iterations[2].rows * 2, unlimited.iterations[3].rows,
                                  unlimited.iterations.back().rows * 4}) {

@@ -15,8 +15,7 @@
 //! Limits: `node_limit` bounds the rows ever committed (the iteration that crosses it is rolled
 //! back by the database's undo record, `database::begin_undo`; the GPU engine hands an
 //! iteration that could cross it to the CPU engine, so both stop at the same iteration),
-//! `time_limit` the seconds of all
-//! runs; a run stopped by either ends the program's runs
+//! `time_limit` the seconds of all runs; a run stopped by either ends the program's runs
 //! (later commands still declare, add and output). Errors stop the program: a bad program is
 //! `errc::parse` (`describe` renders `file:line:col: what (name). Fix: ...`), a failed `check`,
 //! a `panic` or a failing action likewise; running out of memory is `errc::out_of_memory`.
