@@ -565,24 +565,6 @@ class gpu_engine : private detail::gpu_rebuild {
     return out;
   }
 
-  //! Whether the iteration whose search found `totals` could reach the node limit, or could
-  //! make the CPU engine stop on its match budget: then the device hands it to the CPU
-  //! engine, whose checks inside an iteration are exact. Rows only grow by the apply (at most
-  //! one row per match and step) and shrink in the rebuild, and the CPU engine's seminaive
-  //! matches are among the device's, so an iteration that passes this commits on both.
-  bool could_reach_node_limit(std::span<const device::rule_plan> plans,
-                              std::span<const std::uint64_t> totals,
-                              const iteration_limits& limits) const {
-    if (limits.node_limit == 0) return false;
-    std::uint64_t rows = total_rows(), match_bytes = 0;
-    for (std::size_t r = 0; r < plans.size(); ++r) {
-      // No overflow: totals are below 2^32 per rule, steps and variables a few dozen.
-      rows += totals[r] * plans[r].step_count();
-      match_bytes += totals[r] * decl_->rules[plans[r].rule].body.variable_count() * sizeof(value);
-    }
-    return rows > limits.node_limit || match_bytes > limits.match_budget_bytes();
-  }
-
   //! One iteration, launched step by step: the search's totals read back size the apply.
   //! Mutates the committed state (the caller restores its snapshot on an error, or when the
   //! report says `handed_to_cpu`: the search found enough to reach the node limit).
@@ -638,7 +620,7 @@ class gpu_engine : private detail::gpu_rebuild {
     std::vector<std::uint64_t> totals(rules, 0);
     std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<std::uint64_t> appended(tables_.size(), 0);
-    std::uint64_t fresh = 0, match_words = 0;
+    std::uint64_t fresh = 0, match_words = 0, new_rows = 0, cpu_match_bytes = 0;
     for (std::size_t r = 0; r < rules; ++r) {
       const std::uint64_t total = search.matches(r);
       totals[r] = total;
@@ -646,10 +628,19 @@ class gpu_engine : private detail::gpu_rebuild {
       if (total == 0) continue;
       const device::rule_plan& plan = plans[r];
       for (std::size_t s = 0; s < plan.step_count(); ++s) appended[step_table(plan, s)] += total;
+      // No overflow: totals are below 2^32 per rule, steps and variables a few dozen.
+      new_rows += total * plan.step_count();
       fresh += total * plan.actions.size();
       match_words += total * plan.saved.size();
+      cpu_match_bytes += total * decl_->rules[plan.rule].body.variable_count() * sizeof(value);
     }
-    if (could_reach_node_limit(plans, totals, limits)) {
+    // Under a node limit, an iteration that could reach it, or whose matches the CPU engine
+    // would stop on (its match budget), goes to the CPU engine, whose checks inside an
+    // iteration are exact. Rows only grow by the apply (at most one per match and step) and
+    // shrink in the rebuild, and the CPU engine's seminaive matches are among these, so an
+    // iteration that passes commits on both engines.
+    if (limits.node_limit != 0 && (total_rows() + new_rows > limits.node_limit ||
+                                   cpu_match_bytes > limits.match_budget_bytes())) {
       report.stopped = iteration_stop::handed_to_cpu;
       return {};
     }
