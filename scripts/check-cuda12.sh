@@ -97,11 +97,23 @@ installed_at=$(date +%s)
 work=$(mktemp -d "${TMPDIR:-/tmp}/vyre-cuda12.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
-# The public headers; the JSON loader's needs simdjson, which nvcc cannot compile, the DAG ILP's
-# needs COIN-OR CBC (host-only, optional), and the diagnostic prologue/epilogue are regions, not
-# headers (tests/headers checks them).
-find include/vyre -name '*.hpp' -o -name '*.cuh' | sed 's|^include/||' | sort |
-  grep -vxE 'vyre/io/egraph_json.hpp|vyre/algorithms/dag_ilp.hpp|vyre/detail/(prologue|epilogue).hpp' |
+# The public headers, less three kinds: those that reach simdjson (the JSON loader's; nvcc cannot
+# compile simdjson), the DAG ILP's (COIN-OR CBC, host-only and optional), and the diagnostic
+# prologue/epilogue (regions, not headers; tests/headers checks them). The simdjson set is the
+# closure of "includes simdjson.h or a header in the set", so a new loader header joins it alone.
+find include/vyre -name '*.hpp' -o -name '*.cuh' | sed 's|^include/||' | sort >"$work/all_headers"
+{ grep -l '#include <simdjson.h>' $(sed 's|^|include/|' "$work/all_headers") || true; } |
+  sed 's|^include/||' >"$work/simdjson_headers"
+while :; do
+  before=$(wc -l <"$work/simdjson_headers")
+  { grep -lF -f <(sed 's|.*|#include "&"|' "$work/simdjson_headers") \
+    $(sed 's|^|include/|' "$work/all_headers") || true; } | sed 's|^include/||' |
+    sort -u - "$work/simdjson_headers" >"$work/simdjson_next"
+  mv "$work/simdjson_next" "$work/simdjson_headers"
+  [ "$(wc -l <"$work/simdjson_headers")" -eq "$before" ] && break
+done
+grep -vxF -f "$work/simdjson_headers" "$work/all_headers" |
+  grep -vxE 'vyre/algorithms/dag_ilp.hpp|vyre/detail/(prologue|epilogue).hpp' |
   grep -E "${VYRE_CUDA12_ONLY:-.}" >"$work/headers"
 count=$(wc -l <"$work/headers")
 
