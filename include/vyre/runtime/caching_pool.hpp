@@ -3,27 +3,25 @@
 //! `vyre::alloc::caching_pool`: device blocks in power-of-two size classes (256 B upwards),
 //! cached per stream. Include `vyre/runtime/memory.hpp`.
 //!
-//! **Hits cost no atomic read-modify-write and no CUDA call.** Each thread keeps its last few
-//! freed blocks (up to `thread_cache_blocks`, of at most `thread_cache_max_block` bytes) in a
-//! cache of its own, tagged with the stream they were freed on; a free pushes there and the
-//! next allocation of that class on that stream pops it. Other threads reach a thread's cache
-//! only to drain it (`release_cached`, teardown, a thread's exit), through asymmetric fences:
-//! the owner pays a compiler barrier, the drainer a process-wide membarrier.
+//! Three layers, each in a file of its own under `runtime/detail/`:
+//! - **thread caches** (`thread_block_cache.hpp`): each thread keeps its last few freed blocks
+//!   (up to `thread_cache_blocks`, of at most `thread_cache_max_block` bytes), tagged with the
+//!   stream they were freed on; the next allocation of that class on that stream pops one with
+//!   no atomic read-modify-write and no CUDA call.
+//! - **stream free lists** (`stream_free_lists.hpp`): behind the thread caches, each stream's
+//!   free blocks; other streams take them only behind a completed fence.
+//! - **block records and the cap** (`pool_blocks.hpp`): one record per device block, found by
+//!   a lock-free pointer table (`block_index.hpp`); at most `retained_cap` free bytes are kept,
+//!   and lists and caches each hold a share of that cap, taken when they grow and given back
+//!   when the pool runs short, so a free only touches shared state at a new high-water mark.
 //!
-//! Behind the thread caches, every stream has shared free lists under a spin lock. Reuse is
-//! safe by stream order: a block freed on stream `s` may go to the next allocation on `s` at
-//! once. Another stream takes it only once an event recorded on `s` after the free has
-//! completed. That event is recorded by the next free on `s` after another stream asked for
-//! one (nothing is paid while no stream is short), and never while `s` is being captured. The
-//! pool never queries a stream, which would invalidate a capture running in another thread.
+//! This class routes between them and the device. Telemetry is reported, not kept: the pool
+//! calls the `telemetry_counters` it was given at the events only it sees (a hit, a miss, a
+//! cudaMalloc, a cudaFree); a hit counts through the thread's own slot, found once per thread.
 //!
-//! At most `retained_cap` free bytes are kept. Stream lists and thread caches each hold a share
-//! of that cap, taken when they grow and given back when the pool runs short, so a free only
-//! touches shared state when it reaches a new high-water mark.
-//!
-//! Every free is validated against a pointer table read without a lock: a foreign pointer, or
-//! one freed twice, is an error. (Two threads freeing the same pointer at the same moment is a
-//! race in the caller that is not guaranteed to be caught.)
+//! Every free is validated against the pointer table: a foreign pointer, or one freed twice, is
+//! an error. (Two threads freeing the same pointer at the same moment is a race in the caller
+//! that is not guaranteed to be caught.)
 #pragma once
 
 #include <algorithm>
@@ -34,10 +32,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <thread>
 #include <unordered_map>
-#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -45,10 +41,11 @@
 #include "vyre/core/cuda_check.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/policies.hpp"
-#include "vyre/runtime/detail/asymmetric_fence.hpp"
 #include "vyre/runtime/detail/block_index.hpp"
+#include "vyre/runtime/detail/pool_blocks.hpp"
 #include "vyre/runtime/detail/resource_support.hpp"
-#include "vyre/runtime/detail/spin_lock.hpp"
+#include "vyre/runtime/detail/stream_free_lists.hpp"
+#include "vyre/runtime/detail/thread_block_cache.hpp"
 #include "vyre/runtime/device.hpp"
 #include "vyre/runtime/telemetry.hpp"
 
@@ -64,7 +61,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   static constexpr const char* alignment_context = "alloc::caching_pool: unsupported alignment";
   static constexpr int min_class_log2 = 8;  // 256 bytes, the cudaMalloc alignment
   //! Blocks a thread keeps for itself, and the largest it keeps.
-  static constexpr std::size_t thread_cache_blocks = 8;
+  static constexpr std::size_t thread_cache_blocks = detail::thread_block_cache::capacity;
   static constexpr std::size_t thread_cache_max_block = std::size_t{16} << 20;
 
   caching_pool_resource(int ordinal, telemetry_counters* telemetry,
@@ -73,7 +70,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
         telemetry_(telemetry),
         retained_cap_(options.retained_cap),
         thread_cache_bytes_((std::min)(options.retained_cap / 4, std::size_t{64} << 20)),
-        unreserved_(options.retained_cap) {
+        ledger_(options.retained_cap) {
     live_pools::add(instance_, this);
   }
   caching_pool_resource(const caching_pool_resource&) = delete;
@@ -81,9 +78,6 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   ~caching_pool_resource() {
     live_pools::remove(instance_);  // first: an ending thread no longer hands its cache back
     (void)release_all();
-    std::lock_guard lock(streams_mutex_);
-    for (auto& [key, stream] : streams_)
-      if (stream->fence != nullptr) (void)cudaEventDestroy(stream->fence);
   }
 
   //! The bytes a request of `bytes` occupies: the next power of two (at least 256) when that
@@ -109,13 +103,13 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     const void* key = key_of(stream);
     block* b = nullptr;
     thread_cache* mine = held <= thread_cache_max_block ? my_thread_cache() : nullptr;
-    if (mine != nullptr) b = take_from_thread_cache(*mine, key, held);
+    if (mine != nullptr) b = mine->take(key, held);
     stream_lists* own = nullptr;
     if (b == nullptr) {
       own = lists_of(stream);
       if (own == nullptr) return allocate_from_device(bytes, held, nullptr);
       if (mine != nullptr) flush_other_streams(*mine, key);  // so they can be fenced and shared
-      b = take_own(*own, held);
+      b = own->pop(held);
       if (b == nullptr) b = take_from_other_stream(*own, held, stream);
       if (b == nullptr) return allocate_from_device(bytes, held, own);
     }
@@ -137,7 +131,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     if (b->held <= thread_cache_max_block && target != nullptr &&
         !target->fence_wanted.load(std::memory_order_relaxed))
       if (thread_cache* mine = my_thread_cache();
-          mine != nullptr && put_in_thread_cache(*mine, b, key_of(stream), stream))
+          mine != nullptr && mine->put(b, key_of(stream), stream, thread_cache_bytes_, ledger_))
         return {};
     if (b->live.exchange(false, std::memory_order_acq_rel) == false) return fail(not_live(ptr));
     if (target != nullptr) {
@@ -158,26 +152,17 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     };
     {
       std::lock_guard caches(thread_caches_mutex_);
-      for (auto& tc : thread_caches_)
-        drain(*tc, [&](thread_cache& c) {
-          const std::size_t n = c.count.exchange(0, std::memory_order_relaxed);
-          for (std::size_t i = 0; i < n; ++i) keep_first(free_to_device(c.entries[i].b));
-          c.bytes.store(0, std::memory_order_relaxed);
-          unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
-                                std::memory_order_relaxed);
-        });
+      for (auto& tc : thread_caches_) {
+        thread_cache::entries_type taken;
+        std::size_t n = 0;
+        tc->drain([&] { n = tc->take_all(taken, ledger_); });
+        for (std::size_t i = 0; i < n; ++i) keep_first(free_to_device(taken[i].b));
+      }
     }
     std::lock_guard registry(streams_mutex_);
     for (auto& [key, lists] : streams_) {
-      std::array<std::vector<block*>, class_count> taken;
-      {
-        std::lock_guard lock(lists->lock);
-        taken.swap(lists->free);  // no allocation under the lock
-        lists->fenced.fill(0);
-        lists->cached_bytes = 0;
-        lists->cached_blocks.store(0, std::memory_order_relaxed);
-        unreserved_.fetch_add(std::exchange(lists->budget, 0), std::memory_order_relaxed);
-      }
+      stream_lists::lists taken;
+      ledger_.give(lists->take_all(taken));
       for (auto& blocks : taken)
         for (block* b : blocks) keep_first(free_to_device(b));
     }
@@ -230,53 +215,9 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   int device() const noexcept { return ordinal_; }
 
  private:
-  static constexpr int class_count = 64;  // index: log2(class bytes)
-  struct stream_lists;
-
-  // One device block the pool owns, live or cached. Records are recycled, never freed before
-  // the pool, so a lock-free reader holding a stale one reads valid (if unrelated) memory.
-  // A cache line each: threads flip `live` on their own blocks without false sharing.
-  struct alignas(64) block {
-    std::atomic<void*> ptr{nullptr};
-    std::size_t held = 0;
-    bool cacheable = false;  // a size class the pool keeps
-    std::atomic<bool> live{false};
-  };
-
-  // The free blocks of one stream, LIFO per class. `free[c][0, fenced[c])` were freed before
-  // the last record of `fence`, so other streams may take them once it completed.
-  struct alignas(64) stream_lists {
-    detail::spin_lock lock;
-    cudaStream_t stream = nullptr;
-    std::size_t cached_bytes = 0;
-    std::atomic<std::size_t> cached_blocks{0};  // written under the lock, read by observers
-    std::size_t budget = 0;                     // this stream's share of the retained cap
-    std::atomic<bool> fence_wanted{false};      // another stream is short of blocks
-    cudaEvent_t fence = nullptr;
-    std::array<std::vector<block*>, class_count> free{};
-    std::array<std::size_t, class_count> fenced{};
-  };
-
-  // A thread's own free blocks. Only its thread touches the entries while `busy`; a drainer
-  // sets `stop`, fences, and waits until the owner is out (see asymmetric_fence.hpp).
-  struct alignas(64) thread_cache {
-    std::atomic<bool> busy{false};
-    std::atomic<bool> stop{false};
-    std::mutex drain_mutex;  // one drainer at a time
-    struct entry {
-      const void* key;
-      cudaStream_t stream;
-      block* b;
-    };
-    std::array<entry, thread_cache_blocks> entries{};
-    // Written by the owner (or a drainer), read by observers: relaxed atomics.
-    std::atomic<std::size_t> budget{0};  // this cache's share of the retained cap
-    std::atomic<std::size_t> bytes{0};
-    std::atomic<std::size_t> count{0};  // entries in use
-    std::thread::id owner;  // default id: the thread ended and the cache is free for another
-    // The owner's telemetry counters (empty without telemetry), so a hit looks nothing up.
-    telemetry_counters::local_counters telemetry;
-  };
+  using block = detail::pool_block;
+  using stream_lists = detail::stream_free_lists;
+  using thread_cache = detail::thread_block_cache;
 
   // Which lists and which thread cache a thread used last, per pool instance (instance ids are
   // never reused, so an entry of a destroyed pool matches nothing).
@@ -314,6 +255,10 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       std::lock_guard lock(mutex());
       map().erase(id);
     }
+    // Gives `cache` back to pool `id` if that pool still exists. @pre mutex() is held.
+    static void abandon(std::uint64_t id, thread_cache& cache) noexcept {
+      if (const auto it = map().find(id); it != map().end()) it->second->abandon(cache);
+    }
   };
   // Runs when a thread ends: every cache it owned goes back to its pool.
   struct thread_exit_hook {
@@ -322,9 +267,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       if (entries == nullptr) return;
       std::lock_guard lock(live_pools::mutex());
       for (thread_cache_entry& e : *entries) {
-        if (e.cache == nullptr) continue;
-        if (const auto it = live_pools::map().find(e.pool); it != live_pools::map().end())
-          it->second->abandon(*e.cache);
+        if (e.cache != nullptr) live_pools::abandon(e.pool, *e.cache);
         e = {};
       }
     }
@@ -342,9 +285,6 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   bool is_class(std::size_t held) const noexcept {
     return std::has_single_bit(held) && held >= (std::size_t{1} << min_class_log2) &&
            held <= retained_cap_;
-  }
-  static std::size_t class_index(std::size_t held) noexcept {
-    return static_cast<std::size_t>(std::countr_zero(held));
   }
   static error not_live(const void* ptr) noexcept {
     return detail::unknown_pointer(
@@ -373,28 +313,6 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
 
   // ---- thread caches ----------------------------------------------------------------------
-
-  static bool enter(thread_cache& tc) noexcept {
-    tc.busy.store(true, std::memory_order_relaxed);
-    detail::asymmetric_fence::light();
-    if (!tc.stop.load(std::memory_order_acquire)) return true;
-    tc.busy.store(false, std::memory_order_release);  // being drained: use the shared lists
-    return false;
-  }
-  static void leave(thread_cache& tc) noexcept {
-    tc.busy.store(false, std::memory_order_release);
-  }
-
-  // Runs `f(tc)` with the owner kept out (any thread, the owner's included).
-  template <class F>
-  static void drain(thread_cache& tc, F&& f) noexcept {
-    std::lock_guard lock(tc.drain_mutex);
-    tc.stop.store(true, std::memory_order_relaxed);
-    detail::asymmetric_fence::heavy();
-    while (tc.busy.load(std::memory_order_acquire)) std::this_thread::yield();
-    f(tc);
-    tc.stop.store(false, std::memory_order_release);
-  }
 
   // This thread's cache for this pool, created (or taken over from an ended thread) on first
   // use; null only without host memory.
@@ -431,8 +349,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     if (slot.cache != nullptr) {
       // Evicting another pool's entry: give that cache back as if this thread had ended.
       std::lock_guard lock(live_pools::mutex());
-      if (const auto it = live_pools::map().find(slot.pool); it != live_pools::map().end())
-        it->second->abandon(*slot.cache);
+      live_pools::abandon(slot.pool, *slot.cache);
     }
     slot = {instance_, tc};
     hook.entries = &entries;
@@ -441,72 +358,21 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   // The owner is gone (or evicted it): its blocks go to their streams' lists, the cache to
   // the next thread that needs one.
   void abandon(thread_cache& tc) noexcept {
-    drain(tc, [&](thread_cache& c) {
-      const std::size_t n = c.count.exchange(0, std::memory_order_relaxed);
-      for (std::size_t i = 0; i < n; ++i) {
-        block* b = c.entries[i].b;
-        // The cache's share goes back first, so the lists can take it over.
-        unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
-                              std::memory_order_relaxed);
-        // A per-thread stream's key dies with its thread (a new thread may get the same
-        // address): its blocks go back to the device, whose cudaFree waits for their work.
-        stream_lists* lists = is_per_thread(c.entries[i].stream)
-                                  ? nullptr
-                                  : lists_by_key(c.entries[i].key, c.entries[i].stream);
-        if (lists == nullptr || !cache_in_lists(*lists, b, /*may_fence=*/false,
-                                                /*may_reclaim=*/false))
-          (void)free_to_device(b);
-      }
-      c.bytes.store(0, std::memory_order_relaxed);
-      unreserved_.fetch_add(c.budget.exchange(0, std::memory_order_relaxed),
-                            std::memory_order_relaxed);
-    });
+    thread_cache::entries_type taken;
+    std::size_t n = 0;
+    // The cache's share goes back first, so the lists can take it over.
+    tc.drain([&] { n = tc.take_all(taken, ledger_); });
+    for (std::size_t i = 0; i < n; ++i) {
+      const thread_cache::entry& e = taken[i];
+      // A per-thread stream's key dies with its thread (a new thread may get the same
+      // address): its blocks go back to the device, whose cudaFree waits for their work.
+      stream_lists* lists = is_per_thread(e.stream) ? nullptr : lists_by_key(e.key, e.stream);
+      if (lists == nullptr ||
+          !cache_in_lists(*lists, e.b, /*may_fence=*/false, /*may_reclaim=*/false))
+        (void)free_to_device(e.b);
+    }
     std::lock_guard caches(thread_caches_mutex_);
     tc.owner = std::thread::id{};
-  }
-
-  block* take_from_thread_cache(thread_cache& tc, const void* key, std::size_t held) noexcept {
-    if (!enter(tc)) return nullptr;
-    block* found = nullptr;
-    const std::size_t n = tc.count.load(std::memory_order_relaxed);
-    for (std::size_t i = n; i-- > 0;) {
-      auto& e = tc.entries[i];
-      if (e.key == key && e.b->held == held) {
-        found = e.b;
-        e = tc.entries[n - 1];
-        tc.count.store(n - 1, std::memory_order_relaxed);
-        tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - held, std::memory_order_relaxed);
-        found->live.store(true, std::memory_order_relaxed);
-        break;
-      }
-    }
-    leave(tc);
-    return found;
-  }
-
-  bool put_in_thread_cache(thread_cache& tc, block* b, const void* key,
-                           cudaStream_t stream) noexcept {
-    const std::size_t held = b->held;
-    if (!enter(tc)) return false;
-    const std::size_t bytes = tc.bytes.load(std::memory_order_relaxed);
-    const std::size_t n = tc.count.load(std::memory_order_relaxed);
-    const bool room = n < thread_cache_blocks && bytes + held <= thread_cache_bytes_;
-    if (room && bytes + held > tc.budget.load(std::memory_order_relaxed)) {
-      // A new high-water mark: a share of the cap (the only read-modify-write on this path).
-      if (!take_from_cap(held)) {
-        leave(tc);
-        return false;
-      }
-      tc.budget.store(tc.budget.load(std::memory_order_relaxed) + held, std::memory_order_relaxed);
-    }
-    if (room) {
-      b->live.store(false, std::memory_order_relaxed);
-      tc.entries[n] = {key, stream, b};
-      tc.count.store(n + 1, std::memory_order_relaxed);
-      tc.bytes.store(bytes + held, std::memory_order_relaxed);
-    }
-    leave(tc);
-    return room;
   }
 
   // Moves this thread's cached blocks of `key` to that stream's lists (before a fence there).
@@ -524,24 +390,8 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   }
   template <class Pick, class ListsOf>
   void move_from_thread_cache(thread_cache& tc, Pick&& pick, ListsOf&& lists_of_entry) noexcept {
-    if (!enter(tc)) return;
-    std::array<thread_cache::entry, thread_cache_blocks> moving;
-    std::size_t n = 0, bytes = 0, left = tc.count.load(std::memory_order_relaxed);
-    for (std::size_t i = left; i-- > 0;)
-      if (pick(tc.entries[i])) {
-        moving[n++] = tc.entries[i];
-        bytes += tc.entries[i].b->held;
-        tc.entries[i] = tc.entries[--left];
-      }
-    if (n != 0) {
-      tc.count.store(left, std::memory_order_relaxed);
-      tc.bytes.store(tc.bytes.load(std::memory_order_relaxed) - bytes, std::memory_order_relaxed);
-      // The share moves with the blocks.
-      const std::size_t share = (std::min)(bytes, tc.budget.load(std::memory_order_relaxed));
-      tc.budget.store(tc.budget.load(std::memory_order_relaxed) - share, std::memory_order_relaxed);
-      unreserved_.fetch_add(share, std::memory_order_relaxed);
-    }
-    leave(tc);
+    thread_cache::entries_type moving;
+    const std::size_t n = tc.take_out(pick, moving, ledger_);
     for (std::size_t i = 0; i < n; ++i) {
       stream_lists* lists = lists_of_entry(moving[i]);
       if (lists == nullptr ||
@@ -567,10 +417,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     std::lock_guard registry(streams_mutex_);
     try {
       auto& slot = streams_[key];
-      if (!slot) {
-        slot.reset(new stream_lists);
-        slot->stream = stream;
-      }
+      if (!slot) slot = std::make_unique<stream_lists>(stream);
       return slot.get();
     } catch (...) {
       return nullptr;
@@ -586,22 +433,6 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     }
   }
 
-  // Pops the newest free block of the class from the stream's own lists.
-  static block* take_own(stream_lists& lists, std::size_t held) noexcept {
-    const std::size_t c = class_index(held);
-    std::lock_guard lock(lists.lock);
-    auto& list = lists.free[c];
-    if (list.empty()) return nullptr;
-    block* b = list.back();
-    list.pop_back();
-    lists.fenced[c] = (std::min)(lists.fenced[c], list.size());
-    lists.cached_bytes -= held;
-    lists.cached_blocks.store(lists.cached_blocks.load(std::memory_order_relaxed) - 1,
-                              std::memory_order_relaxed);
-    b->live.store(true, std::memory_order_relaxed);
-    return b;
-  }
-
   // A block of the class another stream freed before a fence that has completed. Streams with
   // unfenced blocks of the class are asked to record a fence at their next free.
   block* take_from_other_stream(stream_lists& own, std::size_t held, cudaStream_t stream) noexcept {
@@ -613,61 +444,11 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       (void)cudaGetLastError();
       return nullptr;
     }
-    const std::size_t c = class_index(held);
     std::lock_guard registry(streams_mutex_);
-    for (auto& [key, entry] : streams_) {
-      stream_lists& other = *entry;
-      if (&other == &own) continue;
-      std::lock_guard lock(other.lock);
-      auto& list = other.free[c];
-      if (other.fenced[c] > 0 && fence_completed(other)) {
-        // Take the newest fenced block; the newest unfenced one fills its slot.
-        const std::size_t slot = other.fenced[c] - 1;
-        block* taken = list[slot];
-        list[slot] = list.back();
-        list.pop_back();
-        other.fenced[c] = slot;
-        other.cached_bytes -= held;
-        other.cached_blocks.store(other.cached_blocks.load(std::memory_order_relaxed) - 1,
-                                  std::memory_order_relaxed);
-        taken->live.store(true, std::memory_order_relaxed);
-        return taken;
-      }
-      if (list.size() > other.fenced[c]) other.fence_wanted.store(true, std::memory_order_relaxed);
-    }
+    for (auto& [key, other] : streams_)
+      if (other.get() != &own)
+        if (block* taken = other->pop_fenced(held)) return taken;
     return nullptr;
-  }
-
-  static bool fence_completed(stream_lists& lists) noexcept {
-    if (lists.fence == nullptr) return false;
-    const cudaError_t status = cudaEventQuery(lists.fence);
-    if (status == cudaSuccess) return true;
-    (void)cudaGetLastError();  // cudaErrorNotReady is not an error worth keeping
-    return false;
-  }
-
-  // Records the fence on the stream (never on one being captured: the record would become
-  // part of the capture) and marks every block on the lists as covered by it.
-  // @pre lists.lock is held, by a thread that may use the stream.
-  static void record_fence(stream_lists& lists) noexcept {
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(lists.stream, &capture) != cudaSuccess ||
-        capture != cudaStreamCaptureStatusNone) {
-      (void)cudaGetLastError();
-      return;
-    }
-    if (lists.fence == nullptr &&
-        cudaEventCreateWithFlags(&lists.fence, cudaEventDisableTiming) != cudaSuccess) {
-      (void)cudaGetLastError();
-      lists.fence = nullptr;
-      return;
-    }
-    if (cudaEventRecord(lists.fence, lists.stream) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return;
-    }
-    for (std::size_t c = 0; c < class_count; ++c) lists.fenced[c] = lists.free[c].size();
-    lists.fence_wanted.store(false, std::memory_order_relaxed);
   }
 
   // Caches `b` (free, on no list, in no thread cache) on `lists`, growing that stream's share
@@ -676,66 +457,28 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   // reclaim drains them too). False when the cap is reached even after idle shares came back,
   // or without host memory for the list.
   bool cache_in_lists(stream_lists& lists, block* b, bool may_fence, bool may_reclaim) noexcept {
+    using pushed = stream_lists::push_result;
+    if (const pushed first = lists.push(b, 0, may_fence); first != pushed::over_budget)
+      return first == pushed::cached;
     const std::size_t held = b->held;
-    const std::size_t c = class_index(held);
-    for (bool took_share = false;;) {
-      {
-        std::lock_guard lock(lists.lock);
-        if (took_share) lists.budget += held;
-        if (lists.cached_bytes + held <= lists.budget) {
-          auto& list = lists.free[c];
-          if (list.size() == list.capacity()) {
-            try {
-              list.reserve(list.size() < 4 ? 4 : list.size() * 2);
-            } catch (...) {
-              return false;
-            }
-          }
-          list.push_back(b);  // never allocates: capacity checked above
-          lists.cached_bytes += held;
-          lists.cached_blocks.store(lists.cached_blocks.load(std::memory_order_relaxed) + 1,
-                                    std::memory_order_relaxed);
-          if (may_fence && lists.fence_wanted.load(std::memory_order_relaxed)) record_fence(lists);
-          return true;
-        }
-        if (took_share) return false;  // others filled the share meanwhile
-      }
-      if (!take_from_cap(held)) {
-        if (!may_reclaim) return false;
-        reclaim_idle_shares();
-        if (!take_from_cap(held)) return false;
-      }
-      took_share = true;
+    if (!ledger_.take(held)) {
+      if (!may_reclaim) return false;
+      reclaim_idle_shares();
+      if (!ledger_.take(held)) return false;
     }
+    // False when others filled the share meanwhile.
+    return lists.push(b, held, may_fence) == pushed::cached;
   }
 
-  bool take_from_cap(std::size_t held) noexcept {
-    std::size_t left = unreserved_.load(std::memory_order_relaxed);
-    do {
-      if (left < held) return false;
-    } while (!unreserved_.compare_exchange_weak(left, left - held, std::memory_order_relaxed));
-    return true;
-  }
   // Gives back every stream's and thread cache's share beyond what it holds.
   void reclaim_idle_shares() noexcept {
     {
       std::lock_guard registry(streams_mutex_);
-      for (auto& [key, lists] : streams_) {
-        std::lock_guard lock(lists->lock);
-        unreserved_.fetch_add(lists->budget - lists->cached_bytes, std::memory_order_relaxed);
-        lists->budget = lists->cached_bytes;
-      }
+      for (auto& [key, lists] : streams_) ledger_.give(lists->trim_budget());
     }
     std::lock_guard caches(thread_caches_mutex_);
-    for (auto& tc : thread_caches_) {
-      if (tc->budget.load(std::memory_order_relaxed) == tc->bytes.load(std::memory_order_relaxed))
-        continue;  // nothing idle (a racing owner only makes this a missed chance)
-      drain(*tc, [&](thread_cache& c) {
-        const std::size_t bytes = c.bytes.load(std::memory_order_relaxed);
-        unreserved_.fetch_add(c.budget.exchange(bytes, std::memory_order_relaxed) - bytes,
-                              std::memory_order_relaxed);
-      });
-    }
+    for (auto& tc : thread_caches_)
+      if (tc->has_idle_budget()) tc->drain([&] { tc->trim_budget(ledger_); });
   }
 
   // ---- the device -------------------------------------------------------------------------
@@ -755,7 +498,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     if (status != cudaSuccess)
       return fail(detail::device_oom(status, "alloc::caching_pool: cudaMalloc failed", bytes)
                       .with("class_bytes", held));
-    block* b = new_record();
+    block* b = records_.acquire();
     if (b != nullptr) {
       // Complete before the index publishes it.
       b->ptr.store(ptr, std::memory_order_relaxed);
@@ -764,7 +507,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
       b->live.store(true, std::memory_order_relaxed);
     }
     if (b == nullptr || !index_.insert(b)) {
-      if (b != nullptr) recycle(b);
+      if (b != nullptr) records_.recycle(b);
       (void)cudaFree(ptr);
       return fail(bookkeeping_error(bytes));
     }
@@ -787,7 +530,7 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     void* ptr = b->ptr.load(std::memory_order_relaxed);
     const std::size_t held = b->held;
     index_.erase(ptr);
-    recycle(b);
+    records_.recycle(b);
     if (telemetry_ != nullptr) telemetry_->record_device_released(held);
     detail::device_guard guard(ordinal_);
     VYRE_TRY(guard.status());
@@ -795,41 +538,18 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
     return {};
   }
 
-  block* new_record() noexcept {
-    std::lock_guard lock(records_mutex_);
-    if (!spare_records_.empty()) {
-      block* b = spare_records_.back();
-      spare_records_.pop_back();
-      return b;
-    }
-    try {
-      spare_records_.reserve(records_.size() + 1);  // so `recycle` never allocates
-      records_.push_back(std::make_unique<block>());
-      return records_.back().get();
-    } catch (...) {
-      return nullptr;
-    }
-  }
-  void recycle(block* b) noexcept {
-    std::lock_guard lock(records_mutex_);
-    b->live.store(false, std::memory_order_relaxed);
-    spare_records_.push_back(b);  // capacity reserved in new_record
-  }
-
   int ordinal_;
   telemetry_counters* telemetry_;
   std::size_t retained_cap_;
   std::size_t thread_cache_bytes_;  // the most one thread cache keeps
   const std::uint64_t instance_ = next_instance_id();
-  std::atomic<std::size_t> unreserved_;  // the part of the cap nobody holds
+  detail::retained_cap_ledger ledger_;
+  detail::pool_block_records records_;
   detail::block_index<block> index_;
   mutable std::mutex streams_mutex_;
   std::unordered_map<const void*, std::unique_ptr<stream_lists>> streams_;
   mutable std::mutex thread_caches_mutex_;
   std::vector<std::unique_ptr<thread_cache>> thread_caches_;
-  std::mutex records_mutex_;
-  std::vector<std::unique_ptr<block>> records_;
-  std::vector<block*> spare_records_;
 };
 
 }  // namespace vyre
