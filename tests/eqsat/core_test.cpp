@@ -367,3 +367,21 @@ TEST_CASE("iteration_limits: the match budget follows the node limit and saturat
   limits.node_limit = std::uint64_t{1} << 62;  // 32 bytes a row would wrap
   CHECK(limits.match_budget_bytes() == ~std::uint64_t{0});
 }
+
+TEST_CASE("core: output kinds and run stops have the names --json prints", "[eqsat][core]") {
+  using kind = vyre::eqsat::program_output::kind;
+  using vyre::eqsat::run_stop;
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::print_size)) == "print-size");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::function_size)) == "function-size");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::extract)) == "extract");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::variants)) == "variants");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::print_function)) ==
+        "print-function");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(kind::print_stats)) == "print-stats");
+  CHECK(std::string(vyre::eqsat::program_output_kind_name(static_cast<kind>(200))) == "unknown");
+  CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::none)) == "none");
+  CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::saturated)) == "saturated");
+  CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::iterations)) == "iterations");
+  CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::node_limit)) == "node_limit");
+  CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::time_limit)) == "time_limit");
+}

@@ -114,25 +114,6 @@ bool parse_seconds(const std::string& text, double& out) {
   return true;
 }
 
-const char* output_kind(vyre::eqsat::program_output::kind k) {
-  using kind = vyre::eqsat::program_output::kind;
-  switch (k) {
-    case kind::print_size:
-      return "print-size";
-    case kind::function_size:
-      return "function-size";
-    case kind::extract:
-      return "extract";
-    case kind::variants:
-      return "variants";
-    case kind::print_function:
-      return "print-function";
-    case kind::print_stats:
-      return "print-stats";
-  }
-  return "unknown";
-}
-
 std::string functions_json(const vyre::eqsat::iteration_record& r) {
   std::string out = "{";
   bool first = true;
@@ -278,7 +259,8 @@ int run(int argc, char** argv) {
     bool first = true;
     std::string extracts;
     for (const auto& o : s.outputs()) {
-      out += (first ? "\n  " : ",\n  ") + std::string("{\"kind\": \"") + output_kind(o.type) +
+      out += (first ? "\n  " : ",\n  ") + std::string("{\"kind\": \"") +
+             vyre::eqsat::program_output_kind_name(o.type) +
              "\", \"text\": " + vyre::io::json_string(o.text);
       if (o.type == vyre::eqsat::program_output::kind::extract) {
         out += ", \"cost\": " + std::to_string(o.cost);

@@ -80,8 +80,9 @@ struct iteration_limits {
 //! inside an iteration bound its memory. The CPU engine never reports it.
 enum class iteration_stop : std::uint8_t { none, node_limit, time_limit, handed_to_cpu };
 
-//! What one iteration did.
-struct iteration_report {
+//! What one iteration did: the engine's `iteration_report` and the session's `iteration_record`
+//! both carry it.
+struct iteration_counts {
   bool changed = false;
   std::uint64_t matches = 0;
   std::uint64_t unions = 0;  //!< unions made (apply and rebuild)
@@ -91,6 +92,10 @@ struct iteration_report {
   //! Rounds of the rebuild (canonicalize, find congruent rows, unite) until one merged nothing;
   //! 0 when nothing was united. The depth to which congruence had to propagate.
   std::uint32_t rebuild_rounds = 0;
+};
+
+//! What one iteration of an engine did, and whether it must be rolled back.
+struct iteration_report : iteration_counts {
   iteration_stop stopped = iteration_stop::none;  //!< a limit was crossed: roll back
 };
 

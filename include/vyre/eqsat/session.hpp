@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "vyre/core/error.hpp"
+#include "vyre/detail/enum_name.hpp"
 #include "vyre/eqsat/cpu_engine.hpp"
 #include "vyre/eqsat/database.hpp"
 #include "vyre/eqsat/extract.hpp"
@@ -65,8 +66,17 @@ struct program_output {
   std::uint64_t cost = 0;
 };
 
+//! The kind's name in `--json` outputs: egglog's command ("print-size", "extract", ...), or
+//! "function-size" and "variants" for the forms of `print-size` and `extract` with an argument.
+inline const char* program_output_kind_name(program_output::kind k) noexcept {
+  using kind = program_output::kind;
+  constexpr const char* names[] = {"print-size", "function-size",  "extract",
+                                   "variants",   "print-function", "print-stats"};
+  return vyre::detail::enum_name<kind::print_size, kind::print_stats>(k, names, "unknown");
+}
+
 //! What one committed iteration did.
-struct iteration_record {
+struct iteration_record : iteration_counts {
   std::uint64_t iteration = 0;  //!< 1-based over the whole program
   std::string ruleset;          //!< the ruleset it ran ("" the default one)
   //! The functions' names when it ran (a `pop` may drop declarations later); "" for hidden
@@ -75,33 +85,15 @@ struct iteration_record {
   std::uint64_t rows = 0;            //!< every function's rows after it
   std::uint64_t eclasses = 0;        //!< e-classes after it
   std::vector<std::uint64_t> sizes;  //!< rows per function (indexed like the declarations)
-  std::uint64_t matches = 0;
-  std::uint64_t unions = 0;
-  double search_seconds = 0;
-  double apply_seconds = 0;
-  double rebuild_seconds = 0;
-  std::uint32_t rebuild_rounds = 0;  //!< `iteration_report::rebuild_rounds`
-  bool changed = false;
-  std::string device = "cpu";  //!< where it ran
+  std::string device = "cpu";        //!< where it ran
 };
 
 //! Why the program's last run stopped.
 enum class run_stop : std::uint8_t { none, saturated, iterations, node_limit, time_limit };
 
 inline const char* run_stop_name(run_stop r) noexcept {
-  switch (r) {
-    case run_stop::none:
-      return "none";
-    case run_stop::saturated:
-      return "saturated";
-    case run_stop::iterations:
-      return "iterations";
-    case run_stop::node_limit:
-      return "node_limit";
-    case run_stop::time_limit:
-      return "time_limit";
-  }
-  return "none";
+  constexpr const char* names[] = {"none", "saturated", "iterations", "node_limit", "time_limit"};
+  return vyre::detail::enum_name<run_stop::none, run_stop::time_limit>(r, names, "none");
 }
 
 //! E-nodes (rows over every table) at which `--device auto` moves iterations to the GPU engine
@@ -907,13 +899,7 @@ class session {
     rec.sizes = offload != nullptr ? offload->sizes() : sizes();
     for (const std::uint64_t n : rec.sizes) rec.rows += n;
     rec.eclasses = offload != nullptr ? offload->eclasses() : eclasses();
-    rec.matches = r.matches;
-    rec.unions = r.unions;
-    rec.search_seconds = r.search_seconds;
-    rec.apply_seconds = r.apply_seconds;
-    rec.rebuild_seconds = r.rebuild_seconds;
-    rec.rebuild_rounds = r.rebuild_rounds;
-    rec.changed = r.changed;
+    static_cast<iteration_counts&>(rec) = r;
     if (options_.on_iteration) options_.on_iteration(rec);
     iterations_.push_back(std::move(rec));
     return r.changed;

@@ -329,13 +329,12 @@ class graph_core {
     VYRE_TRY_ASSIGN(const memset_params captured, memset_node_params(node));
     VYRE_TRY(check_memset_update(captured, next));
     VYRE_TRY(check_same_memory(captured.dst, next.dst, node.index));
-    cudaMemsetParams raw{};
-    raw.dst = next.dst;
-    raw.pitch = next.pitch;
-    raw.value = next.value;
-    raw.elementSize = next.element_size;
-    raw.width = next.width;
-    raw.height = next.height;
+    cudaMemsetParams raw{.dst = next.dst,
+                         .pitch = next.pitch,
+                         .value = next.value,
+                         .elementSize = next.element_size,
+                         .width = next.width,
+                         .height = next.height};
     VYRE_CUDA_TRY(cudaGraphExecMemsetNodeSetParams(exec_.get(), node.handle, &raw),
                   "captured_graph::set_memset_params: cudaGraphExecMemsetNodeSetParams");
     hook_(graph_event::update);

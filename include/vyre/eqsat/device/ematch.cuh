@@ -136,13 +136,15 @@ inline expected<void> fits(const rule_plan& plan) {
 
 //! The atom `a` of a plan over table `t` (its index still unset).
 inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
-  flat_atom g{};
-  g.cells = t.cells;
-  g.live = t.live;
-  g.rows = t.rows;
-  g.width = t.width;
-  g.key_column = a.key_column;
-  g.key_column2 = a.key_column2;
+  flat_atom g{.cells = t.cells,
+              .index = {},
+              .live = t.live,
+              .rows = t.rows,
+              .width = t.width,
+              .key_column = a.key_column,
+              .key_column2 = a.key_column2,
+              .value = {},
+              .op = {}};
   for (std::size_t c = 0; c < a.columns.size(); ++c) {
     g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
     g.value[c] = a.columns[c].value;
