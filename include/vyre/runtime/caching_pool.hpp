@@ -453,9 +453,10 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
 
   // Caches `b` (free, on no list, in no thread cache) on `lists`, growing that stream's share
   // of the cap by the block's bytes when it is full; `may_fence` when the calling thread may
-  // use the stream (it freed on it), `may_reclaim` unless a thread cache is being drained (the
-  // reclaim drains them too). False when the cap is reached even after idle shares came back,
-  // or without host memory for the list.
+  // use the stream (it freed on it), `may_reclaim` unless an abandoned cache is being handed
+  // on (a reclaim drains every thread's cache, too heavy for a thread's exit, which holds the
+  // live-pool registry meanwhile). False when the cap is reached even after idle shares came
+  // back, or without host memory for the list.
   bool cache_in_lists(stream_lists& lists, block* b, bool may_fence, bool may_reclaim) noexcept {
     using pushed = stream_lists::push_result;
     if (const pushed first = lists.push(b, 0, may_fence); first != pushed::over_budget)
