@@ -315,14 +315,16 @@ class caching_pool_resource : public mr_interface<caching_pool_resource> {
   // ---- thread caches ----------------------------------------------------------------------
 
   // This thread's cache for this pool, created (or taken over from an ended thread) on first
-  // use; null only without host memory.
-  thread_cache* my_thread_cache() noexcept {
+  // use; null only without host memory. Both hit paths call it: kept inline (g++ otherwise
+  // makes it a call: 6% more instructions per hit), with the cold adoption out of line.
+  [[gnu::always_inline]] thread_cache* my_thread_cache() noexcept {
     static thread_local std::array<thread_cache_entry, tls_entries> entries{};
     for (const thread_cache_entry& e : entries)
       if (e.pool == instance_) return e.cache;
     return adopt_thread_cache(entries);
   }
-  thread_cache* adopt_thread_cache(std::array<thread_cache_entry, tls_entries>& entries) noexcept {
+  [[gnu::noinline]] thread_cache* adopt_thread_cache(
+      std::array<thread_cache_entry, tls_entries>& entries) noexcept {
     static thread_local thread_exit_hook hook;
     static thread_local unsigned victim = 0;
     thread_cache* tc = nullptr;
