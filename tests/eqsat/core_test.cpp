@@ -355,6 +355,48 @@ TEST_CASE("core: math.egg matches egglog's counts through iteration 10 on 1 and 
   CHECK(dumps[0] == dumps[1]);
 }
 
+TEST_CASE("core: a skewed program gives the 1-thread database id for id on 2 and 3 threads",
+          "[eqsat][core]") {
+  // A boolean-algebra program over a 2-bit adder (bench/eqsat/skew_programs.py adder 2): its
+  // distributivity rewrites build three rows per match, which other matches build too. The last
+  // iteration has 116,410 matches, split over the threads in the search, with and without a
+  // node limit (which bounds the matches a search keeps). Every row, state and stamp and every
+  // id's class must be the 1-thread run's.
+  const std::string program =
+      "(datatype B (Var String) (And B B) (Or B B) (Not B))\n"
+      "(rewrite (And a b) (And b a))\n(rewrite (Or a b) (Or b a))\n"
+      "(rewrite (And a (Or b c)) (Or (And a b) (And a c)))\n"
+      "(rewrite (Or a (And b c)) (And (Or a b) (Or a c)))\n"
+      "(rewrite (Not (And a b)) (Or (Not a) (Not b)))\n"
+      "(rewrite (Not (Or a b)) (And (Not a) (Not b)))\n"
+      "(rewrite (And a (Or a b)) a)\n(rewrite (Or a (And a b)) a)\n(rewrite (Not (Not a)) a)\n"
+      "(let $p0 (Or (And (Var \"a0\") (Not (Var \"b0\"))) (And (Not (Var \"a0\")) (Var \"b0\"))))\n"
+      "(let $s0 (Or (And $p0 (Not (Var \"c0\"))) (And (Not $p0) (Var \"c0\"))))\n"
+      "(let $c1 (Or (And (Var \"a0\") (Var \"b0\")) (And (Var \"c0\") $p0)))\n"
+      "(let $p1 (Or (And (Var \"a1\") (Not (Var \"b1\"))) (And (Not (Var \"a1\")) (Var \"b1\"))))\n"
+      "(let $s1 (Or (And $p1 (Not $c1)) (And (Not $p1) $c1)))\n"
+      "(let $c2 (Or (And (Var \"a1\") (Var \"b1\")) (And $c1 $p1)))\n"
+      "(run 6)\n(print-size)\n";
+  for (const std::uint64_t node_limit : {std::uint64_t{0}, std::uint64_t{300000}}) {
+    std::vector<std::uint64_t> serial;
+    for (const unsigned threads : {1u, 2u, 3u}) {
+      INFO(threads << " threads, node limit " << node_limit);
+      eq::session_options o;
+      o.threads = threads;
+      o.node_limit = node_limit;
+      eq::session s(o);
+      REQUIRE(s.run_text(program, "adder2.egg"));
+      REQUIRE(s.iterations().size() == 6);
+      CHECK(s.iterations().back().matches == 116410);
+      CHECK(s.outputs().back().text == "((And 84292)\n (Not 849)\n (Or 85881)\n (Var 5))\n");
+      if (threads == 1)
+        serial = dump(s.db());
+      else
+        CHECK(dump(s.db()) == serial);
+    }
+  }
+}
+
 TEST_CASE("iteration_limits: the match budget follows the node limit and saturates",
           "[eqsat][limits]") {
   vyre::eqsat::iteration_limits limits;
