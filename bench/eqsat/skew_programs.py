@@ -5,6 +5,7 @@ most of the matches, so a join that gives each first-atom row one thread waits o
 
     python3 bench/eqsat/skew_programs.py adder 8 > /tmp/adder8.egg     # boolean algebra
     python3 bench/eqsat/skew_programs.py acsum 10 > /tmp/acsum10.egg   # AC over a long sum
+    python3 bench/eqsat/skew_programs.py fold 10 > /tmp/fold10.egg     # AC + constant folding
     python3 bench/eqsat/skew_programs.py closure 3000 > /tmp/tc.egg    # Datalog, power-law
     bench_eqsat --program /tmp/adder8.egg --iterations 6
 
@@ -14,6 +15,9 @@ adder N: an N-bit ripple-carry adder's sum and carry bits as And/Or/Not terms ov
   class with each of its members' children.
 acsum N: the sum x0 + ... + x(N-1) under commutativity and associativity: the class of the whole
   sum collects every bracketing of every order, the classic exponential AC blow-up.
+fold N: the sum of the products i * (i + 1), i = 1 .. N, under commutativity, associativity and
+  constant folding of + and * (i64 primitives in the rules' actions): every subset's partial sum
+  becomes a number, so the folded classes grow with the AC blow-up.
 closure N: transitive closure over a deterministic power-law graph of N nodes (preferential
   attachment, 2 out-edges a node, one in 20 of them also reversed, which makes cycles through
   the hubs): a few hubs hold most of the edges, so the join of (path a b) with (edge b c) is
@@ -59,6 +63,19 @@ def acsum(n):
     return out
 
 
+def fold(n):
+    out = ["(datatype E (Num i64) (Add E E) (Mul E E))",
+           "(rewrite (Add a b) (Add b a))",
+           "(rewrite (Add a (Add b c)) (Add (Add a b) c))",
+           "(rewrite (Add (Num a) (Num b)) (Num (+ a b)))",
+           "(rewrite (Mul (Num a) (Num b)) (Num (* a b)))"]
+    term = "(Mul (Num 1) (Num 2))"
+    for i in range(2, n + 1):
+        term = f"(Add {term} (Mul (Num {i}) (Num {i + 1})))"
+    out.append(f"(let $sum {term})")
+    return out
+
+
 def closure(n):
     rng = random.Random(20261127)
     out = ["(relation edge (i64 i64))",
@@ -80,9 +97,9 @@ def closure(n):
 
 
 def main():
-    kinds = {"adder": adder, "acsum": acsum, "closure": closure}
+    kinds = {"adder": adder, "acsum": acsum, "fold": fold, "closure": closure}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
-        sys.exit("usage: skew_programs.py adder|acsum|closure SIZE")
+        sys.exit("usage: skew_programs.py adder|acsum|fold|closure SIZE")
     print("\n".join(kinds[sys.argv[1]](int(sys.argv[2]))))
 
 

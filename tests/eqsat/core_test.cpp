@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <vyre/eqsat/device/plan.hpp>
 #include <vyre/eqsat/session.hpp>
 
 namespace eq = vyre::eqsat;
@@ -426,4 +427,71 @@ TEST_CASE("core: output kinds and run stops have the names --json prints", "[eqs
   CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::iterations)) == "iterations");
   CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::node_limit)) == "node_limit");
   CHECK(std::string(vyre::eqsat::run_stop_name(run_stop::time_limit)) == "time_limit");
+}
+
+TEST_CASE("device plan: primitives run after the atom that binds their arguments",
+          "[eqsat][core][device_plan]") {
+  namespace dev = eq::device;
+  eq::session s;
+  const std::string text = R"((datatype M (Const i64) (Add M M) (Not M) (F f64))
+(rewrite (Add (Const a) (Const b)) (Const (+ (* a 2) b)))
+(rule ((Const a) (< a 10) (= b (* a 2)) (Const b)) ((Add (Const a) (Const b))))
+(rule ((= x (Add p q)) (!= p q)) ((union x (Add q p))))
+(rewrite (Not (Const a)) (Const (not-i64 a)))
+(rule ((Const a) (< a -1)) ((Not (Const a))))
+(rewrite (Add (F a) (F b)) (F (+ a b)))
+)";
+  REQUIRE(s.run_text(text, "t.egg"));
+  const eq::declarations& decl = s.decl();
+  REQUIRE(decl.rules.size() == 6);
+  static const eq::database no_ids;
+  const auto plan = [&](std::size_t r) { return dev::plan_rule(decl, no_ids, decl.rules[r]); };
+
+  // Constant folding: two calls, the second reading the first; the set's key is the result.
+  auto fold = plan(0);
+  REQUIRE(fold);
+  REQUIRE(fold->computes.size() == 2);
+  CHECK(fold->computes[0].op == dev::device_prim::mul);
+  CHECK(fold->computes[0].args[1] == dev::plan_operand{dev::operand_kind::constant, 2});
+  CHECK(fold->computes[1].op == dev::device_prim::add);
+  CHECK(fold->computes[1].args[0] == dev::plan_operand{dev::operand_kind::computed, 0});
+  REQUIRE(fold->end == dev::head_end::set);
+  REQUIRE(fold->set_row.args.size() == 1);
+  CHECK(fold->set_row.args[0] == dev::plan_operand{dev::operand_kind::computed, 1});
+
+  // A filter and a binding primitive run after the first atom; the bound result is the key
+  // the second atom is looked up by (a check, not a second binding).
+  auto bind = plan(1);
+  REQUIRE(bind);
+  INFO(bind->describe(decl));
+  REQUIRE(bind->atoms.size() == 2);
+  REQUIRE(bind->prims.size() == 2);
+  for (const dev::plan_prim& p : bind->prims) CHECK(p.atom == 0);
+  const dev::plan_prim& twice =
+      bind->prims[0].op == dev::device_prim::mul ? bind->prims[0] : bind->prims[1];
+  CHECK(twice.out.op == dev::column_op::bind);
+  const dev::plan_atom& second = bind->atoms[1];
+  CHECK(second.key_column == 0);
+  CHECK(second.columns[0].op == dev::column_op::check);
+  CHECK(second.columns[0].value == twice.out.value);
+
+  // `!=` of two e-classes, once both are bound.
+  auto distinct = plan(2);
+  REQUIRE(distinct);
+  REQUIRE(distinct->prims.size() == 1);
+  CHECK(distinct->prims[0].op == dev::device_prim::not_equal);
+  CHECK(distinct->prims[0].atom == 0);
+
+  // Refused, naming why: a primitive the device does not evaluate, an i64 constant it cannot
+  // hold inline (-1), f64 arithmetic.
+  auto not_i64 = plan(3);
+  REQUIRE_FALSE(not_i64);
+  CHECK(not_i64.error().code() == vyre::errc::unsupported);
+  CHECK(not_i64.error().message().find("not-i64") != std::string::npos);
+  auto negative = plan(4);
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().message().find("outside [0, 2^31)") != std::string::npos);
+  auto real = plan(5);
+  REQUIRE_FALSE(real);
+  CHECK(real.error().message().find("`+`") != std::string::npos);
 }

@@ -260,6 +260,27 @@ const char* const small_programs[] = {
 (N 3)
 (run 4)
 (print-size))",
+    // primitives on the device: constant folding (two calls, the second reading the first), a
+    // filter and a binding primitive whose result a later atom looks up, `!=` of two classes,
+    // a division by zero and a remainder by zero that drop their matches
+    R"((datatype M (Num i64) (Add M M) (Mul M M) (Half M) (V String))
+(rewrite (Add (Num a) (Num b)) (Num (+ a b)))
+(rewrite (Mul (Num a) (Num b)) (Num (* (+ a 0) b)))
+(rewrite (Add a b) (Add b a))
+(rule ((Num a) (< a 40) (= b (* a 2)) (Num b)) ((union (Half (Num b)) (Num a))))
+(rule ((= x (Add p q)) (!= p q) (= p (Num n)) (<= n 3)) ((union x (Add q p))))
+(rule ((Num a) (Num b) (= c (/ a b)) (> c 4) (< c 8)) ((Num (- c 1))))
+(rule ((Num a) (= r (% a 0))) ((V "never")))
+(let $e (Add (Mul (Num 3) (Num 4)) (Add (Num 5) (Num 0))))
+(Num 24)
+(Num 10)
+(Num 20)
+(Num 6)
+(Num 30)
+(run 6)
+(check (= (Half (Num 20)) (Num 10)))
+(extract $e)
+(print-size))",
 };
 
 //! One term and a rule that adds a G row and an F row per match, one match per F row: the
@@ -271,8 +292,8 @@ std::string chain_program(int iterations, bool print_size = true) {
          std::to_string(iterations) + ")\n" + (print_size ? "(print-size)\n" : "");
 }
 
-//! Rulesets the device runs (`algebra`, the default one) and one it does not (`fold`: a
-//! primitive in its actions), so iterations move the state to the device and back; globals,
+//! Rulesets the device runs (`algebra`, the default one) and one it does not (`fold`: a String
+//! primitive in its queries), so iterations move the state to the device and back; globals,
 //! push/pop, a check, :until and a combined ruleset of both kinds between them.
 const char* const mixed_program = R"((datatype M (Num i64) (Add M M) (Mul M M) (V String))
 (ruleset algebra)
@@ -282,8 +303,8 @@ const char* const mixed_program = R"((datatype M (Num i64) (Add M M) (Mul M M) (
 (rewrite (Add a b) (Add b a) :ruleset algebra)
 (rewrite (Mul a $one) a :ruleset algebra)
 (rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)) :ruleset algebra)
-(rule ((= e (Add (Num a) (Num b)))) ((union e (Num (+ a b)))) :ruleset fold)
-(rule ((= e (Mul (Num a) (Num b)))) ((union e (Num (* a b)))) :ruleset fold)
+(rule ((= e (Add (Num a) (Num b))) (= s (to-string a))) ((union e (Num (+ a b)))) :ruleset fold)
+(rule ((= e (Mul (Num a) (Num b))) (= s (to-string b))) ((union e (Num (* a b)))) :ruleset fold)
 (rewrite (Mul a b) (Mul b a) :ruleset more)
 (unstable-combined-ruleset both algebra fold)
 (unstable-combined-ruleset device algebra more)
@@ -365,6 +386,35 @@ TEST_CASE("gpu offload: rulesets it runs and rulesets it does not, in turn", "[e
   }
   CHECK(gpu >= 6);
   CHECK(cpu >= 4);
+}
+
+TEST_CASE("gpu offload: a primitive that meets a negative i64 hands its ruleset to the cpu",
+          "[eqsat][gpu]") {
+  // `fold` makes -3 in its first iteration (2 - 5), which the device cannot intern: that
+  // iteration is rolled back and runs on the CPU engine, as do fold's later ones. `filter` then
+  // meets -3 in its query. `grow` keeps running on the device.
+  const char* const text = R"((datatype M (Num i64) (Sub M M) (Pair M M))
+(relation Small (M))
+(ruleset fold)
+(ruleset grow)
+(ruleset filter)
+(rewrite (Sub (Num a) (Num b)) (Num (- a b)) :ruleset fold)
+(rewrite (Sub a b) (Pair b a) :ruleset grow)
+(rewrite (Pair a b) (Pair b a) :ruleset grow)
+(rule ((Num a) (< a 1)) ((Small (Num a))) :ruleset filter)
+(Sub (Num 2) (Num 5))
+(Sub (Num 7) (Num 1))
+(run-schedule (repeat 3 (seq (run grow) (run fold) (run filter))))
+(check (Small (Num -3)))
+(print-size))";
+  const run_result want = run_program(text, nullptr);
+  const run_result got = run_program(text, on_gpu());
+  check_same(want, got);
+  REQUIRE(got.iterations.size() == 9);
+  for (const eq::iteration_record& it : got.iterations) {
+    INFO("iteration " << it.iteration << " of " << it.ruleset << " on the " << it.device);
+    CHECK(it.device == (it.ruleset == "grow" ? "gpu" : "cpu"));
+  }
 }
 
 TEST_CASE("gpu offload: a database the device cannot hold stays on the cpu", "[eqsat][gpu]") {

@@ -69,16 +69,28 @@ SMALL = {
 (rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
 (Mul (V "k") (Add (V "a") (Add (V "b") (V "c"))))
 (extract (Mul (V "k") (Add (V "a") (Add (V "b") (V "c")))))""",
+    # i64 primitives on the device: folding in the head, a filter and a bound result in the
+    # query (looked up by the next atom), a division by zero that drops its match
+    "constant_folding": """(datatype M (Num i64) (Add M M) (Mul M M) (Half M))
+(rewrite (Add (Num a) (Num b)) (Num (+ a b)))
+(rewrite (Mul (Num a) (Num b)) (Num (* a b)))
+(rewrite (Add a b) (Add b a))
+(rule ((Num a) (< a 100) (= b (* a 2)) (Num b)) ((union (Half (Num b)) (Num a))))
+(rule ((Num a) (Num b) (= c (/ a b)) (> c 2) (< c 6)) ((Num (+ c 100))))
+(Mul (Add (Num 2) (Num 3)) (Add (Num 0) (Mul (Num 4) (Num 5))))
+(Num 10)
+(extract (Mul (Add (Num 2) (Num 3)) (Add (Num 0) (Mul (Num 4) (Num 5)))))""",
 }
 
-# Rulesets the GPU engine runs (algebra) and one it does not (fold: a primitive in its actions).
+# Rulesets the GPU engine runs (algebra) and one it does not (fold: a String primitive in its
+# queries).
 MIXED = """(datatype M (Num i64) (Add M M) (Mul M M) (V String))
 (ruleset algebra)
 (ruleset fold)
 (rewrite (Add a b) (Add b a) :ruleset algebra)
 (rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)) :ruleset algebra)
-(rule ((= e (Add (Num a) (Num b)))) ((union e (Num (+ a b)))) :ruleset fold)
-(rule ((= e (Mul (Num a) (Num b)))) ((union e (Num (* a b)))) :ruleset fold)
+(rule ((= e (Add (Num a) (Num b))) (= s (to-string a))) ((union e (Num (+ a b)))) :ruleset fold)
+(rule ((= e (Mul (Num a) (Num b))) (= s (to-string b))) ((union e (Num (* a b)))) :ruleset fold)
 (Mul (Add (Num 2) (Num 3)) (Add (V "x") (Mul (Num 4) (Num 1))))
 (run-schedule (repeat 3 (seq (run algebra) (run fold))))
 (extract (Mul (Add (Num 2) (Num 3)) (Add (V "x") (Mul (Num 4) (Num 1)))))

@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <vyre/eqsat/device/plan.hpp>
 #include <vyre/eqsat/primitives.hpp>
 #include <vyre/eqsat/primitives_base.hpp>
 #include <vyre/eqsat/primitives_containers.hpp>
@@ -1333,4 +1334,91 @@ TEST_CASE("primitives: walking elements for extraction cost", "[eqsat][prims][pr
             e.sorts, e.store, e.i(100000), [](auto...) { return std::string(); },
             [](value) { return std::string(); }, no_fn)
             .empty());
+}
+
+TEST_CASE("device primitives: each is its catalog overload, value for value, where it decides",
+          "[eqsat][primitives]") {
+  namespace dev = eq::device;
+  env e;
+  const std::uint32_t word_sort = e.declare("W", eq::sort_kind::eq);
+  // Every device primitive is exactly one overload of the catalog, and no other maps to one.
+  std::map<int, std::uint32_t> overload_of;
+  for (std::uint32_t id = 0; id < e.catalog.size(); ++id) {
+    dev::device_prim op{};
+    if (!dev::device_prim_of(e.sorts, e.catalog[id], op)) continue;
+    INFO(e.catalog[id].name);
+    const std::uint32_t s = e.catalog[id].fixed[0];
+    if (op == dev::device_prim::not_equal) {
+      CHECK(!eq::is_container(e.sorts[s].kind));
+      if (s != word_sort) continue;  // one sort stands for all: the words are compared
+    } else {
+      CHECK(s == I);
+    }
+    CHECK(overload_of.emplace(static_cast<int>(op), id).second);
+    CHECK(std::string(dev::device_prim_name(op)) == e.catalog[id].name);
+  }
+  CHECK(overload_of.size() == static_cast<std::size_t>(dev::device_prim::not_equal) + 1);
+
+  // Numbers at the edges of the inline range, small ones, and interned ones (negative, large).
+  const std::vector<std::int64_t> numbers = {0,
+                                             1,
+                                             2,
+                                             3,
+                                             5,
+                                             7,
+                                             31,
+                                             62,
+                                             63,
+                                             64,
+                                             65,
+                                             100,
+                                             46340,
+                                             46341,
+                                             65536,
+                                             (1ll << 30) - 1,
+                                             1ll << 30,
+                                             (1ll << 31) - 2,
+                                             (1ll << 31) - 1,
+                                             1ll << 31,
+                                             1ll << 32,
+                                             -1,
+                                             -2,
+                                             -64,
+                                             -(1ll << 31),
+                                             i64_min,
+                                             i64_max};
+  std::vector<value> words;
+  for (const std::int64_t n : numbers) words.push_back(e.i(n));
+  std::size_t decided = 0, outside = 0;
+  for (const auto& [code, id] : overload_of) {
+    const auto op = static_cast<dev::device_prim>(code);
+    for (const value a : words) {
+      for (const value b : words) {
+        value cpu = 0;
+        vyre::error err{vyre::errc::invalid_state, "none"};
+        const value args[2] = {a, b};
+        const prim_status st = eq::call_primitive(e.catalog, id, e.ctx, args, 2, cpu, err);
+        std::uint32_t gpu = 0;
+        const dev::prim_outcome r = dev::device_prim_eval(op, a, b, gpu);
+        INFO(dev::device_prim_name(op) << " " << e.as_i(a) << " " << e.as_i(b));
+        REQUIRE(st != prim_status::error);
+        if (r == dev::prim_outcome::ok) {
+          CHECK(st == prim_status::ok);
+          CHECK(gpu == cpu);
+          ++decided;
+        } else if (r == dev::prim_outcome::fail) {
+          CHECK(st == prim_status::fail);
+          ++decided;
+        } else {
+          // Undecided only where an argument or the result is an interned i64.
+          CHECK(op != dev::device_prim::not_equal);
+          CHECK((a >= dev::inline_i64_end || b >= dev::inline_i64_end ||
+                 (st == prim_status::ok && cpu >= dev::inline_i64_end)));
+          ++outside;
+        }
+      }
+    }
+  }
+  CHECK(decided > 2000);
+  CHECK(outside > 2000);
 }

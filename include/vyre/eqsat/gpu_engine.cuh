@@ -12,9 +12,11 @@
 //! `session` asks before every iteration. What the engine runs (`gpu_resident_check`,
 //! `device::plan_rule`): every table that holds ids (the "resident" tables) must be a
 //! constructor's over eq and base sorts, with no subsumed row, and no container may hold ids;
-//! every rule matches table atoms only and ends its makes with at most one union or set. The
-//! other tables (functions over base sorts) stay on the host untouched: no rule the engine runs
-//! reads or writes them.
+//! every rule matches table atoms and device primitives (i64 arithmetic and comparisons, `!=`)
+//! and runs primitive calls and makes, then at most one union or set. The other tables
+//! (functions over base sorts) stay on the host untouched: no rule the engine runs reads or
+//! writes them. A primitive that meets an i64 outside [0, 2^31) sets a device flag; the
+//! iteration is then rolled back and handed to the CPU engine (`met_outside_values`).
 //!
 //! State on the device, one block (`layout`): per resident table its rows of u32
 //! `(keys..., value)` (see `device/plan.hpp`), then a union-find `parent` over the id space
@@ -37,7 +39,8 @@
 //!    candidate extends its match. Every rule advances a level together: one host round trip
 //!    per level reads every rule's candidate total; the last level writes the saved
 //!    registers.
-//! 2. Apply without hashing: every make of every match appends a row with a fresh class
+//! 2. Apply without hashing: a match's primitive calls first, then every make of every match
+//!    appends a row with a fresh class
 //!    (`base + match * makes + step`), a set appends its row with its value, at positions known
 //!    from the totals; then the match's union runs (lock-free: a CAS links the larger root under
 //!    the smaller). A fresh row equal to an existing row is merged by the rebuild's congruence,
@@ -219,7 +222,9 @@ class gpu_engine : private detail::gpu_rebuild {
         decl_(o.decl_),
         backend_(o.backend_),
         container_roots_(o.container_roots_),
-        unions_(o.unions_) {}
+        unions_(o.unions_),
+        outside_(std::move(o.outside_)),
+        met_outside_(o.met_outside_) {}
   gpu_engine& operator=(gpu_engine&&) = delete;
   gpu_engine(const gpu_engine&) = delete;
   gpu_engine& operator=(const gpu_engine&) = delete;
@@ -265,6 +270,10 @@ class gpu_engine : private detail::gpu_rebuild {
   std::uint64_t eclasses() const noexcept { return eclasses_ - container_roots_; }
   //! Ids made so far (the id space's size).
   std::uint64_t class_id_count() const noexcept { return ids_; }
+  //! Whether the last iteration was handed back (`iteration_stop::handed_to_cpu`) because a
+  //! primitive met a value the device does not decide (`device::prim_outcome::outside`): an
+  //! i64 outside [0, 2^31), or a call that is an error on the CPU engine.
+  bool met_outside_values() const noexcept { return met_outside_; }
 
   //! The representative of id `x` (read back from the device).
   result<value> find(value x) const {
@@ -528,6 +537,15 @@ class gpu_engine : private detail::gpu_rebuild {
         g.value[c] = m.args[c].value;
       }
     };
+    a.compute_count = static_cast<std::uint32_t>(plan.computes.size());
+    for (std::size_t c = 0; c < plan.computes.size(); ++c) {
+      a.computes[c].op = plan.computes[c].op;
+      for (int i = 0; i < 2; ++i) {
+        a.computes[c].kind[i] = static_cast<std::uint8_t>(plan.computes[c].args[i].kind);
+        a.computes[c].value[i] = plan.computes[c].args[i].value;
+      }
+    }
+    a.outside = outside_.get();
     for (std::size_t s = 0; s < plan.actions.size(); ++s) {
       put(a.steps[s], plan.actions[s]);
       a.steps[s].kind[a.steps[s].width - 1] = detail::gpu_fresh;
@@ -579,6 +597,7 @@ class gpu_engine : private detail::gpu_rebuild {
     // Plans with their id literals canonical now; constants widen the sorts' value range.
     const std::size_t rules = given.size();
     std::vector<device::rule_plan> plans(rules);
+    bool primitives = false;
     for (std::size_t r = 0; r < rules; ++r) {
       if (given[r].id_literals.empty()) {
         plans[r] = given[r];
@@ -593,7 +612,32 @@ class gpu_engine : private detail::gpu_rebuild {
         for (const device::plan_operand& o : m.args) widen(o);
       for (const device::plan_operand& o : plans[r].set_row.args) widen(o);
       widen(plans[r].set_value);
+      if (!plans[r].prims.empty() || !plans[r].computes.empty()) primitives = true;
+      for (const device::plan_prim& p : plans[r].prims)
+        if (device::yields_i64(p.op))
+          base_bound_ = (std::max)(base_bound_, std::uint64_t{device::inline_i64_end});
+      if (!plans[r].computes.empty())
+        base_bound_ = (std::max)(base_bound_, std::uint64_t{device::inline_i64_end});
     }
+    // Primitives report a value they cannot decide in one device word (`outside_`).
+    met_outside_ = false;
+    if (primitives) {
+      if (outside_.size() == 0) {
+        VYRE_TRY_ASSIGN(outside_, allocate<std::uint32_t>(1, "eqsat: primitive flag"));
+      }
+      VYRE_CUDA_TRY(cudaMemsetAsync(outside_.get(), 0, sizeof(std::uint32_t), stream()),
+                    "eqsat: primitive flag");
+    }
+    // Whether a primitive met such a value (read after a synchronize); then the iteration goes
+    // to the CPU engine, which decides it exactly.
+    const auto outside = [&]() -> expected<bool> {
+      if (!primitives) return false;
+      std::uint32_t flag = 0;
+      VYRE_TRY(read_back(&flag, outside_.get(), 1, "eqsat: primitive flag"));
+      met_outside_ = flag != 0;
+      if (met_outside_) report.stopped = iteration_stop::handed_to_cpu;
+      return met_outside_;
+    };
 
     // 1. Search: every rule's join level by level (one read back of the candidate totals per
     // level), then the matches written where the apply reads them.
@@ -602,12 +646,13 @@ class gpu_engine : private detail::gpu_rebuild {
     for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
     device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
     for (std::size_t r = 0; r < rules; ++r) {
-      VYRE_TRY_ASSIGN(
-          const device::flat_query q,
-          device::flatten(plans[r], std::span<const device::table_ref>(views),
+      VYRE_TRY_ASSIGN(const device::flat_query q,
+                      device::flatten(
+                          plans[r], std::span<const device::table_ref>(views),
                           [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
                             return index_of(indexes, f, column, column2);
-                          }));
+                          },
+                          outside_.get()));
       VYRE_TRY(search.add(q));
     }
     // Under a node limit the join's candidates get the CPU engine's match budget, so that a
@@ -667,6 +712,8 @@ class gpu_engine : private detail::gpu_rebuild {
     search.clear();
     indexes.clear();
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");
+    VYRE_TRY_ASSIGN(const bool searched_outside, outside());
+    if (searched_outside) return {};
     const auto t1 = clock::now();
 
     // 2. Apply: room for the new rows and classes first (exact), then one kernel per rule. The
@@ -696,6 +743,8 @@ class gpu_engine : private detail::gpu_rebuild {
     }
     for (std::size_t f = 0; f < tables_.size(); ++f) tables_[f].rows = cursor[f];
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: apply");
+    VYRE_TRY_ASSIGN(const bool applied_outside, outside());
+    if (applied_outside) return {};
     const auto t2 = clock::now();
 
     // 3. Rebuild.
@@ -718,8 +767,10 @@ class gpu_engine : private detail::gpu_rebuild {
 
   const declarations* decl_;
   Backend* backend_ = nullptr;
-  std::uint64_t container_roots_ = 0;  //!< container ids among the roots (the host's, unchanged)
-  std::uint64_t unions_ = 0;           //!< the id space's union counter (`id_space::unions`)
+  std::uint64_t container_roots_ = 0;    //!< container ids among the roots (the host's, unchanged)
+  std::uint64_t unions_ = 0;             //!< the id space's union counter (`id_space::unions`)
+  device_array<std::uint32_t> outside_;  //!< the primitives' flag (`flat_query::outside`)
+  bool met_outside_ = false;             //!< `met_outside_values()`
 };
 
 }  // namespace vyre::eqsat

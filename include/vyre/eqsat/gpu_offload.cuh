@@ -11,12 +11,13 @@
 //!     s.run_file("prog.egg");  // iteration_record::device says where each iteration ran
 //!
 //! The session asks `accepts` before every iteration. It says yes when every rule of the
-//! ruleset lowers to a device plan (`device::plan_rule`: table atoms only, makes then at most
-//! one union or set), the database can move (`gpu_resident_check`: the tables that hold ids are
-//! constructors' over eq and base sorts, no subsumed row, no container of ids) and, in
-//! `device_choice::automatic`, the iteration starts on at least `crossover` rows (once on the
-//! device, the run stays there for every ruleset it accepts: moving back costs a download).
-//! Otherwise the session syncs the state back and runs the iteration on its CPU engine.
+//! ruleset lowers to a device plan (`device::plan_rule`: table atoms and device primitives,
+//! primitive calls and makes then at most one union or set), the database can move
+//! (`gpu_resident_check`: the tables that hold ids are constructors' over eq and base sorts, no
+//! subsumed row, no container of ids) and, in `device_choice::automatic`, the iteration starts on
+//! at least `crossover` rows (once on the device, the run stays there for every ruleset it accepts:
+//! moving back costs a download). Otherwise the session syncs the state back and runs the iteration
+//! on its CPU engine.
 //!
 //! The backend is made by the factory on the first accepted iteration, so a program that never
 //! reaches the device makes no CUDA call. In automatic mode a factory that fails (no device)
@@ -24,7 +25,9 @@
 //! its error is the iteration's (`device_choice::cpu` accepts nothing). The first iteration after
 //! the host held the state uploads it
 //! (`gpu_engine::create`); `sync` downloads it and drops the engine. Plans are made once per
-//! ruleset and declarations (rules may be added between runs).
+//! ruleset and declarations (rules may be added between runs). A ruleset whose iteration the
+//! engine hands back because a primitive met a value it does not decide (a negative i64) runs
+//! on the CPU engine from then on.
 #pragma once
 
 #include <concepts>
@@ -149,6 +152,13 @@ class gpu_offload final : public iteration_offload {
                       return engine_->run_iteration(rules, limits);
                     }));
     if (report.stopped == iteration_stop::none) ++iterations_;
+    // A primitive met a value only the host decides (a negative i64, an interned one): the
+    // ruleset's next iterations would likely meet it again, so they stay on the CPU engine
+    // rather than move the state back and forth.
+    if (report.stopped == iteration_stop::handed_to_cpu && engine_->met_outside_values())
+      refuse(ruleset,
+             "a primitive met an i64 outside [0, 2^31) or failed in a rule's actions: the GPU "
+             "engine decides neither, so this ruleset runs on the CPU engine");
     return report;
   }
 
@@ -211,6 +221,18 @@ class gpu_offload final : public iteration_offload {
     return {};
   }
 
+  //! Keeps `ruleset`'s iterations on the CPU engine from now on (its cached plans say `why`).
+  //! `sync` forgets the plans, not these.
+  void refuse(std::uint32_t ruleset, const char* why) {
+    for (cached_plans& c : plans_) {
+      if (c.ruleset != ruleset) continue;
+      c.refused = why;
+      c.plans.clear();
+      if (refused_.size() >= 64) refused_.clear();
+      refused_.push_back(c);
+    }
+  }
+
   //! The plans of `ruleset` over `decl`, made now unless the declarations are those of the
   //! last call for it.
   const cached_plans& plans_for(const declarations& decl, std::uint32_t ruleset) {
@@ -219,8 +241,9 @@ class gpu_offload final : public iteration_offload {
     const std::vector<std::uint32_t> rules = device::ruleset_rules(decl, ruleset);
     std::vector<std::string> names;
     for (const std::uint32_t r : rules) names.push_back(decl.rules[r].name);
-    for (const cached_plans& c : plans_)
-      if (c.ruleset == ruleset && c.key == key && c.names == names) return c;
+    for (const std::vector<cached_plans>* cache : {&refused_, &plans_})
+      for (const cached_plans& c : *cache)
+        if (c.ruleset == ruleset && c.key == key && c.names == names) return c;
     cached_plans made;
     made.ruleset = ruleset;
     made.key = key;
@@ -249,6 +272,7 @@ class gpu_offload final : public iteration_offload {
   std::unique_ptr<Backend> backend_;
   std::optional<gpu_engine<Backend>> engine_;
   std::vector<cached_plans> plans_;
+  std::vector<cached_plans> refused_;  //!< rulesets kept on the CPU engine (`refuse`)
   std::uint64_t iterations_ = 0;
   bool capture_rebuilds_ = true;
 };

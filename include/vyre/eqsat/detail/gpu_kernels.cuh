@@ -21,7 +21,8 @@ namespace vyre::eqsat::detail {
 
 //! An operand's kind as the apply kernel reads it: `device::operand_kind`'s values, and
 //! `gpu_fresh` for the value column of a make (the step's own fresh class).
-inline constexpr std::uint8_t gpu_fresh = 3;
+inline constexpr std::uint8_t gpu_fresh = 4;
+static_assert(gpu_fresh > static_cast<std::uint8_t>(device::operand_kind::computed));
 
 //! One appended row: row `row_base + match` of the table at `cells`; column c from operand
 //! (`kind[c]`, `value[c]`), the value column too (`gpu_fresh` for a make's).
@@ -33,7 +34,19 @@ struct gpu_step {
   std::uint8_t kind[device::max_width];
 };
 
+//! One primitive call of the head (`device::compute_step`): operands as `gpu_step`'s.
+struct gpu_compute {
+  std::uint32_t value[2];
+  std::uint8_t kind[2];
+  device::device_prim op;
+};
+
 struct gpu_actions {
+  gpu_compute computes[device::max_computes];
+  std::uint32_t compute_count;
+  //! Set (to 1) when a call fails or leaves the device's i64 range: the match writes nothing
+  //! and the engine hands the iteration back. Null: no calls.
+  std::uint32_t* outside;
   gpu_step steps[device::max_steps];
   std::uint32_t step_count;   //!< the makes, then the set's row (if any)
   std::uint32_t fresh_count;  //!< the makes: step s < fresh_count makes class `fresh(s)`
@@ -47,9 +60,9 @@ struct gpu_actions {
 
 // --- apply ----------------------------------------------------------------------------------
 
-//! Per match: appends the head's rows (no lookup: the rebuild merges a fresh row into an
-//! identical existing one, and unites the set's value with the class of the row already
-//! there), then runs the union.
+//! Per match: evaluates the head's calls, appends its rows (no lookup: the rebuild merges a
+//! fresh row into an identical existing one, and unites the set's value with the class of the
+//! row already there), then runs the union.
 template <int = 0>
 VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
                                     std::uint32_t match_count, std::uint32_t* parent) {
@@ -58,9 +71,30 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
     const auto fresh = [&](std::uint32_t step) {
       return static_cast<std::uint32_t>(a.class_base + m * a.fresh_count + step);
     };
+    std::uint32_t computed[device::max_computes] = {};
     const auto value = [&](std::uint8_t kind, std::uint32_t v) {
-      return kind == 0 ? saved[v] : kind == 1 ? v : fresh(v);  // saved, constant, temp
+      switch (kind) {
+        case 0:
+          return saved[v];
+        case 1:
+          return v;
+        case 2:
+          return fresh(v);
+        default:
+          return computed[v];
+      }
     };
+    bool decided = true;
+    for (std::uint32_t c = 0; c < a.compute_count && decided; ++c) {
+      const gpu_compute& g = a.computes[c];
+      decided =
+          device::device_prim_eval(g.op, value(g.kind[0], g.value[0]), value(g.kind[1], g.value[1]),
+                                   computed[c]) == device::prim_outcome::ok;
+    }
+    if (!decided) {  // an error on the CPU engine, or a value only the host can intern
+      atomicOr(a.outside, 1u);
+      continue;
+    }
     for (std::uint32_t s = 0; s < a.step_count; ++s) {
       const gpu_step& step = a.steps[s];
       std::uint32_t* row = step.cells + (step.row_base + m) * std::size_t{step.width};

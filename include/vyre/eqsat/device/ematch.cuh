@@ -23,7 +23,13 @@
 //! Matches come out in nested-loop order: match m is `saved_count` u32 at `out + m *
 //! saved_count`, the registers of `rule_plan::saved` in that order.
 //!
-//! Memory: the flat query is passed by value (about 1.2 KB of kernel parameters); a thread
+//! Primitives. A plan's primitive atoms (`plan_prim`) run in the thread that binds their atom's
+//! row (`try_atom`), so a filter such as `(< n 10)` rejects candidates like a literal column
+//! and a result binds a register the later atoms check or look up. A primitive that meets an
+//! i64 the device cannot decide sets `flat_query::outside`, and the engine hands the iteration
+//! to the CPU engine.
+//!
+//! Memory: the flat query is passed by value (about 1.3 KB of kernel parameters); a thread
 //! keeps `max_registers` registers and `max_atoms` row ids. An index of `n` rows uses `4 n`
 //! u32 of scratch (sort double buffers); it stays valid while the table is unchanged. Limits:
 //! `max_atoms` atoms, `max_registers` registers, `max_saved` saved registers per rule,
@@ -98,6 +104,9 @@ struct flat_atom {
   std::uint32_t key_column2;  //!< `no_column`, or the index is by the pair
   std::uint32_t value[max_width];
   std::uint8_t op[max_width];
+  //! `flat_query::prims[prim_begin, prim_end)` run once this atom's row is bound.
+  std::uint8_t prim_begin;
+  std::uint8_t prim_end;
 
 #if defined(__CUDACC__)
   //! Rows in use (`*live`, or `rows`).
@@ -107,12 +116,23 @@ struct flat_atom {
 #endif
 };
 
+//! A primitive atom (`plan_prim`): operands as `plan_column`s (`op` a `column_op`).
+struct flat_prim {
+  std::uint32_t value[3];  //!< the two arguments, then the result
+  std::uint8_t op[3];
+  device_prim prim;
+};
+
 //! A `rule_plan` flattened against tables: what the count and write kernels take by value.
 struct flat_query {
   flat_atom atoms[max_atoms];
+  flat_prim prims[max_prims];
   std::uint32_t saved[max_saved];
   std::uint32_t atom_count;
   std::uint32_t saved_count;
+  //! Set (to 1) by a primitive that meets a value it cannot decide (`prim_outcome::outside`);
+  //! the match is dropped and the engine hands the iteration back. Null: no primitives.
+  std::uint32_t* outside;
 };
 
 //! Whether `plan` fits the flat query's fixed arrays; the error names the counts and limits.
@@ -120,7 +140,8 @@ inline expected<void> fits(const rule_plan& plan) {
   std::size_t widest = 0;
   for (const plan_atom& a : plan.atoms) widest = (std::max)(widest, a.columns.size());
   if (plan.atoms.size() <= max_atoms && plan.register_count <= max_registers &&
-      plan.saved.size() <= max_saved && widest <= max_width && !plan.atoms.empty())
+      plan.saved.size() <= max_saved && widest <= max_width && !plan.atoms.empty() &&
+      plan.prims.size() <= max_prims)
     return {};
   return fail(error(errc::unsupported, "eqsat::device: rule too large for a flat query")
                   .with("atoms", plan.atoms.size())
@@ -131,6 +152,8 @@ inline expected<void> fits(const rule_plan& plan) {
                   .with("max_saved", max_saved)
                   .with("width", widest)
                   .with("max_width", max_width)
+                  .with("prims", plan.prims.size())
+                  .with("max_prims", max_prims)
                   .fix("split the rule into smaller ones, or run it on the CPU engine"));
 }
 
@@ -144,7 +167,9 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
               .key_column = a.key_column,
               .key_column2 = a.key_column2,
               .value = {},
-              .op = {}};
+              .op = {},
+              .prim_begin = 0,
+              .prim_end = 0};
   for (std::size_t c = 0; c < a.columns.size(); ++c) {
     g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
     g.value[c] = a.columns[c].value;
@@ -155,12 +180,27 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
 //! `plan` flattened against `tables` (indexed by function). `index_of(table, column, column2)`
 //! returns an `expected<column_index>` of table `table` by `column` (and by the pair with
 //! `column2` unless that is `no_column`); it is called for every atom after the first that has
-//! a key column (`plan.index_keys()` lists them, to build them beforehand).
+//! a key column (`plan.index_keys()` lists them, to build them beforehand). `outside`: the
+//! device flag `flat_query::outside` (needed when the plan has primitives).
 template <class IndexOf>
 expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
-                             IndexOf&& index_of) {
+                             IndexOf&& index_of, std::uint32_t* outside = nullptr) {
   VYRE_TRY(fits(plan));
+  if (!plan.prims.empty() && outside == nullptr)
+    return fail(error(errc::invalid_argument,
+                      "eqsat::device::flatten: a plan with primitives needs the outside flag")
+                    .fix("pass a device u32 as `outside`"));
   flat_query q{};
+  q.outside = outside;
+  for (std::size_t p = 0; p < plan.prims.size(); ++p) {
+    const plan_prim& pp = plan.prims[p];
+    const plan_column cols[3] = {pp.args[0], pp.args[1], pp.out};
+    for (int c = 0; c < 3; ++c) {
+      q.prims[p].op[c] = static_cast<std::uint8_t>(cols[c].op);
+      q.prims[p].value[c] = cols[c].value;
+    }
+    q.prims[p].prim = pp.op;
+  }
   q.atom_count = static_cast<std::uint32_t>(plan.atoms.size());
   q.saved_count = static_cast<std::uint32_t>(plan.saved.size());
   for (std::size_t s = 0; s < plan.saved.size(); ++s) q.saved[s] = plan.saved[s];
@@ -172,6 +212,12 @@ expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> t
                       .with("tables", tables.size())
                       .fix("pass one table_ref per function of the declarations"));
     q.atoms[k] = flatten_atom(a, tables[a.table]);
+    // Prims are ascending by atom (`rule_plan::prims`).
+    std::size_t p = 0;
+    while (p < plan.prims.size() && plan.prims[p].atom < k) ++p;
+    q.atoms[k].prim_begin = static_cast<std::uint8_t>(p);
+    while (p < plan.prims.size() && plan.prims[p].atom == k) ++p;
+    q.atoms[k].prim_end = static_cast<std::uint8_t>(p);
     if (k != 0 && a.key_column != no_column) {
       VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.table, a.key_column, a.key_column2));
     }
@@ -198,6 +244,33 @@ __device__ inline bool try_row(const flat_atom& a, std::uint32_t row, std::uint3
         break;
     }
   }
+  return true;
+}
+
+//! Whether primitive `p` holds on the registers; binds its result where it is the first to.
+__device__ inline bool try_prim(const flat_query& q, const flat_prim& p, std::uint32_t* regs) {
+  const auto operand = [&](int c) { return p.op[c] == 2 ? p.value[c] : regs[p.value[c]]; };
+  std::uint32_t out = 0;
+  const prim_outcome r = device_prim_eval(p.prim, operand(0), operand(1), out);
+  if (r == prim_outcome::outside) {
+    if (q.outside != nullptr) atomicOr(q.outside, 1u);
+    return false;
+  }
+  if (r == prim_outcome::fail) return false;
+  if (p.op[2] == 0) {  // bind
+    regs[p.value[2]] = out;
+    return true;
+  }
+  return operand(2) == out;
+}
+
+//! `try_row` of atom `j`, then the primitives that run after it.
+__device__ inline bool try_atom(const flat_query& q, std::uint32_t j, std::uint32_t row,
+                                std::uint32_t* regs) {
+  const flat_atom& a = q.atoms[j];
+  if (!try_row(a, row, regs)) return false;
+  for (std::uint32_t p = a.prim_begin; p < a.prim_end; ++p)
+    if (!try_prim(q, q.prims[p], regs)) return false;
   return true;
 }
 
@@ -252,7 +325,7 @@ struct join_level {
 //! index searched binds (the lookup already gave those), and at level 0 every row is in use.
 inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
   const flat_atom& a = q.atoms[k];
-  if (k == 0 && a.live != nullptr) return false;
+  if ((k == 0 && a.live != nullptr) || a.prim_begin != a.prim_end) return false;
   for (std::uint32_t c = 0; c < a.width; ++c) {
     const bool key = k != 0 && (c == a.key_column || (c == a.key_column2 && a.index.keys2));
     if (a.op[c] != static_cast<std::uint8_t>(column_op::bind) && !key) return false;
@@ -282,7 +355,7 @@ __device__ inline bool join_candidate(const flat_query& q, const join_level& L, 
                                       std::uint32_t* regs, std::uint32_t* rows) {
   if (L.k == 0) {
     rows[0] = t;
-    return t < q.atoms[0].in_use() && try_row(q.atoms[0], t, regs);
+    return t < q.atoms[0].in_use() && try_atom(q, 0, t, regs);
   }
   std::uint32_t lo = 0, hi = L.count;  // the last prefix whose offset is <= t
   while (lo < hi) {
@@ -295,12 +368,12 @@ __device__ inline bool join_candidate(const flat_query& q, const join_level& L, 
   const std::uint32_t p = lo - 1;
   for (std::uint32_t j = 0; j < L.k; ++j) {
     rows[j] = L.prefixes != nullptr ? L.prefixes[std::size_t{p} * L.k + j] : p;
-    if (!try_row(q.atoms[j], rows[j], regs)) return false;
+    if (!try_atom(q, j, rows[j], regs)) return false;
   }
   const flat_atom& a = q.atoms[L.k];
   const std::uint32_t at = L.first[p] + (t - L.offsets[p]);
   rows[L.k] = a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[at] : at;
-  return try_row(a, rows[L.k], regs);
+  return try_atom(q, L.k, rows[L.k], regs);
 }
 
 namespace detail {
@@ -320,7 +393,7 @@ VYRE_KERNEL void join_extent_kernel(flat_query q, join_level L, std::uint32_t* c
     for (std::uint32_t j = 0; ok && j < L.k; ++j) {
       const std::uint32_t row =
           L.prefixes != nullptr ? L.prefixes[i * L.k + j] : static_cast<std::uint32_t>(i);
-      ok = try_row(q.atoms[j], row, regs);
+      ok = try_atom(q, j, row, regs);
     }
     std::uint32_t lo = 0, hi = 0;
     if (ok) join_range(q.atoms[L.k], regs, lo, hi);
@@ -463,6 +536,8 @@ class join_search {
     }
     // The last level of every query: flags where its atom filters, then their exact totals.
     VYRE_TRY_ASSIGN(device_array<std::uint32_t> exact, allocate<std::uint32_t>(n));
+    // Read back whole: the totals of the queries whose last level does not filter stay 0.
+    VYRE_CUDA_TRY(cudaMemsetAsync(exact.get(), 0, exact.size_bytes(), stream_), what);
     std::vector<std::uint32_t> exact_host;
     bool filtered = false;
     for (std::size_t i = 0; i < n; ++i) {

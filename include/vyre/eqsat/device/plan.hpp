@@ -25,6 +25,15 @@
 //! of a node already found: the index by e-class yields that class's nodes only) over one bound
 //! through a key column (a parent, found through the index by that child).
 //!
+//! Primitives (`device_prim`): i64 arithmetic and comparisons and `!=`, on i64 values the
+//! encoding holds inline ([0, 2^31): `values.hpp`). A primitive atom of the query runs right
+//! after the atom that binds the last of its arguments (`plan_prim::atom`), binding its result
+//! or checking it; a `call` of the head is a `compute_step` whose result the steps after it read
+//! (`operand_kind::computed`). A primitive that fails drops the match in a query, as on the CPU
+//! engine. One that meets or would make an i64 outside the inline range (a negative number, an
+//! interned one, an error in the head) cannot be decided on the device: the engine hands the
+//! iteration back to the CPU engine, which runs it exactly (`device_prim_eval`).
+//!
 //! Head. `make` actions become `make_node` steps: each appends the row `table(args...)` with a
 //! fresh e-class (temp i is step i's class); a fresh row equal to an existing one is merged by
 //! the rebuild's congruence, which yields what egglog's lookup-or-insert yields. The head ends
@@ -34,17 +43,19 @@
 //! (`saved`): those the head reads, the union's left operand first.
 //!
 //! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
-//! query variables, `max_saved` saved registers, `max_steps` appended rows per match and
-//! `max_width` columns per table.
+//! query variables, `max_saved` saved registers, `max_steps` appended rows per match,
+//! `max_width` columns per table, `max_prims` primitive atoms and `max_computes` head calls.
 #pragma once
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/eqsat/database.hpp"
@@ -60,6 +71,8 @@ inline constexpr std::uint32_t max_atoms = 8;       //!< table atoms of a rule's
 inline constexpr std::uint32_t max_registers = 32;  //!< query variables of a rule
 inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
 inline constexpr std::uint32_t max_steps = 16;      //!< rows a match appends (makes and the set)
+inline constexpr std::uint32_t max_prims = 8;       //!< primitive atoms of a rule's body
+inline constexpr std::uint32_t max_computes = 8;    //!< primitive calls of a rule's head
 
 enum class column_op : std::uint8_t {
   bind,     //!< store the row's value in register `value`
@@ -73,6 +86,151 @@ struct plan_column {
 };
 
 inline constexpr std::uint32_t no_column = 0xffffffffu;
+
+//! The primitives the device evaluates. The first twelve are i64 -> i64 in `i64_op`'s order;
+//! the comparisons are filters (Unit); `not_equal` compares two values of any sort the device
+//! holds (canonical ids, base values) as the CPU engine's `!=` does.
+enum class device_prim : std::uint8_t {
+  add,
+  sub,
+  mul,
+  div,
+  rem,
+  band,
+  bor,
+  bxor,
+  shl,
+  shr,
+  min,
+  max,
+  less,
+  greater,
+  less_equal,
+  greater_equal,
+  not_equal,
+};
+
+//! Whether `op` yields an i64 (else it is a filter whose result is Unit).
+constexpr bool yields_i64(device_prim op) noexcept {
+  return op <= device_prim::max;
+}
+
+//! What a device primitive did: a value, egglog's failure (a query drops the match), or a
+//! value it cannot decide on the device (an i64 outside [0, 2^31) as argument or result).
+enum class prim_outcome : std::uint8_t { ok, fail, outside };
+
+//! The i64 values the encoding holds inline: [0, 2^31) is the number itself.
+inline constexpr std::uint32_t inline_i64_end = 0x80000000u;
+
+//! `op` applied to the encoded values `a` and `b` (every device primitive is binary), the
+//! result's encoding in `out` (Unit: 0). Equal, value for value, to the catalog's overload
+//! where both say `ok` or `fail` (`tests/eqsat/primitives_test.cpp`).
+VYRE_HOST_DEVICE constexpr prim_outcome device_prim_eval(device_prim op, std::uint32_t a,
+                                                         std::uint32_t b,
+                                                         std::uint32_t& out) noexcept {
+  if (op == device_prim::not_equal) {
+    out = 0;
+    return a != b ? prim_outcome::ok : prim_outcome::fail;
+  }
+  if (a >= inline_i64_end || b >= inline_i64_end) return prim_outcome::outside;
+  const auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
+  std::int64_t r = 0;
+  switch (op) {
+    case device_prim::add:
+      r = x + y;  // below 2^32: no overflow
+      break;
+    case device_prim::sub:
+      r = x - y;
+      break;
+    case device_prim::mul:
+      r = x * y;  // below 2^62
+      break;
+    case device_prim::div:
+      if (y == 0) return prim_outcome::fail;
+      r = x / y;
+      break;
+    case device_prim::rem:
+      if (y == 0) return prim_outcome::fail;
+      r = x % y;
+      break;
+    case device_prim::band:
+      r = x & y;
+      break;
+    case device_prim::bor:
+      r = x | y;
+      break;
+    case device_prim::bxor:
+      r = x ^ y;
+      break;
+    case device_prim::shl:
+      if (y >= 64) return prim_outcome::fail;
+      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) << y);
+      break;
+    case device_prim::shr:
+      if (y >= 64) return prim_outcome::fail;
+      r = x >> y;
+      break;
+    case device_prim::min:
+      r = x <= y ? x : y;
+      break;
+    case device_prim::max:
+      r = x > y ? x : y;
+      break;
+    default: {
+      const bool holds = op == device_prim::less         ? x < y
+                         : op == device_prim::greater    ? x > y
+                         : op == device_prim::less_equal ? x <= y
+                                                         : x >= y;
+      out = 0;
+      return holds ? prim_outcome::ok : prim_outcome::fail;
+    }
+  }
+  if (r < 0 || r >= static_cast<std::int64_t>(inline_i64_end)) return prim_outcome::outside;
+  out = static_cast<std::uint32_t>(r);
+  return prim_outcome::ok;
+}
+
+//! The device primitive that overload `o` of the catalog is, if the device evaluates it:
+//! `+ - * / % & | ^ << >> min max` and the filters `< > <= >=` on i64, and `!=` on a sort the
+//! device holds (not a container or function sort).
+inline bool device_prim_of(const std::vector<sort_info>& sorts, const prim_overload& o,
+                           device_prim& out) {
+  if (!o.repeated.empty() || o.fixed.size() != 2) return false;
+  if (o.name == "!=") {
+    const std::uint32_t s = o.fixed[0];
+    if (s >= sorts.size() || o.fixed[1] != s || is_container(sorts[s].kind)) return false;
+    out = device_prim::not_equal;
+    return true;
+  }
+  if (o.fixed[0] != sorts::i64 || o.fixed[1] != sorts::i64) return false;
+  constexpr const char* names[] = {"+",  "-",  "*",   "/",   "%", "&", "|",  "^",
+                                   "<<", ">>", "min", "max", "<", ">", "<=", ">="};
+  for (std::size_t k = 0; k < std::size(names); ++k) {
+    if (o.name != names[k]) continue;
+    const auto op = static_cast<device_prim>(k);
+    if (o.result != (yields_i64(op) ? sorts::i64 : sorts::unit)) return false;
+    out = op;
+    return true;
+  }
+  return false;
+}
+
+//! egglog's name of `op`.
+constexpr const char* device_prim_name(device_prim op) noexcept {
+  constexpr const char* names[] = {"+",  "-",   "*",   "/", "%", "&",  "|",  "^", "<<",
+                                   ">>", "min", "max", "<", ">", "<=", ">=", "!="};
+  return names[static_cast<int>(op)];
+}
+
+//! A primitive atom of the query: `op(args) = out`, run right after atom `atom` binds its row.
+//! An argument is a register (`column_op::check`) or a constant (`literal`); `out` binds a
+//! register, checks one, or checks a constant.
+struct plan_prim {
+  device_prim op = device_prim::add;
+  std::uint32_t atom = 0;
+  plan_column args[2];
+  plan_column out;
+};
 
 struct plan_atom {
   std::uint32_t table = 0;  //!< a function of the declarations
@@ -93,6 +251,7 @@ enum class operand_kind : std::uint8_t {
   saved,     //!< slot `value` of the saved match (`rule_plan::saved`)
   constant,  //!< the value `value` itself
   temp,      //!< the fresh e-class of make step `value`
+  computed,  //!< the result of compute step `value`
 };
 
 struct plan_operand {
@@ -110,6 +269,13 @@ struct make_node {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(make_node);
 
+//! A primitive call of the head (an i64 result): `op(args[0], args[1])`, its arguments saved
+//! registers, constants or earlier compute steps' results.
+struct compute_step {
+  device_prim op = device_prim::add;
+  plan_operand args[2];
+};
+
 enum class head_end : std::uint8_t {
   none,   //!< the makes alone (a rule that only adds rows)
   unite,  //!< `unite(unite_left, unite_right)`
@@ -120,9 +286,13 @@ struct rule_plan {
   std::uint32_t rule = 0;            //!< the rule's index in the declarations
   std::uint32_t register_count = 0;  //!< the query's variables
   std::vector<plan_atom> atoms;
+  //! The query's primitive atoms, by the atom after which each runs (ascending).
+  std::vector<plan_prim> prims;
   //! Query registers saved per match, in slot order: the union's (or set's) left operand
   //! first when it is a register, then the others the head reads.
   std::vector<std::uint32_t> saved;
+  //! The head's primitive calls, run per match before the makes.
+  std::vector<compute_step> computes;
   std::vector<make_node> actions;  //!< in order; step i's fresh class is temp i
   head_end end = head_end::none;
   plan_operand unite_left, unite_right;
@@ -168,11 +338,26 @@ struct rule_plan {
         }
       }
       out += "\n";
+      for (const plan_prim& p : prims) {
+        if (p.atom != i) continue;
+        const auto term = [](const plan_column& col) {
+          return (col.op == column_op::literal ? "#"
+                  : col.op == column_op::bind  ? "r"
+                                               : "=r") +
+                 std::to_string(col.value);
+        };
+        out += "  prim " + std::string(device_prim_name(p.op)) + "(" + term(p.args[0]) + ", " +
+               term(p.args[1]) + ") -> " + term(p.out) + "\n";
+      }
     }
     auto text = [](const plan_operand& o) {
       if (o.kind == operand_kind::constant) return "#" + std::to_string(o.value);
-      return std::string(1, o.kind == operand_kind::saved ? 's' : 't') + std::to_string(o.value);
+      constexpr char kinds[] = {'s', '#', 't', 'c'};
+      return std::string(1, kinds[static_cast<int>(o.kind)]) + std::to_string(o.value);
     };
+    for (std::size_t i = 0; i < computes.size(); ++i)
+      out += "c" + std::to_string(i) + " = " + device_prim_name(computes[i].op) + "(" +
+             text(computes[i].args[0]) + ", " + text(computes[i].args[1]) + ")\n";
     auto row = [&](const make_node& m) {
       std::string s = decl.functions[m.table].name + "(";
       for (std::size_t c = 0; c < m.args.size(); ++c) s += (c != 0 ? ", " : "") + text(m.args[c]);
@@ -245,6 +430,14 @@ inline error rule_refused(const rule_decl& rule, const char* why) {
       .fix("the iterations of a ruleset with this rule run on the CPU engine");
 }
 
+//! The subject of a refusal that names primitive `prim`: the primitive, then the rule (an
+//! error keeps a long subject's tail).
+inline std::string naming_primitive(const declarations& decl, const rule_decl& rule,
+                                    std::uint32_t prim) {
+  return "`" + (prim < decl.prims.size() ? decl.prims[prim].name : std::string("?")) + "` in " +
+         rule.name;
+}
+
 //! A query register, or ~0u.
 inline std::uint32_t query_register(const operand& o, std::uint32_t variables) noexcept {
   return o.is_reg() && o.v < variables ? o.v : ~0u;
@@ -262,8 +455,10 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
   const query& q = rule.body;
   const std::uint32_t variables = q.variable_count();
   if (q.never) return fail(detail::rule_refused(rule, "a rule whose query never holds"));
-  if (!q.prims.empty())
-    return fail(detail::rule_refused(rule, "the GPU engine matches no primitive in a query"));
+  if (q.prims.size() > max_prims)
+    return fail(detail::rule_refused(rule, "more primitive atoms than the GPU engine evaluates")
+                    .with("primitives", q.prims.size())
+                    .with("max", max_prims));
   if (!q.equalities.empty())
     return fail(detail::rule_refused(rule, "the GPU engine matches no equality of globals"));
   if (q.atoms.empty())
@@ -314,6 +509,35 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     }
   }
 
+  // Primitive atoms: device primitives over registers and constants the device decides.
+  std::vector<plan_prim> prims(q.prims.size());
+  for (std::size_t p = 0; p < q.prims.size(); ++p) {
+    const prim_atom& pa = q.prims[p];
+    if (pa.prim >= decl.prims.size() ||
+        !device_prim_of(decl.sorts, decl.prims[pa.prim], prims[p].op) || pa.args.size() != 2)
+      return fail(detail::rule_refused(rule,
+                                       "a primitive in the query that the GPU engine does "
+                                       "not evaluate")
+                      .about(detail::naming_primitive(decl, rule, pa.prim)));
+    const bool on_i64 = prims[p].op != device_prim::not_equal;
+    const auto term = [&](const operand& o, plan_column& col) {
+      if (o.type == operand::kind::id) return false;  // a global: its class moves
+      if (o.is_reg()) {
+        col = plan_column{column_op::check, o.v};
+        return o.v < variables;
+      }
+      col = plan_column{column_op::literal, o.v};
+      return !on_i64 || o.v < inline_i64_end || &o == &pa.out;
+    };
+    if (!term(pa.args[0], prims[p].args[0]) || !term(pa.args[1], prims[p].args[1]) ||
+        !term(pa.out, prims[p].out))
+      return fail(detail::rule_refused(rule,
+                                       "a primitive in the query reads a global or an i64 "
+                                       "outside [0, 2^31), which the GPU engine does not "
+                                       "evaluate"));
+  }
+  std::vector<std::uint8_t> prim_placed(prims.size(), 0);
+
   // Join order (see the file comment).
   // The root: an atom whose value no other atom takes as a key (the body lists children first).
   std::vector<std::uint8_t> is_child(n, 0);
@@ -360,6 +584,26 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     }
     taken[i] = 1;
     plan.atoms.push_back(std::move(atom));
+    // The primitives whose arguments are bound now run after this atom; a result binds its
+    // register, so later atoms check it (or look it up).
+    for (bool placed = true; placed;) {
+      placed = false;
+      for (std::size_t p = 0; p < prims.size(); ++p) {
+        plan_prim& pp = prims[p];
+        const auto ready = [&](const plan_column& col) {
+          return col.op == column_op::literal || bound[col.value] != 0;
+        };
+        if (prim_placed[p] != 0 || !ready(pp.args[0]) || !ready(pp.args[1])) continue;
+        pp.atom = static_cast<std::uint32_t>(plan.atoms.size() - 1);
+        if (pp.out.op != column_op::literal && bound[pp.out.value] == 0) {
+          pp.out.op = column_op::bind;
+          bound[pp.out.value] = 1;
+        }
+        plan.prims.push_back(pp);
+        prim_placed[p] = 1;
+        placed = true;
+      }
+    }
   };
   emit(start, true);
   for (std::size_t step = 1; step < n; ++step) {
@@ -387,10 +631,19 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     }
     emit(pick, false);
   }
+  for (const std::uint8_t placed : prim_placed)
+    if (placed == 0)
+      return fail(detail::rule_refused(rule,
+                                       "a primitive of the query whose arguments no atom "
+                                       "binds"));
 
   // Head: makes, then at most one unite or set.
   const action_block& head = rule.head;
-  std::vector<std::uint32_t> temp_of(head.register_count(), ~0u);  // register -> make step
+  std::vector<std::uint32_t> temp_of(head.register_count(), ~0u);      // register -> make step
+  std::vector<std::uint32_t> computed_of(head.register_count(), ~0u);  // register -> compute
+  const auto written = [&](std::uint32_t r) {
+    return r < variables || temp_of[r] != ~0u || computed_of[r] != ~0u;
+  };
   std::vector<std::uint32_t> slot_of(variables, ~0u);
   std::vector<std::vector<operand>> reads;  // every action's operands, in order
   for (std::size_t k = 0; k < head.actions.size(); ++k) {
@@ -398,7 +651,7 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     const bool last = k + 1 == head.actions.size();
     switch (a.op) {
       case action_op::make:
-        if (a.dst < variables || a.dst >= head.register_count() || temp_of[a.dst] != ~0u)
+        if (a.dst < variables || a.dst >= head.register_count() || written(a.dst))
           return fail(detail::rule_refused(rule,
                                            "a make writes a register the GPU engine does "
                                            "not expect"));
@@ -423,17 +676,49 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         plan.end = head_end::set;
         plan.set_row.table = a.target;
         break;
+      case action_op::call: {
+        compute_step c;
+        if (a.target >= decl.prims.size() ||
+            !device_prim_of(decl.sorts, decl.prims[a.target], c.op) || !yields_i64(c.op) ||
+            a.args.size() != 2)
+          return fail(detail::rule_refused(rule,
+                                           "a primitive in the actions that the GPU engine "
+                                           "does not evaluate")
+                          .about(detail::naming_primitive(decl, rule, a.target)));
+        if (a.dst < variables || a.dst >= head.register_count() || written(a.dst))
+          return fail(detail::rule_refused(rule,
+                                           "a primitive writes a register the GPU engine does "
+                                           "not expect"));
+        for (const operand& o : a.args)
+          if (o.type == operand::kind::id ||
+              (o.type == operand::kind::constant && o.v >= inline_i64_end) ||
+              (o.is_reg() &&
+               (o.v >= head.register_count() || !written(o.v) || temp_of[o.v] != ~0u)))
+            return fail(detail::rule_refused(rule,
+                                             "a primitive in the actions reads a value the "
+                                             "GPU engine does not evaluate (a global, a "
+                                             "fresh class or an i64 outside [0, 2^31))"));
+        reads.push_back(a.args);
+        computed_of[a.dst] = static_cast<std::uint32_t>(plan.computes.size());
+        plan.computes.push_back(c);
+        if (plan.computes.size() > max_computes)
+          return fail(detail::rule_refused(rule,
+                                           "more primitive calls per match than the GPU "
+                                           "engine evaluates")
+                          .with("max", max_computes));
+        continue;
+      }
       default:
         return fail(detail::rule_refused(rule,
-                                         "the GPU engine runs makes, then one union or "
-                                         "set, in a rule's actions"));
+                                         "the GPU engine runs primitive calls and makes, then "
+                                         "one union or set, in a rule's actions"));
     }
     const std::size_t want =
         a.op == action_op::unite ? 2 : decl.functions[a.target].arity() + (a.op == action_op::set);
     if (a.args.size() != want)
       return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
     for (const operand& o : a.args)
-      if (o.is_reg() && (o.v >= head.register_count() || (o.v >= variables && temp_of[o.v] == ~0u)))
+      if (o.is_reg() && (o.v >= head.register_count() || !written(o.v)))
         return fail(detail::rule_refused(rule, "an action reads a register nothing wrote"));
     reads.push_back(a.args);
     if (a.op == action_op::make) {
@@ -470,12 +755,17 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     if (o.type == operand::kind::constant) return {operand_kind::constant, o.v};
     if (o.type == operand::kind::id) return {operand_kind::constant, canonical(o.v)};
     if (o.v < variables) return {operand_kind::saved, slot_of[o.v]};
+    if (computed_of[o.v] != ~0u) return {operand_kind::computed, computed_of[o.v]};
     return {operand_kind::temp, temp_of[o.v]};
   };
-  std::size_t step = 0;
+  std::size_t step = 0, computed = 0;
   for (std::size_t k = 0; k < head.actions.size(); ++k) {
     const action& a = head.actions[k];
-    if (a.op == action_op::make) {
+    if (a.op == action_op::call) {
+      compute_step& c = plan.computes[computed++];
+      c.args[0] = lower(a.args[0]);
+      c.args[1] = lower(a.args[1]);
+    } else if (a.op == action_op::make) {
       for (const operand& o : a.args) plan.actions[step].args.push_back(lower(o));
       ++step;
     } else if (a.op == action_op::unite) {
