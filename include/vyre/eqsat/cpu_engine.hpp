@@ -16,9 +16,11 @@
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
-//!    A rule whose actions only make rows and unite (a rewrite) first probes its matches on
-//!    every thread: a match whose rows all exist needs only its union, which is dropped when
-//!    its two classes are one already; the others run in order as above. Hits make no id and
+//!    A rule whose actions only make rows and unite, or end in a set of a constructor row (a
+//!    rewrite), first probes its matches on every thread: a match whose rows all exist needs
+//!    only its union (a set of an existing constructor row unites its class with the set
+//!    value), which is dropped when its two classes are one already; the others run in order
+//!    as above. Hits make no id and
 //!    stage nothing, and unions keep the smaller representative whatever their order, so the
 //!    result is the serial one.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
@@ -616,7 +618,9 @@ class cpu_engine {
   };
 
   //! The parallel probe of a rewrite's matches (the file comment, step 2): when `head` only
-  //! makes rows and unites and there are enough matches for the threads, the matches' rows
+  //! makes rows and unites, or ends in a set of a constructor row (a rewrite's head: the row
+  //! of the right side set to the matched class), and there are enough matches for the
+  //! threads, the matches' rows
   //! are looked up on every thread; a match whose rows all exist hands its union to `state`
   //! (unless its classes are one already), the others go to `misses` in match order for the
   //! serial pass. A sample (the first sixteenth) goes first: when fewer than a quarter of it
@@ -624,8 +628,16 @@ class cpu_engine {
   //! @returns the matches probed (a prefix; 0 when the probe does not apply).
   std::uint64_t probe_rows(const action_block& head, const match_buffer& found, std::uint32_t width,
                            apply_state& state, std::vector<std::uint64_t>& misses) {
-    for (const action& a : head.actions)
-      if (a.op != action_op::make && a.op != action_op::unite) return 0;
+    for (std::size_t k = 0; k < head.actions.size(); ++k) {
+      const action& a = head.actions[k];
+      // A rewrite's head ends in a set of the matched class: on a constructor row that
+      // exists, that is a union of its class with the matched one.
+      const function_decl& fn = decl_->functions[a.target];
+      const bool set_of_class = a.op == action_op::set && k + 1 == head.actions.size() &&
+                                fn.kind == function_kind::constructor && !fn.relation &&
+                                fn.merge == merge_kind::unite;
+      if (a.op != action_op::make && a.op != action_op::unite && !set_of_class) return 0;
+    }
     const std::uint64_t n = found.count;
     if (vyre::detail::chunk_count(threads_, n, 4096) < 2) return 0;
     const std::uint64_t sample = (std::max)(n / 16, (std::min)(n, std::uint64_t{8192}));
@@ -668,6 +680,17 @@ class cpu_engine {
           if (r == table::no_row) {
             hit = false;
             break;
+          }
+          if (a.op == action_op::set) {  // the last action: keys, then the class
+            // The merge keeps the smaller id in the row: a set that would lower it rewrites
+            // the row, which only the serial pass does in order.
+            const value cur = t.value_of(r), v = in[a.args.size() - 1];
+            if (v < cur) {
+              hit = false;
+              break;
+            }
+            if (cur != v) unions[c].emplace_back(cur, v);
+            continue;
           }
           regs[a.dst] = t.value_of(r);
         }
