@@ -484,9 +484,9 @@ TEST_CASE("device plan: primitives run after the atom that binds their arguments
   auto fold = plan(0);
   REQUIRE(fold);
   REQUIRE(fold->computes.size() == 2);
-  CHECK(fold->computes[0].op == dev::device_prim::mul);
+  CHECK(fold->computes[0].op == dev::device_i64(eq::i64_op::mul));
   CHECK(fold->computes[0].args[1] == dev::plan_operand{dev::operand_kind::constant, 2});
-  CHECK(fold->computes[1].op == dev::device_prim::add);
+  CHECK(fold->computes[1].op == dev::device_i64(eq::i64_op::add));
   CHECK(fold->computes[1].args[0] == dev::plan_operand{dev::operand_kind::computed, 0});
   REQUIRE(fold->end == dev::head_end::set);
   REQUIRE(fold->set_row.args.size() == 1);
@@ -501,7 +501,7 @@ TEST_CASE("device plan: primitives run after the atom that binds their arguments
   REQUIRE(bind->prims.size() == 2);
   for (const dev::plan_prim& p : bind->prims) CHECK(p.atom == 0);
   const dev::plan_prim& twice =
-      bind->prims[0].op == dev::device_prim::mul ? bind->prims[0] : bind->prims[1];
+      bind->prims[0].op == dev::device_i64(eq::i64_op::mul) ? bind->prims[0] : bind->prims[1];
   CHECK(twice.out.op == dev::column_op::bind);
   const dev::plan_atom& second = bind->atoms[1];
   CHECK(second.key_column == 0);

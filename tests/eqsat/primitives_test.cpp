@@ -1422,3 +1422,41 @@ TEST_CASE("device primitives: each is its catalog overload, value for value, whe
   CHECK(decided > 2000);
   CHECK(outside > 2000);
 }
+
+TEST_CASE("i64_apply: + - * fail exactly where the compiler's checked arithmetic overflows",
+          "[eqsat][primitives]") {
+  std::vector<std::int64_t> edges = {0,
+                                     1,
+                                     -1,
+                                     2,
+                                     -2,
+                                     3,
+                                     -3,
+                                     i64_max,
+                                     i64_min,
+                                     i64_max - 1,
+                                     i64_min + 1,
+                                     i64_max / 2,
+                                     i64_min / 2,
+                                     i64_max / 2 + 1,
+                                     i64_min / 2 - 1,
+                                     1ll << 31,
+                                     -(1ll << 31),
+                                     3037000499ll,
+                                     3037000500ll,
+                                     -3037000499ll,
+                                     -3037000500ll};
+  for (const eq::i64_op op : {eq::i64_op::add, eq::i64_op::sub, eq::i64_op::mul}) {
+    for (const std::int64_t a : edges) {
+      for (const std::int64_t b : edges) {
+        std::int64_t want = 0, got = 0;
+        const bool overflow = op == eq::i64_op::add   ? __builtin_add_overflow(a, b, &want)
+                              : op == eq::i64_op::sub ? __builtin_sub_overflow(a, b, &want)
+                                                      : __builtin_mul_overflow(a, b, &want);
+        INFO(eq::i64_op_names[static_cast<int>(op)] << " " << a << " " << b);
+        REQUIRE(eq::i64_apply(op, a, b, got) == !overflow);
+        if (!overflow) CHECK(got == want);
+      }
+    }
+  }
+}

@@ -39,6 +39,7 @@
 #endif
 
 #include "vyre/core/error.hpp"
+#include "vyre/eqsat/i64_ops.hpp"
 #include "vyre/eqsat/primitives.hpp"
 #include "vyre/eqsat/primitives_containers.hpp"
 #include "vyre/eqsat/values.hpp"
@@ -212,87 +213,21 @@ inline prim_status bool_guard(prim_call& c) {
 
 // ---- i64 ---------------------------------------------------------------------------------------
 
-enum class i64_op : std::uint32_t {
-  add,
-  sub,
-  mul,
-  div,
-  rem,
-  band,
-  bor,
-  bxor,
-  shl,
-  shr,
-  min,
-  max,
-};
-
-//! Binary i64 arithmetic; `param` is an `i64_op`. Overflow, division by zero and shifts
-//! outside [0, 64) fail.
+//! Binary i64 arithmetic; `param` is an `i64_op` (`i64_apply`: overflow, division by zero
+//! and shifts outside [0, 64) fail).
 inline prim_status i64_binary(prim_call& c) {
-  const std::int64_t a = arg_i64(c, 0), b = arg_i64(c, 1);
-  constexpr std::int64_t min = (std::numeric_limits<std::int64_t>::min)();
+  const auto op = static_cast<i64_op>(c.self.param);
+  // min and max give one of their arguments: its value as it is, no interning.
+  if (op == i64_op::min) return c.ok(arg_i64(c, 0) <= arg_i64(c, 1) ? c.args[0] : c.args[1]);
+  if (op == i64_op::max) return c.ok(arg_i64(c, 0) > arg_i64(c, 1) ? c.args[0] : c.args[1]);
   std::int64_t r = 0;
-  switch (static_cast<i64_op>(c.self.param)) {
-    case i64_op::add:
-      if (__builtin_add_overflow(a, b, &r)) return prim_call::failed();
-      break;
-    case i64_op::sub:
-      if (__builtin_sub_overflow(a, b, &r)) return prim_call::failed();
-      break;
-    case i64_op::mul:
-      if (__builtin_mul_overflow(a, b, &r)) return prim_call::failed();
-      break;
-    case i64_op::div:
-      if (b == 0 || (a == min && b == -1)) return prim_call::failed();
-      r = a / b;
-      break;
-    case i64_op::rem:
-      if (b == 0 || (a == min && b == -1)) return prim_call::failed();
-      r = a % b;
-      break;
-    case i64_op::band:
-      r = a & b;
-      break;
-    case i64_op::bor:
-      r = a | b;
-      break;
-    case i64_op::bxor:
-      r = a ^ b;
-      break;
-    case i64_op::shl:
-      if (b < 0 || b >= 64) return prim_call::failed();
-      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(a) << b);
-      break;
-    case i64_op::shr:
-      if (b < 0 || b >= 64) return prim_call::failed();
-      r = a >> b;
-      break;
-    case i64_op::min:
-      return c.ok(a <= b ? c.args[0] : c.args[1]);
-    case i64_op::max:
-      return c.ok(a > b ? c.args[0] : c.args[1]);
-  }
+  if (!i64_apply(op, arg_i64(c, 0), arg_i64(c, 1), r)) return prim_call::failed();
   return ok_i64(c, r);
 }
 
-//! Comparisons: `param` 0 <, 1 >, 2 <=, 3 >=, 4 ==; `result` Unit (a filter) or bool.
-inline bool compare_holds(std::uint32_t op, int cmp) noexcept {
-  switch (op) {
-    case 0:
-      return cmp < 0;
-    case 1:
-      return cmp > 0;
-    case 2:
-      return cmp <= 0;
-    case 3:
-      return cmp >= 0;
-    default:
-      return cmp == 0;
-  }
-}
+//! Comparisons: `param` a `compare_op`; `result` Unit (a filter) or bool.
 inline prim_status compare_result(prim_call& c, int cmp) {
-  const bool holds = compare_holds(c.self.param, cmp);
+  const bool holds = compare_holds(static_cast<compare_op>(c.self.param), cmp);
   return c.self.result == sorts::boolean ? ok_bool(c, holds) : unit_if(c, holds);
 }
 
@@ -892,17 +827,14 @@ inline void register_base_primitives(prim_catalog& catalog) {
   add_prim(catalog, "guard", {boolean}, unit, bool_guard);
 
   // i64
-  const std::pair<const char*, i64_op> i64_ops[] = {
-      {"+", i64_op::add},  {"-", i64_op::sub},  {"*", i64_op::mul},   {"/", i64_op::div},
-      {"%", i64_op::rem},  {"&", i64_op::band}, {"|", i64_op::bor},   {"^", i64_op::bxor},
-      {"<<", i64_op::shl}, {">>", i64_op::shr}, {"min", i64_op::min}, {"max", i64_op::max}};
-  for (const auto& [name, o] : i64_ops) add_prim(catalog, name, {i64, i64}, i64, i64_binary, op(o));
+  for (std::uint32_t k = 0; k < i64_op_count; ++k)
+    add_prim(catalog, i64_op_names[k], {i64, i64}, i64, i64_binary, k);
   add_prim(catalog, "not-i64", {i64}, i64, i64_not);
   add_prim(catalog, "log2", {i64}, i64, i64_log2);
   add_prim(catalog, "abs", {i64}, i64, i64_abs);
-  const char* const filters[] = {"<", ">", "<=", ">="};
+  const char* const* const filters = compare_names;
   const char* const bool_cmps[] = {"bool-<", "bool->", "bool-<=", "bool->=", "bool-="};
-  for (std::uint32_t k = 0; k < 4; ++k)
+  for (std::uint32_t k = 0; k < filter_count; ++k)
     add_prim(catalog, filters[k], {i64, i64}, unit, i64_compare, k);
   for (std::uint32_t k = 0; k < 5; ++k)
     add_prim(catalog, bool_cmps[k], {i64, i64}, boolean, i64_compare, k);
@@ -920,7 +852,7 @@ inline void register_base_primitives(prim_catalog& catalog) {
                                                                 {"log", f64_unary_op::log},
                                                                 {"sqrt", f64_unary_op::sqrt}};
   for (const auto& [name, o] : f64_unary_ops) add_prim(catalog, name, {f64}, f64, f64_unary, op(o));
-  for (std::uint32_t k = 0; k < 4; ++k)
+  for (std::uint32_t k = 0; k < filter_count; ++k)
     add_prim(catalog, filters[k], {f64, f64}, unit, f64_compare, k);
   add_prim(catalog, "to-f64", {i64}, f64, i64_to_f64);
   add_prim(catalog, "to-i64", {f64}, i64, f64_to_i64);
@@ -941,7 +873,7 @@ inline void register_base_primitives(prim_catalog& catalog) {
   add_prim(catalog, ">>", {big, i64}, big, big_shift, 1);
   add_prim(catalog, "not-Z", {big}, big, big_unary, 0);
   add_prim(catalog, "bits", {big}, big, big_unary, 1);
-  for (std::uint32_t k = 0; k < 4; ++k)
+  for (std::uint32_t k = 0; k < filter_count; ++k)
     add_prim(catalog, filters[k], {big, big}, unit, big_compare<big_int>, k);
   for (std::uint32_t k = 0; k < 5; ++k)
     add_prim(catalog, bool_cmps[k], {big, big}, boolean, big_compare<big_int>, k);
@@ -959,7 +891,7 @@ inline void register_base_primitives(prim_catalog& catalog) {
       {"ceil", rat_unary_op::ceil}, {"round", rat_unary_op::round}, {"sqrt", rat_unary_op::sqrt},
       {"log", rat_unary_op::log},   {"cbrt", rat_unary_op::cbrt}};
   for (const auto& [name, o] : rat_unary_ops) add_prim(catalog, name, {rat}, rat, rat_unary, op(o));
-  for (std::uint32_t k = 0; k < 4; ++k)
+  for (std::uint32_t k = 0; k < filter_count; ++k)
     add_prim(catalog, filters[k], {rat, rat}, unit, big_compare<big_rat>, k);
   add_prim(catalog, "to-f64", {rat}, f64, rat_to_f64);
   add_prim(catalog, "pow", {rat, rat}, rat, rat_pow);

@@ -50,7 +50,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -59,6 +58,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/eqsat/database.hpp"
+#include "vyre/eqsat/i64_ops.hpp"
 #include "vyre/eqsat/ir.hpp"
 #include "vyre/eqsat/values.hpp"
 
@@ -87,32 +87,26 @@ struct plan_column {
 
 inline constexpr std::uint32_t no_column = 0xffffffffu;
 
-//! The primitives the device evaluates. The first twelve are i64 -> i64 in `i64_op`'s order;
-//! the comparisons are filters (Unit); `not_equal` compares two values of any sort the device
-//! holds (canonical ids, base values) as the CPU engine's `!=` does.
+//! The primitives the device evaluates: codes below `i64_op_count` are the `i64_op`s (i64 ->
+//! i64; `device_i64`), then the filters in `compare_op` order (Unit), then `not_equal`, which
+//! compares two values of any sort the device holds (canonical ids, base values) as the CPU
+//! engine's `!=` does.
 enum class device_prim : std::uint8_t {
-  add,
-  sub,
-  mul,
-  div,
-  rem,
-  band,
-  bor,
-  bxor,
-  shl,
-  shr,
-  min,
-  max,
-  less,
+  less = i64_op_count,
   greater,
   less_equal,
   greater_equal,
   not_equal,
 };
 
+//! The device primitive of `op`.
+VYRE_HOST_DEVICE constexpr device_prim device_i64(i64_op op) noexcept {
+  return static_cast<device_prim>(op);
+}
+
 //! Whether `op` yields an i64 (else it is a filter whose result is Unit).
-constexpr bool yields_i64(device_prim op) noexcept {
-  return op <= device_prim::max;
+VYRE_HOST_DEVICE constexpr bool yields_i64(device_prim op) noexcept {
+  return static_cast<std::uint32_t>(op) < i64_op_count;
 }
 
 //! What a device primitive did: a value, egglog's failure (a query drops the match), or a
@@ -123,8 +117,8 @@ enum class prim_outcome : std::uint8_t { ok, fail, outside };
 inline constexpr std::uint32_t inline_i64_end = 0x80000000u;
 
 //! `op` applied to the encoded values `a` and `b` (every device primitive is binary), the
-//! result's encoding in `out` (Unit: 0). Equal, value for value, to the catalog's overload
-//! where both say `ok` or `fail` (`tests/eqsat/primitives_test.cpp`).
+//! result's encoding in `out` (Unit: 0), by the same `i64_apply` and `compare_holds` as the
+//! CPU engine's catalog; an i64 outside the inline range is `outside`.
 VYRE_HOST_DEVICE constexpr prim_outcome device_prim_eval(device_prim op, std::uint32_t a,
                                                          std::uint32_t b,
                                                          std::uint32_t& out) noexcept {
@@ -134,65 +128,30 @@ VYRE_HOST_DEVICE constexpr prim_outcome device_prim_eval(device_prim op, std::ui
   }
   if (a >= inline_i64_end || b >= inline_i64_end) return prim_outcome::outside;
   const auto x = static_cast<std::int64_t>(a), y = static_cast<std::int64_t>(b);
-  std::int64_t r = 0;
-  switch (op) {
-    case device_prim::add:
-      r = x + y;  // below 2^32: no overflow
-      break;
-    case device_prim::sub:
-      r = x - y;
-      break;
-    case device_prim::mul:
-      r = x * y;  // below 2^62
-      break;
-    case device_prim::div:
-      if (y == 0) return prim_outcome::fail;
-      r = x / y;
-      break;
-    case device_prim::rem:
-      if (y == 0) return prim_outcome::fail;
-      r = x % y;
-      break;
-    case device_prim::band:
-      r = x & y;
-      break;
-    case device_prim::bor:
-      r = x | y;
-      break;
-    case device_prim::bxor:
-      r = x ^ y;
-      break;
-    case device_prim::shl:
-      if (y >= 64) return prim_outcome::fail;
-      r = static_cast<std::int64_t>(static_cast<std::uint64_t>(x) << y);
-      break;
-    case device_prim::shr:
-      if (y >= 64) return prim_outcome::fail;
-      r = x >> y;
-      break;
-    case device_prim::min:
-      r = x <= y ? x : y;
-      break;
-    case device_prim::max:
-      r = x > y ? x : y;
-      break;
-    default: {
-      const bool holds = op == device_prim::less         ? x < y
-                         : op == device_prim::greater    ? x > y
-                         : op == device_prim::less_equal ? x <= y
-                                                         : x >= y;
-      out = 0;
-      return holds ? prim_outcome::ok : prim_outcome::fail;
-    }
+  const auto code = static_cast<std::uint32_t>(op);
+  if (!yields_i64(op)) {
+    out = 0;
+    const int cmp = x < y ? -1 : (x > y ? 1 : 0);
+    return compare_holds(static_cast<compare_op>(code - i64_op_count), cmp) ? prim_outcome::ok
+                                                                            : prim_outcome::fail;
   }
+  std::int64_t r = 0;
+  if (!i64_apply(static_cast<i64_op>(code), x, y, r)) return prim_outcome::fail;
   if (r < 0 || r >= static_cast<std::int64_t>(inline_i64_end)) return prim_outcome::outside;
   out = static_cast<std::uint32_t>(r);
   return prim_outcome::ok;
 }
 
+//! egglog's name of `op`.
+constexpr const char* device_prim_name(device_prim op) noexcept {
+  const auto code = static_cast<std::uint32_t>(op);
+  if (code < i64_op_count) return i64_op_names[code];
+  return op == device_prim::not_equal ? "!=" : compare_names[code - i64_op_count];
+}
+
 //! The device primitive that overload `o` of the catalog is, if the device evaluates it:
-//! `+ - * / % & | ^ << >> min max` and the filters `< > <= >=` on i64, and `!=` on a sort the
-//! device holds (not a container or function sort).
+//! the `i64_op`s and the filters on i64, and `!=` on a sort the device holds (not a container
+//! or function sort).
 inline bool device_prim_of(const std::vector<sort_info>& sorts, const prim_overload& o,
                            device_prim& out) {
   if (!o.repeated.empty() || o.fixed.size() != 2) return false;
@@ -203,30 +162,24 @@ inline bool device_prim_of(const std::vector<sort_info>& sorts, const prim_overl
     return true;
   }
   if (o.fixed[0] != sorts::i64 || o.fixed[1] != sorts::i64) return false;
-  constexpr const char* names[] = {"+",  "-",  "*",   "/",   "%", "&", "|",  "^",
-                                   "<<", ">>", "min", "max", "<", ">", "<=", ">="};
-  for (std::size_t k = 0; k < std::size(names); ++k) {
-    if (o.name != names[k]) continue;
-    const auto op = static_cast<device_prim>(k);
-    if (o.result != (yields_i64(op) ? sorts::i64 : sorts::unit)) return false;
-    out = op;
-    return true;
-  }
+  for (std::uint32_t k = 0; k < i64_op_count; ++k)
+    if (o.name == i64_op_names[k] && o.result == sorts::i64) {
+      out = device_i64(static_cast<i64_op>(k));
+      return true;
+    }
+  for (std::uint32_t k = 0; k < filter_count; ++k)
+    if (o.name == compare_names[k] && o.result == sorts::unit) {
+      out = static_cast<device_prim>(i64_op_count + k);
+      return true;
+    }
   return false;
-}
-
-//! egglog's name of `op`.
-constexpr const char* device_prim_name(device_prim op) noexcept {
-  constexpr const char* names[] = {"+",  "-",   "*",   "/", "%", "&",  "|",  "^", "<<",
-                                   ">>", "min", "max", "<", ">", "<=", ">=", "!="};
-  return names[static_cast<int>(op)];
 }
 
 //! A primitive atom of the query: `op(args) = out`, run right after atom `atom` binds its row.
 //! An argument is a register (`column_op::check`) or a constant (`literal`); `out` binds a
 //! register, checks one, or checks a constant.
 struct plan_prim {
-  device_prim op = device_prim::add;
+  device_prim op = device_prim::not_equal;
   std::uint32_t atom = 0;
   plan_column args[2];
   plan_column out;
@@ -272,7 +225,7 @@ VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(make_node);
 //! A primitive call of the head (an i64 result): `op(args[0], args[1])`, its arguments saved
 //! registers, constants or earlier compute steps' results.
 struct compute_step {
-  device_prim op = device_prim::add;
+  device_prim op = device_i64(i64_op::add);
   plan_operand args[2];
 };
 
