@@ -260,6 +260,7 @@ class cpu_engine {
     }
     apply_state state(*this, prim_context::write);
     state.trust_fresh = true;
+    const bool probe_sets = !can_delete(rules);
     for (std::size_t i = 0; i < rules.size(); ++i) {
       const rule_decl& rule = decl_->rules[rules[i]];
       state.context = rule.naive ? prim_context::full : prim_context::write;
@@ -267,7 +268,8 @@ class cpu_engine {
       const std::uint32_t width = rule.body.variable_count();
       // The serial pass: the probe's misses, then the matches it did not probe, in order.
       std::vector<std::uint64_t> misses;
-      const std::uint64_t probed = probe_rows(rule.head, matches[i], width, state, misses);
+      const std::uint64_t probed =
+          probe_rows(rule.head, matches[i], width, probe_sets, state, misses);
       const std::uint64_t serial = misses.size() + (matches[i].count - probed);
       for (std::uint64_t k = 0; k < serial; ++k) {
         const std::uint64_t m = k < misses.size() ? misses[k] : probed + (k - misses.size());
@@ -617,23 +619,45 @@ class cpu_engine {
     error panic_error_{errc::invalid_state, "panic"};
   };
 
+  //! Whether the apply of `rules` may stage a deletion: a `delete` in a head, or a call of a
+  //! primitive that may write tables (`unstable-multiset-clear-index` deletes) or apply one
+  //! (`unstable-app`), in a head or in a `:merge`. The merge applies deletions first, so a set
+  //! of a row the table holds may write back a row deleted in the same apply: the probe then
+  //! leaves sets to the serial pass.
+  bool can_delete(const std::vector<std::uint32_t>& rules) const {
+    const auto deletes = [&](const action_block& block) {
+      for (const action& a : block.actions) {
+        if (a.op == action_op::remove) return true;
+        if (a.op != action_op::call) continue;
+        const prim_overload& p = decl_->prims[a.target];
+        if (p.context >= prim_context::write || p.name == "unstable-app") return true;
+      }
+      return false;
+    };
+    for (const std::uint32_t r : rules)
+      if (deletes(decl_->rules[r].head)) return true;
+    for (const function_decl& fn : decl_->functions)
+      if (fn.merge == merge_kind::expression && deletes(fn.merge_actions)) return true;
+    return false;
+  }
+
   //! The parallel probe of a rewrite's matches (the file comment, step 2): when `head` only
   //! makes rows and unites, or ends in a set of a constructor row (a rewrite's head: the row
-  //! of the right side set to the matched class), and there are enough matches for the
-  //! threads, the matches' rows
+  //! of the right side set to the matched class; `sets`: only where no deletion can be staged,
+  //! `can_delete`), and there are enough matches for the threads, the matches' rows
   //! are looked up on every thread; a match whose rows all exist hands its union to `state`
   //! (unless its classes are one already), the others go to `misses` in match order for the
   //! serial pass. A sample (the first sixteenth) goes first: when fewer than a quarter of it
   //! hit, the rest is left to the serial pass, which would look the rows up again.
   //! @returns the matches probed (a prefix; 0 when the probe does not apply).
   std::uint64_t probe_rows(const action_block& head, const match_buffer& found, std::uint32_t width,
-                           apply_state& state, std::vector<std::uint64_t>& misses) {
+                           bool sets, apply_state& state, std::vector<std::uint64_t>& misses) {
     for (std::size_t k = 0; k < head.actions.size(); ++k) {
       const action& a = head.actions[k];
       // A rewrite's head ends in a set of the matched class: on a constructor row that
       // exists, that is a union of its class with the matched one.
       const function_decl& fn = decl_->functions[a.target];
-      const bool set_of_class = a.op == action_op::set && k + 1 == head.actions.size() &&
+      const bool set_of_class = sets && a.op == action_op::set && k + 1 == head.actions.size() &&
                                 fn.kind == function_kind::constructor && !fn.relation &&
                                 fn.merge == merge_kind::unite;
       if (a.op != action_op::make && a.op != action_op::unite && !set_of_class) return 0;
