@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -550,4 +551,53 @@ TEST_CASE("device plan: primitives run after the atom that binds their arguments
   auto real = plan(5);
   REQUIRE_FALSE(real);
   CHECK(real.error().message().find("`+`") != std::string::npos);
+}
+
+namespace {
+
+//! An offload that refuses ruleset "held" (saying why) and takes every other ruleset only to
+//! hand each iteration back.
+class refusing_offload final : public eq::iteration_offload {
+ public:
+  bool accepts(const eq::declarations& decl, const eq::database&, std::uint32_t ruleset,
+               std::string& why) override {
+    if (decl.rulesets[ruleset].name != "held") return true;
+    why = "held here on purpose";
+    return false;
+  }
+  vyre::expected<eq::iteration_report> run_iteration(const eq::declarations&, eq::database&,
+                                                     std::uint32_t,
+                                                     const eq::iteration_limits&) override {
+    eq::iteration_report r;
+    r.stopped = eq::iteration_stop::handed_to_cpu;
+    return r;
+  }
+  bool holds_state() const override { return false; }
+  vyre::expected<void> sync(const eq::declarations&, eq::database&) override { return {}; }
+  std::vector<std::uint64_t> sizes() const override { return {}; }
+  std::uint64_t eclasses() const override { return 0; }
+  const char* name() const override { return "fake"; }
+  std::string handback_reason() const override { return "handed back on purpose"; }
+};
+
+}  // namespace
+
+TEST_CASE("session: an iteration the offload refuses or hands back records why", "[eqsat][core]") {
+  const std::string program =
+      "(datatype M (F M) (A))\n(ruleset held)\n"
+      "(rewrite (F x) (F (F x)) :ruleset held)\n(rewrite (F x) x)\n"
+      "(F (A))\n(run held 1)\n(run 1)\n";
+  eq::session_options with;
+  with.offload = std::make_shared<refusing_offload>();
+  eq::session s(with);
+  REQUIRE(s.run_text(program, "t.egg"));
+  REQUIRE(s.iterations().size() == 2);
+  CHECK(s.iterations()[0].device == "cpu");
+  CHECK(s.iterations()[0].cpu_reason == "held here on purpose");
+  CHECK(s.iterations()[1].device == "cpu");
+  CHECK(s.iterations()[1].cpu_reason == "handed back on purpose");
+  eq::session plain;  // no offload: nothing to explain
+  REQUIRE(plain.run_text(program, "t.egg"));
+  REQUIRE(plain.iterations().size() == 2);
+  for (const eq::iteration_record& r : plain.iterations()) CHECK(r.cpu_reason.empty());
 }

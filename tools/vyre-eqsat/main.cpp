@@ -9,7 +9,9 @@
 // apply and rebuild, where it ran) goes to stderr unless --quiet. `--json` prints one object
 // instead:
 //   {"iterations": [{"iteration", "ruleset", "enodes", "eclasses", "functions": {name: rows},
-//     "matches", "unions", "device": "cpu|gpu", "seconds": {"search", "apply", "rebuild"}},
+//     "matches", "unions", "device": "cpu|gpu", "cpu_reason": why the GPU engine did not run
+//     it (only where one was asked for and it ran on the CPU), "seconds": {"search", "apply",
+//     "rebuild"}},
 //     ...],
 //    "outputs": [{"kind": "print-size|function-size|extract|variants|print-function|
 //     print-stats", "text", "cost" (extract)}, ...],
@@ -188,8 +190,13 @@ int run(int argc, char** argv) {
   so.time_limit = time_limit;
   so.threads = static_cast<unsigned>(threads);
   if (where != vyre::device_choice::cpu) so.offload = make_gpu_offload(where, crossover);
+  std::string last_reason;  // why iterations stay on the CPU, said when it changes
   so.on_iteration = [&](const vyre::eqsat::iteration_record& r) {
     if (opts.json || opts.quiet) return;
+    if (!r.cpu_reason.empty() && r.cpu_reason != last_reason)
+      std::fprintf(stderr, "vyre-eqsat: iterations on the CPU engine from here: %s\n",
+                   one_line(r.cpu_reason).c_str());
+    last_reason = r.cpu_reason;
     std::fprintf(
         stderr,
         "iteration %llu: %llu e-nodes, %llu e-classes, %llu matches, %llu unions; "
@@ -253,7 +260,10 @@ int run(int argc, char** argv) {
              ", \"matches\": " + std::to_string(r.matches) +
              ", \"unions\": " + std::to_string(r.unions) +
              ", \"rebuild_rounds\": " + std::to_string(r.rebuild_rounds) +
-             ", \"device\": " + vyre::io::json_string(r.device) + ", \"seconds\": " + seconds + "}";
+             ", \"device\": " + vyre::io::json_string(r.device) +
+             (r.cpu_reason.empty() ? std::string()
+                                   : ", \"cpu_reason\": " + vyre::io::json_string(r.cpu_reason)) +
+             ", \"seconds\": " + seconds + "}";
     }
     out += "],\n \"outputs\": [";
     bool first = true;

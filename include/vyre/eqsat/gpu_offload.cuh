@@ -178,6 +178,12 @@ class gpu_offload final : public iteration_offload {
   }
   std::uint64_t eclasses() const override { return engine_ ? engine_->eclasses() : 0; }
   const char* name() const override { return "gpu"; }
+  std::string handback_reason() const override {
+    if (engine_ && engine_->met_outside_values())
+      return "a primitive met an i64 outside [0, 2^31) or failed in a rule's actions, which the "
+             "GPU engine does not decide";
+    return "its matches could reach the node limit, which the CPU engine checks exactly";
+  }
 
  private:
   //! A ruleset's plans, or why it stays on the CPU, for the declarations of `key`.

@@ -86,6 +86,9 @@ struct iteration_record : iteration_counts {
   std::uint64_t eclasses = 0;        //!< e-classes after it
   std::vector<std::uint64_t> sizes;  //!< rows per function (indexed like the declarations)
   std::string device = "cpu";        //!< where it ran
+  //! Why the offload engine (the GPU engine) did not run it: its refusal, or why it handed the
+  //! iteration back. Empty where it ran there, or where the session has no offload.
+  std::string cpu_reason;
 };
 
 //! Why the program's last run stopped.
@@ -126,6 +129,8 @@ class iteration_offload {
   virtual std::uint64_t eclasses() const = 0;
   //! Its name in reports ("gpu").
   virtual const char* name() const = 0;
+  //! Why the last `run_iteration` handed its iteration back (`iteration_stop::handed_to_cpu`).
+  virtual std::string handback_reason() const { return "the offload engine handed it back"; }
 };
 
 struct session_options {
@@ -856,7 +861,10 @@ class session {
       // The offload engine rolls a crossing iteration back itself; one it hands back (it could
       // reach the node limit) runs here, on the state `settle` brings back.
       VYRE_TRY_ASSIGN(r, offload->run_iteration(state_->decl, state_->db, ruleset, limits));
-      if (r.stopped == iteration_stop::handed_to_cpu) offload = nullptr;
+      if (r.stopped == iteration_stop::handed_to_cpu) {
+        why = offload->handback_reason();
+        offload = nullptr;
+      }
     } else {
       offload = nullptr;
     }
@@ -896,6 +904,7 @@ class session {
     rec.ruleset = state_->decl.rulesets[ruleset].name;
     rec.names = function_names();
     rec.device = offload != nullptr ? offload->name() : "cpu";
+    if (offload == nullptr && options_.offload) rec.cpu_reason = std::move(why);
     rec.sizes = offload != nullptr ? offload->sizes() : sizes();
     for (const std::uint64_t n : rec.sizes) rec.rows += n;
     rec.eclasses = offload != nullptr ? offload->eclasses() : eclasses();
