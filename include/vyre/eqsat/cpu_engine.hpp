@@ -654,13 +654,14 @@ class cpu_engine {
                            bool sets, apply_state& state, std::vector<std::uint64_t>& misses) {
     for (std::size_t k = 0; k < head.actions.size(); ++k) {
       const action& a = head.actions[k];
+      if (a.op == action_op::make || a.op == action_op::unite) continue;
       // A rewrite's head ends in a set of the matched class: on a constructor row that
-      // exists, that is a union of its class with the matched one.
+      // exists, that is a union of its class with the matched one. (`target` names a function
+      // only for a set: checked first.)
+      if (!sets || a.op != action_op::set || k + 1 != head.actions.size()) return 0;
       const function_decl& fn = decl_->functions[a.target];
-      const bool set_of_class = sets && a.op == action_op::set && k + 1 == head.actions.size() &&
-                                fn.kind == function_kind::constructor && !fn.relation &&
-                                fn.merge == merge_kind::unite;
-      if (a.op != action_op::make && a.op != action_op::unite && !set_of_class) return 0;
+      if (fn.kind != function_kind::constructor || fn.relation || fn.merge != merge_kind::unite)
+        return 0;
     }
     const std::uint64_t n = found.count;
     if (vyre::detail::chunk_count(threads_, n, 4096) < 2) return 0;
