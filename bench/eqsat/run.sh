@@ -37,7 +37,7 @@ if [ "$chains" != 0 ]; then
     --repeats "$repeats"
   python3 bench/eqsat/egglog_peer.py "$chain" "$chain_iterations" "$repeats" $bindings
 fi
-skew=${SKEW:-adder:4:6 acsum:9:8 fold:12:12 closure:3000:30}
+skew=${SKEW:-adder:4:6 acsum:9:8 fold:12:12 closure:3000:30 interval:12:10 sssp:100000:40}
 if [ "$skew" != none ]; then
   for spec in $skew ${SKEW_GPU_ONLY:-}; do
     IFS=: read -r kind size n <<<"$spec"

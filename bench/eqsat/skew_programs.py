@@ -7,6 +7,8 @@ most of the matches, so a join that gives each first-atom row one thread waits o
     python3 bench/eqsat/skew_programs.py acsum 10 > /tmp/acsum10.egg   # AC over a long sum
     python3 bench/eqsat/skew_programs.py fold 10 > /tmp/fold10.egg     # AC + constant folding
     python3 bench/eqsat/skew_programs.py closure 3000 > /tmp/tc.egg    # Datalog, power-law
+    python3 bench/eqsat/skew_programs.py interval 9 > /tmp/iv9.egg     # AC + an analysis
+    python3 bench/eqsat/skew_programs.py sssp 20000 > /tmp/sssp.egg    # shortest paths
     bench_eqsat --program /tmp/adder8.egg --iterations 6
 
 adder N: an N-bit ripple-carry adder's sum and carry bits as And/Or/Not terms over variables,
@@ -22,6 +24,11 @@ closure N: transitive closure over a deterministic power-law graph of N nodes (p
   attachment, 2 out-edges a node, one in 20 of them also reversed, which makes cycles through
   the hubs): a few hubs hold most of the edges, so the join of (path a b) with (edge b c) is
   dominated by the hubs' keys.
+interval N: acsum's sum with an interval analysis: functions lo and hi merged by max and min,
+  read by a five-atom query per Add row (the row and its children's bounds) and set by its
+  actions, so every class of the AC blow-up gets its bounds.
+sssp N: shortest distances from node 0 over closure's graph with weights 1-9 (functions of i64
+  merged by min): an iteration relaxes every edge, and late iterations only lower distances.
 """
 import random
 import sys
@@ -77,29 +84,64 @@ def fold(n):
 
 
 def closure(n):
-    rng = random.Random(20261127)
     out = ["(relation edge (i64 i64))",
            "(relation path (i64 i64))",
            "(rule ((edge a b)) ((path a b)))",
            "(rule ((path a b) (edge b c)) ((path a c)))"]
+    out += [f"(edge {u} {v})" for u, v in graph(n)]
+    return out
+
+
+def interval(n):
+    out = ["(datatype E (X i64) (Add E E))",
+           "(function lo (E) i64 :merge (max old new))",
+           "(function hi (E) i64 :merge (min old new))",
+           "(rewrite (Add a b) (Add b a))",
+           "(rewrite (Add a (Add b c)) (Add (Add a b) c))",
+           "(rule ((= e (X i))) ((set (lo e) i) (set (hi e) (+ i 10))))",
+           "(rule ((= e (Add a b)) (= la (lo a)) (= lb (lo b)) (= ha (hi a)) (= hb (hi b)))"
+           " ((set (lo e) (+ la lb)) (set (hi e) (+ ha hb))))"]
+    term = "(X 0)"
+    for i in range(1, n):
+        term = f"(Add {term} (X {i}))"
+    out.append(f"(let $sum {term})")
+    return out
+
+
+def graph(n):
+    """closure's power-law graph: (u, v) pairs."""
+    rng = random.Random(20261127)
+    edges = [(1, 0)]
     targets = [0, 1]  # every edge's endpoint once: picking from it is preferential attachment
-    out.append("(edge 1 0)")
     for v in range(2, n):
         for _ in range(2):
             u = rng.choice(targets)
             if u != v:
-                out.append(f"(edge {v} {u})")
+                edges.append((v, u))
                 if rng.random() < 0.05:
-                    out.append(f"(edge {u} {v})")
+                    edges.append((u, v))
                 targets.append(u)
         targets.append(v)
+    return edges
+
+
+def sssp(n):
+    rng = random.Random(20261201)
+    out = ["(function w (i64 i64) i64 :merge (min old new))",
+           "(function dist (i64) i64 :merge (min old new))",
+           "(rule ((= d (dist a)) (= c (w a b))) ((set (dist b) (+ d c))))"]
+    for u, v in graph(n):  # both ways: node 0 reaches every node
+        out.append(f"(set (w {u} {v}) {rng.randint(1, 9)})")
+        out.append(f"(set (w {v} {u}) {rng.randint(1, 9)})")
+    out.append("(set (dist 0) 0)")
     return out
 
 
 def main():
-    kinds = {"adder": adder, "acsum": acsum, "fold": fold, "closure": closure}
+    kinds = {"adder": adder, "acsum": acsum, "fold": fold, "closure": closure,
+             "interval": interval, "sssp": sssp}
     if len(sys.argv) != 3 or sys.argv[1] not in kinds:
-        sys.exit("usage: skew_programs.py adder|acsum|fold|closure SIZE")
+        sys.exit("usage: skew_programs.py adder|acsum|fold|closure|interval|sssp SIZE")
     print("\n".join(kinds[sys.argv[1]](int(sys.argv[2]))))
 
 

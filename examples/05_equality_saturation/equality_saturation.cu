@@ -12,11 +12,11 @@
 //   3. Read the per-iteration records (rows, e-classes, where each ran) and the outputs.
 //
 // The first six iterations (rewrites over constructors) run on the GPU engine. Then the
-// analysis is declared: `value`, a function merged by min and read by rules with primitives in
-// their queries. The GPU engine holds constructor tables only, so from there the session syncs
-// the state back and runs every iteration on the CPU engine; the records say where each ran.
-// The terms are (a * 2) / 2 + 0 * b, which the rules find equal to a, and (3 + 4) * c, which
-// the analysis folds to 7 * c.
+// analysis is declared: `value`, a function merged by min, read by rules' queries and set by
+// their actions with i64 arithmetic. The GPU engine holds such functions beside the
+// constructors and folds two values of one class by the merge, so its iterations run there too;
+// the records say where each ran. The terms are (a * 2) / 2 + 0 * b, which the rules find equal
+// to a, and (3 + 4) * c, which the analysis folds to 7 * c.
 #include <cstdio>
 #include <memory>
 
@@ -122,13 +122,13 @@ int main() {
     std::fprintf(stderr, "equality_saturation: the GPU and CPU engines disagree\n");
     return 1;
   }
-  // The rewrites' iterations ran on the device, the analysis' on the CPU engine.
-  std::size_t on_device = 0;
-  for (const auto& it : on_gpu.iterations()) on_device += it.device == "gpu" ? 1 : 0;
-  if (on_device == 0 || on_device == on_gpu.iterations().size()) {
-    std::fprintf(stderr, "equality_saturation: expected iterations on both engines\n");
-    return 1;
-  }
+  // Every iteration ran on the device: the rewrites' and the analysis'.
+  for (const auto& it : on_gpu.iterations())
+    if (it.device != "gpu") {
+      std::fprintf(stderr, "equality_saturation: iteration %llu ran on the CPU engine: %s\n",
+                   static_cast<unsigned long long>(it.iteration), it.cpu_reason.c_str());
+      return 1;
+    }
   const auto& outs = on_gpu.outputs();
   if (outs.size() != 2 || outs[0].text != "(Sym \"a\")\n" ||
       outs[1].text != "(Mul (Num 7) (Sym \"c\"))\n") {

@@ -512,9 +512,9 @@ TEST_CASE("device plan: primitives run after the atom that binds their arguments
   CHECK(fold->computes[0].args[1] == dev::plan_operand{dev::operand_kind::constant, 2});
   CHECK(fold->computes[1].op == dev::device_i64(eq::i64_op::add));
   CHECK(fold->computes[1].args[0] == dev::plan_operand{dev::operand_kind::computed, 0});
-  REQUIRE(fold->end == dev::head_end::set);
-  REQUIRE(fold->set_row.args.size() == 1);
-  CHECK(fold->set_row.args[0] == dev::plan_operand{dev::operand_kind::computed, 1});
+  REQUIRE(fold->sets.size() == 1);
+  REQUIRE(fold->sets[0].args.size() == 1);
+  CHECK(fold->sets[0].args[0] == dev::plan_operand{dev::operand_kind::computed, 1});
 
   // A filter and a binding primitive run after the first atom; the bound result is the key
   // the second atom is looked up by (a check, not a second binding).
@@ -551,6 +551,123 @@ TEST_CASE("device plan: primitives run after the atom that binds their arguments
   auto real = plan(5);
   REQUIRE_FALSE(real);
   CHECK(real.error().message().find("`+`") != std::string::npos);
+}
+
+TEST_CASE("device plan: functions the device merges, read by queries and lookups, set by heads",
+          "[eqsat][core][device_plan]") {
+  namespace dev = eq::device;
+  eq::session s;
+  const std::string text = R"((datatype M (Num i64) (Add M M) (Mul M M))
+(function lo (M) i64 :merge (max old new))
+(function hi (M) i64 :merge (min old new))
+(function known (M) bool :merge (or old new))
+(function sum (M) i64 :merge (+ old new))
+(function last (M) i64 :merge new)
+(function best (i64) i64 :merge (min new old))
+(function later (i64) i64 :merge new)
+(rule ((= e (Mul a b)) (= x (lo a)) (= y (hi b))) ((set (lo e) (* x y)) (set (hi e) (+ x y))))
+(rule ((= e (Add a b)) (known a)) ((set (known e) true) (set (lo e) (lo a))) :naive)
+(rule ((= e (Add a b))) ((set (sum e) 1)))
+(rule ((= e (Num n))) ((set (lo e) -1)))
+(rule ((= e (Add a b))) ((set (lo (Mul a b)) (lo (Mul b a)))) :naive)
+(rule ((= e (Add a b)) (= c (Mul a b))) ((union e c) (union a b) (delete (Num 0))))
+)";
+  REQUIRE(s.run_text(text, "t.egg"));
+  const eq::declarations& decl = s.decl();
+  const auto fn = [&](const char* name) {
+    return static_cast<std::uint32_t>(decl.find_function(name));
+  };
+  dev::device_merge merge = dev::device_merge::unite;
+  REQUIRE(dev::device_merge_of(decl, fn("Add"), merge));
+  CHECK(merge == dev::device_merge::unite);
+  REQUIRE(dev::device_merge_of(decl, fn("lo"), merge));
+  CHECK(merge == dev::device_merge::max);
+  REQUIRE(dev::device_merge_of(decl, fn("hi"), merge));
+  CHECK(merge == dev::device_merge::min);
+  REQUIRE(dev::device_merge_of(decl, fn("known"), merge));
+  CHECK(merge == dev::device_merge::max);
+  REQUIRE(dev::device_merge_of(decl, fn("best"), merge));  // (min new old): either order
+  CHECK(merge == dev::device_merge::min);
+  CHECK_FALSE(dev::device_merge_of(decl, fn("sum"), merge));   // `+` is not idempotent
+  CHECK_FALSE(dev::device_merge_of(decl, fn("last"), merge));  // `new` depends on the order
+  CHECK(dev::table_fits(decl, fn("lo")));
+  const auto refused = dev::table_fits(decl, fn("sum"));
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().message().find("sum") != std::string::npos);
+  // Tables that move to the device: those holding ids, and functions of base sorts it merges.
+  CHECK(dev::device_resident(decl, fn("sum")));  // holds ids (and keeps the state on the host)
+  CHECK(dev::device_resident(decl, fn("best")));
+  CHECK_FALSE(dev::device_resident(decl, fn("later")));
+
+  static const eq::database no_ids;
+  const auto plan = [&](std::size_t r) { return dev::plan_rule(decl, no_ids, decl.rules[r]); };
+  // Function atoms are found through the class the constructor atom binds, and two sets.
+  auto interval = plan(0);
+  REQUIRE(interval);
+  INFO(interval->describe(decl));
+  REQUIRE(interval->atoms.size() == 3);
+  CHECK(interval->atoms[0].table == fn("Mul"));
+  for (std::size_t a = 1; a < 3; ++a) {
+    CHECK(interval->atoms[a].key_column == 0);
+    CHECK(interval->atoms[a].columns[0].op == dev::column_op::check);
+    CHECK(interval->atoms[a].columns[1].op == dev::column_op::bind);
+  }
+  REQUIRE(interval->sets.size() == 2);
+  CHECK(interval->sets[0].table == fn("lo"));
+  CHECK(interval->sets[1].table == fn("hi"));
+  CHECK(interval->sets[0].value == dev::plan_operand{dev::operand_kind::computed, 0});
+  // A lookup in the actions of a :naive rule is a compute step the set reads.
+  auto lookup = plan(1);
+  REQUIRE(lookup);
+  REQUIRE(lookup->computes.size() == 1);
+  CHECK(lookup->computes[0].kind == dev::compute_kind::lookup);
+  CHECK(lookup->computes[0].table == fn("lo"));
+  CHECK(lookup->computes[0].arg_count == 1);
+  REQUIRE(lookup->sets.size() == 2);
+  CHECK(lookup->sets[1].value == dev::plan_operand{dev::operand_kind::computed, 0});
+  // Refused, naming why: a function merged by `+`, a negative constant into a max-merged
+  // function, a lookup keyed by a class the match made, a delete.
+  auto summed = plan(2);
+  REQUIRE_FALSE(summed);
+  CHECK(summed.error().message().find("`sum`") != std::string::npos);
+  auto negative = plan(3);
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().message().find("outside [0, 2^31)") != std::string::npos);
+  auto fresh_key = plan(4);
+  REQUIRE_FALSE(fresh_key);
+  CHECK(fresh_key.error().message().find("lookup keyed") != std::string::npos);
+  auto deleting = plan(5);
+  REQUIRE_FALSE(deleting);
+  CHECK(deleting.error().message().find("not delete") != std::string::npos);
+  // A lookup in the actions of a seminaive rule (which the front end refuses too): the device's
+  // naive search would read the value again each iteration, egglog reads it once per match.
+  eq::rule_decl seminaive_rule = decl.rules[1];
+  seminaive_rule.naive = false;
+  auto seminaive = dev::plan_rule(decl, no_ids, seminaive_rule);
+  REQUIRE_FALSE(seminaive);
+  CHECK(seminaive.error().message().find(":naive") != std::string::npos);
+}
+
+TEST_CASE("gpu_resident_check: the state moves when the device holds every value",
+          "[eqsat][core][device_plan]") {
+  const auto check = [](const std::string& program) {
+    eq::session s;
+    REQUIRE(s.run_text(program, "t.egg"));
+    return eq::gpu_resident_check(s.decl(), s.db());
+  };
+  const std::string base =
+      "(datatype M (Num i64) (Mul M M))\n(function lo (M) i64 :merge (max old new))\n"
+      "(Mul (Num 2) (Num -3))\n";
+  CHECK(check(base + "(set (lo (Num 2)) 2)\n"));
+  const auto negative = check(base + "(set (lo (Num 2)) -2)\n");
+  REQUIRE_FALSE(negative);
+  CHECK(negative.error().code() == vyre::errc::unsupported);
+  CHECK(negative.error().message().find("lo") != std::string::npos);
+  const auto summed = check(
+      "(datatype M (Num i64))\n(function n (M) i64 :merge (+ old new))\n(set (n (Num 1)) 1)\n");
+  REQUIRE_FALSE(summed);
+  CHECK(summed.error().code() == vyre::errc::unsupported);
+  CHECK(summed.error().message().find("merged by min, max") != std::string::npos);
 }
 
 namespace {

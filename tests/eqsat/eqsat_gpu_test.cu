@@ -281,6 +281,51 @@ const char* const small_programs[] = {
 (check (= (Half (Num 20)) (Num 10)))
 (extract $e)
 (print-size))",
+    // analyses on the device: functions merged by min, max and or, read by the query and by a
+    // lookup in the actions of a :naive rule, two sets in one head, a set and a union in one
+    // head
+    R"((datatype E (Num i64) (Var String) (Add E E) (Mul E E))
+(function cval (E) i64 :merge (min old new))
+(function depth (E) i64 :merge (max old new))
+(function known (E) bool :merge (or old new))
+(rewrite (Add a b) (Add b a))
+(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
+(rule ((= e (Num n))) ((set (cval e) n) (set (known e) true)))
+(rule ((= e (Add a b)) (= x (cval a)) (= t (known b)))
+      ((set (cval e) (+ x (cval b))) (set (known e) t)) :naive)
+(rule ((= e (Mul a b)) (= x (cval a)) (= y (cval b)) (< x 1000) (< y 1000))
+      ((set (cval e) (* x y)) (union e (Num (* x y)))))
+(rule ((= e (Add a b)) (= x (depth a)) (= y (depth b))) ((set (depth e) (+ 1 (max x y)))))
+(rule ((= e (Mul a b)) (= x (depth a)) (= y (depth b))) ((set (depth e) (+ 1 (max x y)))))
+(rule ((= e (Var s))) ((set (depth e) 0)))
+(rule ((= e (Num n))) ((set (depth e) 0)))
+(let $e (Add (Mul (Num 2) (Add (Num 3) (Var "x"))) (Mul (Num 4) (Num 5))))
+(Add (Num 1) (Mul (Num 2) (Num 3)))
+(run 5)
+(check (= (cval (Mul (Num 4) (Num 5))) 20))
+(check (= (cval (Add (Num 1) (Mul (Num 2) (Num 3)))) 7))
+(print-function cval 40)
+(print-size))",
+    // shortest paths to a fixpoint: the last iterations only lower values (no row is added),
+    // which must count as a change, or saturate would stop early
+    R"((datatype N (V i64))
+(function w (N N) i64 :merge (min old new))
+(function dist (N) i64 :merge (min old new))
+(relation reached (N))
+(rule ((= d (dist a)) (= c (w a b))) ((set (dist b) (+ d c)) (reached b)))
+(set (w (V 0) (V 1)) 1)
+(set (w (V 1) (V 2)) 1)
+(set (w (V 2) (V 3)) 1)
+(set (w (V 0) (V 3)) 10)
+(set (w (V 3) (V 4)) 1)
+(set (w (V 4) (V 1)) 1)
+(set (w (V 0) (V 4)) 30)
+(set (dist (V 0)) 0)
+(run-schedule (saturate (run)))
+(check (= (dist (V 4)) 4))
+(check (= (dist (V 3)) 3))
+(print-function dist 10)
+(print-size))",
 };
 
 //! One term and a rule that adds a G row and an F row per match, one match per F row: the
@@ -418,10 +463,10 @@ TEST_CASE("gpu offload: a primitive that meets a negative i64 hands its ruleset 
 }
 
 TEST_CASE("gpu offload: a database the device cannot hold stays on the cpu", "[eqsat][gpu]") {
-  // A function over an eq sort holds ids and is no constructor: unions on the device would leave
-  // its rows behind, so every iteration runs on the CPU engine.
+  // A function over an eq sort holds ids and is merged by `+`, which the device does not fold:
+  // unions on the device would leave its rows behind, so every iteration runs on the CPU engine.
   const char* text = R"((datatype M (Add M M) (V String))
-(function size (M) i64 :merge (min old new))
+(function size (M) i64 :merge (+ old new))
 (rewrite (Add a b) (Add b a))
 (Add (V "a") (V "b"))
 (set (size (V "a")) 1)
@@ -434,6 +479,67 @@ TEST_CASE("gpu offload: a database the device cannot hold stays on the cpu", "[e
   CHECK_FALSE(got.iterations.empty());
   CHECK(on_device(got) == 0);
   CHECK(offload->backend() == nullptr);  // never needed: no CUDA call was made for it
+}
+
+TEST_CASE("gpu offload: an analysis the device cannot decide goes to the cpu, exactly",
+          "[eqsat][gpu]") {
+  SECTION("a function holding a negative i64 keeps the run on the CPU engine") {
+    const char* text = R"((datatype M (Mul M M) (V String))
+(function lo (M) i64 :merge (max old new))
+(rule ((= e (Mul a b)) (= x (lo a)) (= y (lo b))) ((set (lo e) (* x y))))
+(let $x (V "x"))
+(Mul $x $x)
+(set (lo $x) -10)
+(run 2)
+(check (= (lo (Mul $x $x)) 100))
+(print-size))";
+    const run_result want = run_program(text, nullptr);
+    const run_result got = run_program(text, on_gpu());
+    check_same(want, got);
+    REQUIRE_FALSE(got.iterations.empty());
+    CHECK(on_device(got) == 0);
+    CHECK(got.iterations[0].cpu_reason.find("outside [0, 2^31)") != std::string::npos);
+  }
+  SECTION("a set of a negative i64 read from a row hands the iteration to the CPU engine") {
+    // `grow` runs on the device until `analyse`, handed back, writes -4 into `cval`: the state
+    // then stays on the host.
+    const char* text = R"((datatype M (Num i64) (Add M M))
+(function cval (M) i64 :merge (min old new))
+(ruleset analyse)
+(ruleset grow)
+(rule ((= e (Num n))) ((set (cval e) n)) :ruleset analyse)
+(rewrite (Add a b) (Add b a) :ruleset grow)
+(Add (Num 3) (Num -4))
+(run-schedule (repeat 2 (seq (run grow) (run analyse))))
+(check (= (cval (Num -4)) -4))
+(print-size))";
+    const run_result want = run_program(text, nullptr);
+    const run_result got = run_program(text, on_gpu());
+    check_same(want, got);
+    REQUIRE(got.iterations.size() == 4);
+    for (std::size_t i = 0; i < got.iterations.size(); ++i) {
+      const eq::iteration_record& it = got.iterations[i];
+      INFO("iteration " << it.iteration << " of " << it.ruleset << " on the " << it.device);
+      CHECK(it.device == (i == 0 ? "gpu" : "cpu"));
+    }
+    CHECK(got.iterations[1].cpu_reason.find("does not decide") != std::string::npos);
+    CHECK(got.iterations[2].cpu_reason.find("outside [0, 2^31)") != std::string::npos);
+  }
+  SECTION("a lookup of a key the function lacks is the CPU engine's error") {
+    const char* text = R"((datatype M (Num i64) (Add M M))
+(function cval (M) i64 :merge (min old new))
+(rule ((= e (Add a b)) (= x (cval a))) ((set (cval e) (+ x (cval b)))) :naive)
+(set (cval (Num 1)) 1)
+(Add (Num 1) (Num 2))
+(run 1))";
+    const run_result want = run_program(text, nullptr);
+    const run_result got = run_program(text, on_gpu());
+    REQUIRE_FALSE(want.ok);
+    REQUIRE_FALSE(got.ok);
+    CHECK(got.code == want.code);
+    CHECK(got.error == want.error);
+    CHECK(got.sizes == want.sizes);
+  }
 }
 
 //! An extraction oracle that shares no code with `eq::extractor`: every e-class's cheapest

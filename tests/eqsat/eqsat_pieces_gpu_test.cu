@@ -186,12 +186,13 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   const auto mul = static_cast<u32>(decl.find_function("Mul"));
   const auto num = static_cast<u32>(decl.find_function("Num"));
   REQUIRE(decl.functions.size() == 3);
-  // Saved: the root (the set's value) first, then x.
+  // Saved in the order the head reads them: x (the set's key), then the root (its value).
   const auto add_atom = std::find_if(plan.atoms.begin(), plan.atoms.end(),
                                      [&](const dev::plan_atom& a) { return a.table == add; });
   REQUIRE(add_atom != plan.atoms.end());
-  REQUIRE(plan.saved == std::vector<u32>{add_atom->columns[2].value, add_atom->columns[0].value});
-  REQUIRE(plan.end == dev::head_end::set);
+  REQUIRE(plan.saved == std::vector<u32>{add_atom->columns[0].value, add_atom->columns[2].value});
+  REQUIRE(plan.sets.size() == 1);
+  REQUIRE(plan.unites.empty());
   const u32 two = 2;         // i64 2 is its own encoding
   constexpr u32 values = 8;  // the Num rows hold values below it
 
@@ -229,7 +230,7 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
         const u32 x = cells[add][i], m = cells[add][i + 1], root = cells[add][i + 2];
         if (cells[mul][j + 2] != m || cells[mul][j] != x) continue;
         if (cells[num][k + 1] != cells[mul][j + 1] || cells[num][k] != two) continue;
-        want.push_back({root, x});
+        want.push_back({x, root});
       }
   REQUIRE(want.size() > 10);
 

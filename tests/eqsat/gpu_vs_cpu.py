@@ -4,7 +4,8 @@
 
   gpu_vs_cpu.py VYRE_EQSAT DATA_DIR WORK_DIR
 
-Runs small programs of rewrites (their terms, (run 6), their extracts, a print-size), a program whose rulesets the GPU engine partly runs (iterations move the state to
+Runs small programs of rewrites and an interval analysis (their terms, (run 6), their extracts,
+a print-size), a program whose rulesets the GPU engine partly runs (iterations move the state to
 the device and back), math.egg (11 iterations, a print-size) and math.egg under --node-limit
 100000 (the crossing iteration rolled back) on both devices and compares per iteration: the
 ruleset, e-nodes, e-classes and the rows of every function; then why the run stopped and the
@@ -80,6 +81,23 @@ SMALL = {
 (Mul (Add (Num 2) (Num 3)) (Add (Num 0) (Mul (Num 4) (Num 5))))
 (Num 10)
 (extract (Mul (Add (Num 2) (Num 3)) (Add (Num 0) (Mul (Num 4) (Num 5)))))""",
+    # an analysis on the device: functions merged by min and max, read by queries, set by
+    # heads (two sets in one, a set beside a union), rows of one class folded by the merge
+    "interval_analysis": """(datatype M (Num i64) (Add M M) (Mul M M) (V String))
+(function lo (M) i64 :merge (max old new))
+(function hi (M) i64 :merge (min old new))
+(rewrite (Add a b) (Add b a))
+(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
+(rule ((= e (Num n))) ((set (lo e) n) (set (hi e) n)))
+(rule ((= e (Add a b)) (= la (lo a)) (= lb (lo b)) (= ha (hi a)) (= hb (hi b)))
+      ((set (lo e) (+ la lb)) (set (hi e) (+ ha hb))))
+(rule ((= e (Mul a b)) (= la (lo a)) (= lb (lo b)) (= ha (hi a)) (= hb (hi b)))
+      ((set (lo e) (* la lb)) (set (hi e) (* ha hb))))
+(rule ((= e (Add a b)) (= l (lo e)) (= h (hi e)) (= l h)) ((union e (Num l))))
+(set (lo (V "x")) 2)
+(set (hi (V "x")) 5)
+(Mul (Add (V "x") (Num 3)) (Add (Num 1) (Num 1)))
+(extract (Mul (Add (V "x") (Num 3)) (Add (Num 1) (Num 1))))""",
 }
 
 # Rulesets the GPU engine runs (algebra) and one it does not (fold: a String primitive in its

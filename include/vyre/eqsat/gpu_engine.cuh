@@ -10,13 +10,15 @@
 //!
 //! Most programs reach the engine through `gpu_offload` (`gpu_offload.cuh`), which a
 //! `session` asks before every iteration. What the engine runs (`gpu_resident_check`,
-//! `device::plan_rule`): every table that holds ids (the "resident" tables) must be a
-//! constructor's over eq and base sorts, with no subsumed row, and no container may hold ids;
-//! every rule matches table atoms and device primitives (i64 arithmetic and comparisons, `!=`)
-//! and runs primitive calls and makes, then at most one union or set. The other tables
-//! (functions over base sorts) stay on the host untouched: no rule the engine runs reads or
-//! writes them. A primitive that meets an i64 outside [0, 2^31) sets a device flag; the
-//! iteration is then rolled back and handed to the CPU engine (`met_outside_values`).
+//! `device::plan_rule`): every table that holds ids (the "resident" tables, with the functions
+//! of base sorts the device merges) must be a constructor's, or a function's merged by `min`,
+//! `max`, `and` or `or` (`device::device_merge`), over eq and base sorts, with no subsumed row,
+//! and no container may hold ids; every rule matches table atoms and device primitives (i64
+//! arithmetic and comparisons, `!=`) and runs primitive calls, lookups, makes, sets and unions.
+//! The other tables stay on the host untouched: no rule the engine runs reads or writes them.
+//! A primitive that meets an i64 outside [0, 2^31), a lookup that misses and a set of an i64
+//! the device does not order set a device flag; the iteration is then rolled back and handed
+//! to the CPU engine (`met_outside_values`).
 //!
 //! State on the device, one block (`layout`): per resident table its rows of u32
 //! `(keys..., value)` (see `device/plan.hpp`), then a union-find `parent` over the id space
@@ -39,12 +41,14 @@
 //!    candidate extends its match. Every rule advances a level together: one host round trip
 //!    per level reads every rule's candidate total; the last level writes the saved
 //!    registers.
-//! 2. Apply without hashing: a match's primitive calls first, then every make of every match
-//!    appends a row with a fresh class
-//!    (`base + match * makes + step`), a set appends its row with its value, at positions known
-//!    from the totals; then the match's union runs (lock-free: a CAS links the larger root under
-//!    the smaller). A fresh row equal to an existing row is merged by the rebuild's congruence,
-//!    which yields the e-graph `cpu_engine`'s lookup-or-insert yields.
+//! 2. Apply without hashing: a match's primitive calls and lookups first (a lookup is a binary
+//!    search over the table's rows as the search found them, sorted by their keys), then every
+//!    make of every match appends a row with a fresh class (`base + match * makes + step`), a
+//!    set appends its row with its value, at positions known from the totals; then the match's
+//!    unions run (lock-free: a CAS links the larger root under the smaller). A fresh row equal
+//!    to an existing row is merged by the rebuild's congruence, which yields the e-graph
+//!    `cpu_engine`'s lookup-or-insert yields; a function's rows of one key are folded by its
+//!    merge in the rebuild's dedupe.
 //! 3. Rebuild, one launch of a captured graph per shape (the tables' and union-find's
 //!    capacities and the buffers they live in; `graph::graph_cache`, counters in
 //!    `rebuild_graph_stats`; a shape met for the first time runs the same passes launched,
@@ -56,7 +60,9 @@
 //!    then sort each table's rows by their keys once (LSD: stable radix sorts of a row
 //!    permutation, last key first, in the arena's double buffers, rows beyond those in use
 //!    sorted last; then the rows permuted in place a column at a time) and drop duplicate rows
-//!    (compacted in place). The rows in use are uploaded before the launch
+//!    (compacted in place; a function's rows of one key keep the fold of their values, and a
+//!    fold that changed a value the table held counts as a change of the iteration, since the
+//!    rows stay as many). The rows in use are uploaded before the launch
 //!    (`device::table_ref::live`), so a slowly growing e-graph replays one graph; CUB's
 //!    scratch is one block the graphs keep (`scratch_block_resource`). The counts come back in
 //!    one copy.
@@ -142,45 +148,6 @@
 #include "vyre/detail/prologue.hpp"  // host-only aggregates in expected (see there)
 
 namespace vyre::eqsat {
-
-//! Whether `db` (over `decl`) can move to the GPU engine: its tables match the declarations,
-//! every table that holds ids fits the device (`device::table_fits`) and has no subsumed row
-//! and fewer than 2^31 rows, and no container holds ids (their contents would not follow the
-//! device's unions). @returns `errc::unsupported` (or `errc::abi_limit`) naming what does not.
-inline expected<void> gpu_resident_check(const declarations& decl, const database& db) {
-  if (db.tables.size() != decl.functions.size())
-    return fail(error(errc::invalid_state,
-                      "eqsat gpu_engine: the database has a table per "
-                      "function declared before the last command only")
-                    .with("tables", db.tables.size())
-                    .with("functions", decl.functions.size())
-                    .fix("make the tables of every declared function first (cpu_engine::sync)"));
-  for (std::uint32_t f = 0; f < decl.functions.size(); ++f) {
-    const table& t = db.tables[f];
-    if (!t.holds_ids()) continue;
-    VYRE_TRY(device::table_fits(decl, f));
-    if (t.size() > 0x7fffffffull)
-      return fail(error(errc::abi_limit,
-                        "eqsat gpu_engine: a table holds more rows than the "
-                        "device sorts (2^31)")
-                      .about(decl.functions[f].name)
-                      .with("rows", t.size())
-                      .fix("stop earlier with --node-limit"));
-    for (std::size_t r = 0; r < t.rows(); ++r)
-      if (t.state(r) == row_state::subsumed)
-        return fail(error(errc::unsupported, "the GPU engine holds no subsumed row")
-                        .about(decl.functions[f].name)
-                        .fix("the iterations after a subsume run on the CPU engine"));
-  }
-  bool ids_held = false;
-  db.containers.for_each([&](value, const container_store::entry& e) {
-    ids_held = ids_held || decl.sorts[e.sort].holds_ids;
-  });
-  if (ids_held)
-    return fail(error(errc::unsupported, "the GPU engine holds no container of e-class ids")
-                    .fix("the iterations of this program run on the CPU engine"));
-  return {};
-}
 
 namespace detail {
 
@@ -461,7 +428,9 @@ class gpu_engine : private detail::gpu_rebuild {
       bool ok = true;
       for (const device::plan_atom& a : plan.atoms) ok = ok && tabled(a.table);
       for (const device::make_node& m : plan.actions) ok = ok && tabled(m.table);
-      if (plan.end == device::head_end::set) ok = ok && tabled(plan.set_row.table);
+      for (const device::set_node& st : plan.sets) ok = ok && tabled(st.table);
+      for (const device::compute_step& c : plan.computes)
+        ok = ok && (c.kind != device::compute_kind::lookup || tabled(c.table));
       if (!ok)
         return fail(error(errc::invalid_argument,
                           "eqsat gpu_engine: a plan names a table the engine does not hold")
@@ -529,46 +498,68 @@ class gpu_engine : private detail::gpu_rebuild {
     a.fresh_count = static_cast<std::uint32_t>(plan.actions.size());
     a.step_count = plan.step_count();
     a.saved_count = static_cast<std::uint32_t>(plan.saved.size());
-    const auto put = [&](detail::gpu_step& g, const device::make_node& m) {
-      g.cells = tables_[m.table].cells;
-      g.width = tables_[m.table].width;
-      for (std::size_t c = 0; c < m.args.size(); ++c) {
-        g.kind[c] = static_cast<std::uint8_t>(m.args[c].kind);
-        g.value[c] = m.args[c].value;
+    const auto put = [&](detail::gpu_step& g, std::uint32_t f,
+                         const std::vector<device::plan_operand>& args) {
+      g.cells = tables_[f].cells;
+      g.width = tables_[f].width;
+      for (std::size_t c = 0; c < args.size(); ++c) {
+        g.kind[c] = static_cast<std::uint8_t>(args[c].kind);
+        g.value[c] = args[c].value;
       }
     };
     a.compute_count = static_cast<std::uint32_t>(plan.computes.size());
     for (std::size_t c = 0; c < plan.computes.size(); ++c) {
-      a.computes[c].op = plan.computes[c].op;
-      for (int i = 0; i < 2; ++i) {
-        a.computes[c].kind[i] = static_cast<std::uint8_t>(plan.computes[c].args[i].kind);
-        a.computes[c].value[i] = plan.computes[c].args[i].value;
+      const device::compute_step& step = plan.computes[c];
+      detail::gpu_compute& g = a.computes[c];
+      g.op = step.op;
+      g.arg_count = step.arg_count;
+      for (std::uint32_t i = 0; i < step.arg_count; ++i) {
+        g.kind[i] = static_cast<std::uint8_t>(step.args[i].kind);
+        g.value[i] = step.args[i].value;
+      }
+      g.lookup = step.kind == device::compute_kind::lookup;
+      if (g.lookup) {  // the rows the iteration found, sorted by their keys
+        g.cells = tables_[step.table].cells;
+        g.rows = tables_[step.table].rows;
+        g.width = tables_[step.table].width;
       }
     }
     a.outside = outside_.get();
     for (std::size_t s = 0; s < plan.actions.size(); ++s) {
-      put(a.steps[s], plan.actions[s]);
+      put(a.steps[s], plan.actions[s].table, plan.actions[s].args);
       a.steps[s].kind[a.steps[s].width - 1] = detail::gpu_fresh;
     }
-    if (plan.end == device::head_end::set) {
-      detail::gpu_step& g = a.steps[plan.actions.size()];
-      put(g, plan.set_row);
-      g.kind[g.width - 1] = static_cast<std::uint8_t>(plan.set_value.kind);
-      g.value[g.width - 1] = plan.set_value.value;
+    for (std::size_t i = 0; i < plan.sets.size(); ++i) {
+      const device::set_node& st = plan.sets[i];
+      detail::gpu_step& g = a.steps[plan.actions.size() + i];
+      put(g, st.table, st.args);
+      g.kind[g.width - 1] = static_cast<std::uint8_t>(st.value.kind);
+      g.value[g.width - 1] = st.value.value;
+      g.inline_value = orders_i64(st.table);
     }
-    a.has_unite = plan.end == device::head_end::unite;
-    if (a.has_unite) {
-      a.unite_kind[0] = static_cast<std::uint8_t>(plan.unite_left.kind);
-      a.unite_value[0] = plan.unite_left.value;
-      a.unite_kind[1] = static_cast<std::uint8_t>(plan.unite_right.kind);
-      a.unite_value[1] = plan.unite_right.value;
-    }
+    a.unite_count = static_cast<std::uint32_t>(plan.unites.size());
+    for (std::size_t u = 0; u < plan.unites.size(); ++u)
+      for (int i = 0; i < 2; ++i) {
+        a.unite_kind[u][i] = static_cast<std::uint8_t>(plan.unites[u][i].kind);
+        a.unite_value[u][i] = plan.unites[u][i].value;
+      }
     return a;
   }
 
-  //! The table of step `s` of `plan` (its makes, then the set's row).
-  static std::uint32_t step_table(const device::rule_plan& plan, std::size_t s) noexcept {
-    return s < plan.actions.size() ? plan.actions[s].table : plan.set_row.table;
+  //! Whether table `f` is a function merged by min or max over i64: its values must be those
+  //! the device orders, [0, 2^31).
+  bool orders_i64(std::uint32_t f) const noexcept {
+    return tables_[f].merge != device::device_merge::unite &&
+           decl_->functions[f].output == sorts::i64;
+  }
+
+  //! Whether `plan` may meet a value the device does not decide (a primitive, a lookup, a set
+  //! that must hold an i64 the device orders): it then needs the `outside_` flag.
+  bool may_meet_outside(const device::rule_plan& plan) const noexcept {
+    if (!plan.prims.empty() || !plan.computes.empty()) return true;
+    for (const device::set_node& st : plan.sets)
+      if (orders_i64(st.table)) return true;
+    return false;
   }
 
   //! `plan` with its id literals canonical in the device's union-find.
@@ -610,9 +601,11 @@ class gpu_engine : private detail::gpu_rebuild {
       };
       for (const device::make_node& m : plans[r].actions)
         for (const device::plan_operand& o : m.args) widen(o);
-      for (const device::plan_operand& o : plans[r].set_row.args) widen(o);
-      widen(plans[r].set_value);
-      if (!plans[r].prims.empty() || !plans[r].computes.empty()) primitives = true;
+      for (const device::set_node& st : plans[r].sets) {
+        for (const device::plan_operand& o : st.args) widen(o);
+        widen(st.value);
+      }
+      primitives = primitives || may_meet_outside(plans[r]);
       for (const device::plan_prim& p : plans[r].prims)
         if (device::yields_i64(p.op))
           base_bound_ = (std::max)(base_bound_, std::uint64_t{device::inline_i64_end});
@@ -672,7 +665,7 @@ class gpu_engine : private detail::gpu_rebuild {
       report.matches += total;
       if (total == 0) continue;
       const device::rule_plan& plan = plans[r];
-      for (std::size_t s = 0; s < plan.step_count(); ++s) appended[step_table(plan, s)] += total;
+      for (std::size_t s = 0; s < plan.step_count(); ++s) appended[plan.step_table(s)] += total;
       // No overflow: totals are below 2^32 per rule, steps and variables a few dozen.
       new_rows += total * plan.step_count();
       fresh += total * plan.actions.size();
@@ -733,8 +726,8 @@ class gpu_engine : private detail::gpu_rebuild {
       detail::gpu_actions a = actions_of(plan);
       a.class_base = class_base;
       for (std::size_t s = 0; s < plan.step_count(); ++s) {
-        a.steps[s].row_base = cursor[step_table(plan, s)];
-        cursor[step_table(plan, s)] += total;
+        a.steps[s].row_base = cursor[plan.step_table(s)];
+        cursor[plan.step_table(s)] += total;
       }
       class_base += total * a.fresh_count;
       detail::eqsat_apply_kernel<>
@@ -761,7 +754,8 @@ class gpu_engine : private detail::gpu_rebuild {
     bool rows_changed = false;
     for (std::size_t f = 0; f < tables_.size(); ++f)
       rows_changed = rows_changed || tables_[f].rows != rows_before[f];
-    report.changed = report.unions != 0 || rows_changed;
+    // A set that lowered (or raised) a function's value leaves its rows as many.
+    report.changed = report.unions != 0 || rows_changed || last_rebuild_folded_;
     return {};
   }
 

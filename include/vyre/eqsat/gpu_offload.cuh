@@ -12,9 +12,10 @@
 //!
 //! The session asks `accepts` before every iteration. It says yes when every rule of the
 //! ruleset lowers to a device plan (`device::plan_rule`: table atoms and device primitives,
-//! primitive calls and makes then at most one union or set), the database can move
-//! (`gpu_resident_check`: the tables that hold ids are constructors' over eq and base sorts, no
-//! subsumed row, no container of ids) and, in `device_choice::automatic`, the iteration starts on
+//! primitive calls, lookups, makes, sets and unions), the database can move
+//! (`gpu_resident_check`: the tables that hold ids are constructors' or functions' merged by
+//! min, max, and or or, over eq and base sorts, no subsumed row, no container of ids) and, in
+//! `device_choice::automatic`, the iteration starts on
 //! at least `crossover` rows (once on the device, the run stays there for every ruleset it accepts:
 //! moving back costs a download). Otherwise the session syncs the state back and runs the iteration
 //! on its CPU engine.
@@ -26,8 +27,8 @@
 //! the host held the state uploads it
 //! (`gpu_engine::create`); `sync` downloads it and drops the engine. Plans are made once per
 //! ruleset and declarations (rules may be added between runs). A ruleset whose iteration the
-//! engine hands back because a primitive met a value it does not decide (a negative i64) runs
-//! on the CPU engine from then on.
+//! engine hands back because a primitive, lookup or set met a value it does not decide (a
+//! negative i64, a missing key) runs on the CPU engine from then on.
 #pragma once
 
 #include <concepts>
@@ -157,8 +158,9 @@ class gpu_offload final : public iteration_offload {
     // rather than move the state back and forth.
     if (report.stopped == iteration_stop::handed_to_cpu && engine_->met_outside_values())
       refuse(ruleset,
-             "a primitive met an i64 outside [0, 2^31) or failed in a rule's actions: the GPU "
-             "engine decides neither, so this ruleset runs on the CPU engine");
+             "a primitive, lookup or set met a value the GPU engine does not decide (an i64 "
+             "outside [0, 2^31), a failed call in a rule's actions, a missing key), so this "
+             "ruleset runs on the CPU engine");
     return report;
   }
 
@@ -180,8 +182,8 @@ class gpu_offload final : public iteration_offload {
   const char* name() const override { return "gpu"; }
   std::string handback_reason() const override {
     if (engine_ && engine_->met_outside_values())
-      return "a primitive met an i64 outside [0, 2^31) or failed in a rule's actions, which the "
-             "GPU engine does not decide";
+      return "a primitive, lookup or set met a value the GPU engine does not decide: an i64 "
+             "outside [0, 2^31), a failed call in a rule's actions or a missing key";
     return "its matches could reach the node limit, which the CPU engine checks exactly";
   }
 

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! The apply step of `vyre::eqsat::gpu_engine`: `gpu_actions` (a `rule_plan`'s head, flattened)
-//! and the kernel that appends a match's rows (each make with a fresh class, the set with its
-//! value) and runs its union. The public device pieces it builds on (e-matching, union-find,
-//! rebuild, hash-cons) are in `vyre/eqsat/device/`.
+//! and the kernel that evaluates a match's calls and lookups, appends its rows (each make with
+//! a fresh class, each set with its value) and runs its unions. The public device pieces it builds
+//! on (e-matching, union-find, rebuild, hash-cons) are in `vyre/eqsat/device/`.
 #pragma once
 
 #include <cstddef>
@@ -25,44 +25,77 @@ inline constexpr std::uint8_t gpu_fresh = 4;
 static_assert(gpu_fresh > static_cast<std::uint8_t>(device::operand_kind::computed));
 
 //! One appended row: row `row_base + match` of the table at `cells`; column c from operand
-//! (`kind[c]`, `value[c]`), the value column too (`gpu_fresh` for a make's).
+//! (`kind[c]`, `value[c]`), the value column too (`gpu_fresh` for a make's). `inline_value`: a
+//! set of a function the device merges by min or max over i64, whose value must be one the
+//! device orders ([0, 2^31)).
 struct gpu_step {
   std::uint32_t* cells;
   std::uint32_t width;
   std::uint32_t row_base;
   std::uint32_t value[device::max_width];
   std::uint8_t kind[device::max_width];
+  bool inline_value;
 };
 
-//! One primitive call of the head (`device::compute_step`): operands as `gpu_step`'s.
+//! One value of the head (`device::compute_step`): a primitive call, or a lookup of the value
+//! of the table at `cells` (its first `rows` rows, sorted by their keys) at the `arg_count`
+//! keys; operands as `gpu_step`'s.
 struct gpu_compute {
-  std::uint32_t value[2];
-  std::uint8_t kind[2];
+  std::uint32_t value[device::max_width - 1];
+  std::uint8_t kind[device::max_width - 1];
+  std::uint32_t arg_count;
   device::device_prim op;
+  bool lookup;
+  const std::uint32_t* cells;
+  std::uint32_t rows;
+  std::uint32_t width;
 };
 
 struct gpu_actions {
   gpu_compute computes[device::max_computes];
   std::uint32_t compute_count;
-  //! Set (to 1) when a call fails or leaves the device's i64 range: the match writes nothing
-  //! and the engine hands the iteration back. Null: no calls.
+  //! Set (to 1) when a call fails or leaves the device's i64 range, a lookup misses or a set's
+  //! value is outside it: the match writes nothing and the engine hands the iteration back.
   std::uint32_t* outside;
   gpu_step steps[device::max_steps];
-  std::uint32_t step_count;   //!< the makes, then the set's row (if any)
+  std::uint32_t step_count;   //!< the makes, then the sets
   std::uint32_t fresh_count;  //!< the makes: step s < fresh_count makes class `fresh(s)`
   std::uint32_t saved_count;
   //! Step s of match m makes class `class_base + m * fresh_count + s`.
   std::uint32_t class_base;
-  std::uint32_t unite_value[2];
-  std::uint8_t unite_kind[2];
-  bool has_unite;
+  std::uint32_t unite_value[device::max_unites][2];
+  std::uint8_t unite_kind[device::max_unites][2];
+  std::uint32_t unite_count;
 };
 
 // --- apply ----------------------------------------------------------------------------------
 
-//! Per match: evaluates the head's calls, appends its rows (no lookup: the rebuild merges a
-//! fresh row into an identical existing one, and unites the set's value with the class of the
-//! row already there), then runs the union.
+//! The row of `key` (its first `width - 1` columns) among the first `rows` rows of `cells`,
+//! sorted by their keys (lexicographically, as `device::sort_rows` leaves a table), or `rows`.
+VYRE_DEVICE inline std::uint32_t eqsat_find_row(const std::uint32_t* cells, std::uint32_t rows,
+                                                std::uint32_t width, const std::uint32_t* key) {
+  const std::uint32_t arity = width - 1;
+  std::uint32_t lo = 0, hi = rows;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    const std::uint32_t* row = cells + std::size_t{mid} * width;
+    std::uint32_t c = 0;
+    while (c < arity && row[c] == key[c]) ++c;
+    if (c < arity && row[c] < key[c])
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == rows) return rows;
+  const std::uint32_t* row = cells + std::size_t{lo} * width;
+  for (std::uint32_t c = 0; c < arity; ++c)
+    if (row[c] != key[c]) return rows;
+  return lo;
+}
+
+//! Per match: evaluates the head's calls and lookups, appends its rows (no lookup of the rows
+//! themselves: the rebuild merges a fresh row into an identical existing one, and a set's row
+//! into the row of its key), then runs its unions.
 template <int = 0>
 VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
                                     std::uint32_t match_count, std::uint32_t* parent) {
@@ -87,11 +120,25 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
     bool decided = true;
     for (std::uint32_t c = 0; c < a.compute_count && decided; ++c) {
       const gpu_compute& g = a.computes[c];
-      decided =
-          device::device_prim_eval(g.op, value(g.kind[0], g.value[0]), value(g.kind[1], g.value[1]),
-                                   computed[c]) == device::prim_outcome::ok;
+      if (g.lookup) {
+        std::uint32_t key[device::max_width - 1];
+        for (std::uint32_t k = 0; k < g.arg_count; ++k) key[k] = value(g.kind[k], g.value[k]);
+        const std::uint32_t r = eqsat_find_row(g.cells, g.rows, g.width, key);
+        decided = r != g.rows;
+        if (decided) computed[c] = g.cells[std::size_t{r} * g.width + g.width - 1];
+      } else {
+        decided = device::device_prim_eval(g.op, value(g.kind[0], g.value[0]),
+                                           value(g.kind[1], g.value[1]),
+                                           computed[c]) == device::prim_outcome::ok;
+      }
     }
-    if (!decided) {  // an error on the CPU engine, or a value only the host can intern
+    for (std::uint32_t s = 0; s < a.step_count && decided; ++s) {
+      const gpu_step& step = a.steps[s];
+      const std::uint32_t last = step.width - 1;
+      decided =
+          !step.inline_value || value(step.kind[last], step.value[last]) < device::inline_i64_end;
+    }
+    if (!decided) {  // an error on the CPU engine, or a value only the host decides
       atomicOr(a.outside, 1u);
       continue;
     }
@@ -101,9 +148,9 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
       for (std::uint32_t c = 0; c < step.width; ++c)
         row[c] = step.kind[c] == gpu_fresh ? fresh(s) : value(step.kind[c], step.value[c]);
     }
-    if (a.has_unite)
-      (void)device::union_find_ref{parent, 0}.unite(value(a.unite_kind[0], a.unite_value[0]),
-                                                    value(a.unite_kind[1], a.unite_value[1]));
+    for (std::uint32_t u = 0; u < a.unite_count; ++u)
+      (void)device::union_find_ref{parent, 0}.unite(value(a.unite_kind[u][0], a.unite_value[u][0]),
+                                                    value(a.unite_kind[u][1], a.unite_value[u][1]));
   }
 }
 

@@ -80,6 +80,7 @@ class gpu_rebuild : protected gpu_state {
         shapes_seen_(std::move(o.shapes_seen_)),
         graph_base_bound_(o.graph_base_bound_),
         last_rebuild_rounds_(o.last_rebuild_rounds_),
+        last_rebuild_folded_(o.last_rebuild_folded_),
         capture_rebuilds_(o.capture_rebuilds_) {}
   gpu_rebuild& operator=(gpu_rebuild&&) = delete;
   ~gpu_rebuild() {}  // NOLINT(modernize-use-equals-default): see gpu_state's move constructor
@@ -99,20 +100,30 @@ class gpu_rebuild : protected gpu_state {
   }
 
   // The report's parts, in u64 words of `report_`: the loop's control, the roots (all, old),
-  // then the rows every table kept (u32).
-  static constexpr std::size_t report_control = 0, report_roots = 2, report_kept = 4;
+  // whether a fold changed a function's value (its low u32), then the rows every table kept
+  // (u32).
+  static constexpr std::size_t report_control = 0, report_roots = 2, report_folded = 4,
+                               report_kept = 5;
   static_assert(sizeof(graph::fixpoint_control) == report_roots * sizeof(unsigned long long));
   std::size_t report_size() const noexcept { return report_kept + (tables_.size() + 1) / 2; }
 
   graph::fixpoint_control* control() const noexcept {
     return reinterpret_cast<graph::fixpoint_control*>(report_.get() + report_control);
   }
+  //! The device u32 the dedupe sets when a fold changed a function's value.
+  std::uint32_t* folded() const noexcept {
+    return reinterpret_cast<std::uint32_t*>(report_.get() + report_folded);
+  }
 
   //! Table `f` as the rebuild graph sees it: its capacity, with the rows in use on the device.
   device::table_ref capacity_view(std::uint32_t f) const noexcept {
     const table& t = tables_[f];
-    return device::table_ref{t.cells, static_cast<std::uint32_t>(t.capacity), t.width, t.class_mask,
-                             live_rows_.get() + f};
+    return device::table_ref{t.cells,
+                             static_cast<std::uint32_t>(t.capacity),
+                             t.width,
+                             t.class_mask,
+                             live_rows_.get() + f,
+                             t.merge};
   }
 
   //! Table `f`'s congruence index in the arena (`rebuild_words_for`'s layout), laid out by
@@ -150,7 +161,7 @@ class gpu_rebuild : protected gpu_state {
       if (tables_[c].capacity == 0) continue;
       const device::table_ref t = view(c);
       VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
-      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s));
+      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s, folded()));
     }
     return {};
   }
@@ -239,6 +250,7 @@ class gpu_rebuild : protected gpu_state {
     VYRE_TRY(ensure_arena(rebuild_words()));
     VYRE_TRY_ASSIGN(graph_type * graph, rebuild_graph());
     VYRE_TRY(device::congruence_start(arena_.get(), tables_.size(), stream()));
+    VYRE_CUDA_TRY(cudaMemsetAsync(folded(), 0, sizeof(std::uint32_t), stream()), what);
     if (graph != nullptr) {
       // The union-find's ids past the last one made are padding: singletons nothing names.
       const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
@@ -264,6 +276,7 @@ class gpu_rebuild : protected gpu_state {
     VYRE_TRY_ASSIGN(const std::vector<unsigned long long> report, read_report(uf(), old_ids));
     VYRE_TRY(take_kept(report, graph != nullptr));
     eclasses_ = report[report_roots];
+    last_rebuild_folded_ = (report[report_folded] & 0xffffffffull) != 0;
     return report[report_roots + 1];
   }
 
@@ -311,7 +324,9 @@ class gpu_rebuild : protected gpu_state {
   std::unordered_set<gpu_rebuild_shape, gpu_rebuild_shape_hash> shapes_seen_;
   std::uint64_t graph_base_bound_ = 0;     //!< `base_bound_` the captured rebuilds sort by
   std::uint32_t last_rebuild_rounds_ = 0;  //!< the last rebuild's rounds (its report)
-  bool capture_rebuilds_ = true;           //!< `capture_rebuilds`
+  //! Whether the last rebuild's fold changed a function's value (a row kept its key).
+  bool last_rebuild_folded_ = false;
+  bool capture_rebuilds_ = true;  //!< `capture_rebuilds`
 };
 
 }  // namespace vyre::eqsat::detail

@@ -39,7 +39,8 @@ struct gpu_table {
   std::size_t capacity = 0;
   std::uint32_t rows = 0;
   std::uint32_t width = 1;
-  std::uint32_t class_mask = 0;  //!< bit c: column c holds an id (the last always)
+  std::uint32_t class_mask = 0;  //!< bit c: column c holds an id (a constructor's last always)
+  device::device_merge merge = device::device_merge::unite;  //!< how rows of one key merge
   bool resident = false;
   std::uint64_t host_rows = 0;  //!< not resident: its size in the host database
 };
@@ -86,10 +87,9 @@ class gpu_state {
       const function_decl& fn = decl.functions[f];
       table& t = tables_[f];
       t.width = fn.arity() + 1;
-      t.resident = decl.sorts[fn.output].is_id;
-      for (std::uint32_t a = 0; a < fn.arity(); ++a)
-        t.resident = t.resident || decl.sorts[fn.inputs[a]].is_id;
+      t.resident = device::device_resident(decl, static_cast<std::uint32_t>(f));
       if (!t.resident) continue;  // its width may exceed the mask's bits: never on the device
+      (void)device::device_merge_of(decl, static_cast<std::uint32_t>(f), t.merge);
       t.class_mask = decl.sorts[fn.output].is_id ? 1u << fn.arity() : 0u;
       for (std::uint32_t a = 0; a < fn.arity(); ++a)
         if (decl.sorts[fn.inputs[a]].is_id) t.class_mask |= 1u << a;
@@ -150,7 +150,7 @@ class gpu_state {
   //! Table `f` as the device pieces see it.
   device::table_ref view(std::uint32_t f) const noexcept {
     const table& t = tables_[f];
-    return device::table_ref{t.cells, t.rows, t.width, t.class_mask};
+    return device::table_ref{t.cells, t.rows, t.width, t.class_mask, nullptr, t.merge};
   }
   //! The union-find over the class ids made so far.
   device::union_find_ref uf() const noexcept { return {parent_, ids_}; }

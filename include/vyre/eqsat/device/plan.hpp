@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! `vyre::eqsat::device::rule_plan`: a rule of the relational core (`ir.hpp`) lowered to what
-//! the device pieces run, a join over constructor tables plus the rows a match appends, and
+//! the device pieces run, a join over the device's tables plus the rows a match appends, and
 //! `plan_rule`, which lowers an eligible rule or says why it cannot. Host code: the GPU engine
 //! flattens a plan against its tables (`ematch.cuh`'s `flatten`, `gpu_kernels.cuh`'s apply).
 //!
 //! Tables. Function `f`'s table on the device is rows of `width = arity + 1` u32, the keys then
 //! the value, as in the host `database`: an id column (an eq sort) holds a canonical e-class id,
-//! a base-sort column the value's encoding (`values.hpp`), the last column the row's e-class.
+//! a base-sort column the value's encoding (`values.hpp`). The device holds constructors (the
+//! value is the row's e-class; two rows of one key unite their classes) and functions whose
+//! `:merge` it evaluates (`device_merge`: `min`/`max` of i64, `and`/`or` of bool, which keep
+//! the smaller or larger value whatever order the rows come in, so a set applied again or in
+//! another order changes nothing), with at most `max_width` columns (`table_fits`).
 //!
 //! Query. Every table atom of the body is one `plan_atom`; registers are the query's variables.
 //! A column binds a register (its first appearance), checks one (bound by an earlier atom or an
@@ -34,17 +38,22 @@
 //! interned one, an error in the head) cannot be decided on the device: the engine hands the
 //! iteration back to the CPU engine, which runs it exactly (`device_prim_eval`).
 //!
-//! Head. `make` actions become `make_node` steps: each appends the row `table(args...)` with a
-//! fresh e-class (temp i is step i's class); a fresh row equal to an existing one is merged by
-//! the rebuild's congruence, which yields what egglog's lookup-or-insert yields. The head ends
-//! with at most one `unite(a, b)` (`head_end::unite`) or one `set(C, args..., v)` on a
-//! constructor (`head_end::set`: the row `C(args...)` appended with value `v`, which the rebuild
-//! unites with the row already there, if any: egglog's union-to-set). Registers saved per match
-//! (`saved`): those the head reads, the union's left operand first.
+//! Head. `call`s of device primitives and `lookup`s of a function's value (by binary search
+//! over its rows as the iteration found them, sorted by their keys; in `:naive` rules only,
+//! whose matches the CPU engine finds again every iteration too) are `compute_step`s, run
+//! first; a lookup of a key the table does not hold hands the iteration to the CPU engine,
+//! which decides it (an error there, unless an earlier match of the iteration set it). `make`
+//! actions become `make_node` steps: each appends the row `table(args...)` with a fresh e-class
+//! (temp i is step i's class); a fresh row equal to an existing one is merged by the rebuild's
+//! congruence, which yields what egglog's lookup-or-insert yields. A `set` appends its row with
+//! its value (`set_node`), which the rebuild merges with the row of that key: constructors unite
+//! the two classes (egglog's union-to-set), functions fold the values by their merge. Then the
+//! match's `unite`s run. Registers saved per match (`saved`): those the head reads.
 //!
 //! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
 //! query variables, `max_saved` saved registers, `max_steps` appended rows per match,
-//! `max_width` columns per table, `max_prims` primitive atoms and `max_computes` head calls.
+//! `max_width` columns per table, `max_prims` primitive atoms, `max_computes` head calls and
+//! lookups, `max_unites` unions per match.
 #pragma once
 
 #include <algorithm>
@@ -72,7 +81,8 @@ inline constexpr std::uint32_t max_registers = 32;  //!< query variables of a ru
 inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
 inline constexpr std::uint32_t max_steps = 16;      //!< rows a match appends (makes and the set)
 inline constexpr std::uint32_t max_prims = 8;       //!< primitive atoms of a rule's body
-inline constexpr std::uint32_t max_computes = 8;    //!< primitive calls of a rule's head
+inline constexpr std::uint32_t max_computes = 8;    //!< calls and lookups of a rule's head
+inline constexpr std::uint32_t max_unites = 4;      //!< unions of a rule's head
 
 enum class column_op : std::uint8_t {
   bind,     //!< store the row's value in register `value`
@@ -213,8 +223,7 @@ struct plan_operand {
   friend bool operator==(const plan_operand&, const plan_operand&) = default;
 };
 
-//! Appends the row `table(args...)` with a fresh e-class (the step's temp), or with `value`
-//! (`rule_plan::set_row`).
+//! Appends the row `table(args...)` with a fresh e-class (the step's temp).
 struct make_node {
   std::uint32_t table = 0;
   std::vector<plan_operand> args;
@@ -222,17 +231,31 @@ struct make_node {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(make_node);
 
-//! A primitive call of the head (an i64 result): `op(args[0], args[1])`, its arguments saved
-//! registers, constants or earlier compute steps' results.
-struct compute_step {
-  device_prim op = device_i64(i64_op::add);
-  plan_operand args[2];
+//! Appends the row `table(args...)` with the value `value`: the rebuild merges it with the row
+//! of that key already there, if any, by the table's merge (`device_merge`).
+struct set_node {
+  std::uint32_t table = 0;
+  std::vector<plan_operand> args;
+  plan_operand value;
+  VYRE_HOST_SPECIAL_MEMBERS(set_node);
+};
+VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(set_node);
+
+enum class compute_kind : std::uint8_t {
+  call,    //!< `op(args[0], args[1])`, an i64
+  lookup,  //!< the value of function `table` at the keys `args[0, arg_count)`
 };
 
-enum class head_end : std::uint8_t {
-  none,   //!< the makes alone (a rule that only adds rows)
-  unite,  //!< `unite(unite_left, unite_right)`
-  set,    //!< `set_row` appended with the value `set_value`
+//! A value the head computes per match before its rows, its operands saved registers,
+//! constants or earlier steps' results: a primitive call, or a lookup of a function's value
+//! in the table as the iteration found it (a key it does not hold hands the iteration to the
+//! CPU engine, where it is an error unless an earlier match of the iteration set it).
+struct compute_step {
+  compute_kind kind = compute_kind::call;
+  device_prim op = device_i64(i64_op::add);  //!< `call`: the primitive
+  std::uint32_t table = 0;                   //!< `lookup`: the function
+  std::uint32_t arg_count = 2;
+  plan_operand args[max_width - 1];
 };
 
 struct rule_plan {
@@ -241,24 +264,26 @@ struct rule_plan {
   std::vector<plan_atom> atoms;
   //! The query's primitive atoms, by the atom after which each runs (ascending).
   std::vector<plan_prim> prims;
-  //! Query registers saved per match, in slot order: the union's (or set's) left operand
-  //! first when it is a register, then the others the head reads.
+  //! Query registers saved per match, in slot order: those the head reads, in the order read.
   std::vector<std::uint32_t> saved;
-  //! The head's primitive calls, run per match before the makes.
+  //! The head's primitive calls and lookups, run per match before its rows are written.
   std::vector<compute_step> computes;
-  std::vector<make_node> actions;  //!< in order; step i's fresh class is temp i
-  head_end end = head_end::none;
-  plan_operand unite_left, unite_right;
-  make_node set_row;  //!< `head_end::set`: its keys
-  plan_operand set_value;
+  std::vector<make_node> actions;  //!< the makes in order; step i's fresh class is temp i
+  std::vector<set_node> sets;      //!< the sets in order (steps after the makes)
+  //! The unions, `(left, right)` each, run after the match's rows are written.
+  std::vector<std::array<plan_operand, 2>> unites;
   //! (atom, column) of every literal that is an id constant (a global's e-class): the engine
   //! canonicalizes them before each iteration, as unions move their classes.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> id_literals;
   VYRE_HOST_SPECIAL_MEMBERS(rule_plan);
 
-  //! Rows a match appends: one per make, and the set's.
+  //! Rows a match appends: one per make and one per set.
   std::uint32_t step_count() const noexcept {
-    return static_cast<std::uint32_t>(actions.size()) + (end == head_end::set ? 1u : 0u);
+    return static_cast<std::uint32_t>(actions.size() + sets.size());
+  }
+  //! The table of step `s` (the makes, then the sets).
+  std::uint32_t step_table(std::size_t s) const noexcept {
+    return s < actions.size() ? actions[s].table : sets[s - actions.size()].table;
   }
   //! The indexes the plan looks rows up in: (table, key column, second key column or
   //! `no_column`).
@@ -308,18 +333,27 @@ struct rule_plan {
       constexpr char kinds[] = {'s', '#', 't', 'c'};
       return std::string(1, kinds[static_cast<int>(o.kind)]) + std::to_string(o.value);
     };
-    for (std::size_t i = 0; i < computes.size(); ++i)
-      out += "c" + std::to_string(i) + " = " + device_prim_name(computes[i].op) + "(" +
-             text(computes[i].args[0]) + ", " + text(computes[i].args[1]) + ")\n";
-    auto row = [&](const make_node& m) {
-      std::string s = decl.functions[m.table].name + "(";
-      for (std::size_t c = 0; c < m.args.size(); ++c) s += (c != 0 ? ", " : "") + text(m.args[c]);
+    const auto row = [&](std::uint32_t table, const plan_operand* args, std::size_t n) {
+      std::string s = decl.functions[table].name + "(";
+      for (std::size_t c = 0; c < n; ++c) s += (c != 0 ? ", " : "") + text(args[c]);
       return s + ")";
     };
+    for (std::size_t i = 0; i < computes.size(); ++i) {
+      const compute_step& c = computes[i];
+      out += "c" + std::to_string(i) + " = ";
+      if (c.kind == compute_kind::lookup)
+        out += "lookup " + row(c.table, c.args, c.arg_count) + "\n";
+      else
+        out += std::string(device_prim_name(c.op)) + "(" + text(c.args[0]) + ", " +
+               text(c.args[1]) + ")\n";
+    }
     for (std::size_t i = 0; i < actions.size(); ++i)
-      out += "t" + std::to_string(i) + " = " + row(actions[i]) + "\n";
-    if (end == head_end::unite) out += "unite " + text(unite_left) + " " + text(unite_right) + "\n";
-    if (end == head_end::set) out += "set " + row(set_row) + " -> " + text(set_value) + "\n";
+      out += "t" + std::to_string(i) + " = " +
+             row(actions[i].table, actions[i].args.data(), actions[i].args.size()) + "\n";
+    for (const set_node& st : sets)
+      out +=
+          "set " + row(st.table, st.args.data(), st.args.size()) + " -> " + text(st.value) + "\n";
+    for (const auto& u : unites) out += "unite " + text(u[0]) + " " + text(u[1]) + "\n";
     return out;
   }
 };
@@ -345,20 +379,64 @@ inline std::vector<std::uint32_t> ruleset_rules(const declarations& decl, std::u
   return out;
 }
 
+//! How the device merges two values of one key of a table (see the file comment).
+enum class device_merge : std::uint8_t {
+  unite,  //!< a constructor's: the two e-classes are united (the rebuild's congruence)
+  min,    //!< `:merge (min old new)` of i64, `(and old new)` of bool: the smaller value
+  max,    //!< `:merge (max old new)` of i64, `(or old new)` of bool: the larger value
+};
+
+//! The merge of function `f` as the device runs it: constructors unite; a function whose
+//! output is i64 or bool and whose `:merge` is one call of `min`/`max` (i64) or `and`/`or`
+//! (bool) over `old` and `new` keeps the smaller or larger value (on the i64s the device holds,
+//! [0, 2^31), the encoding's order is the numbers'). @returns false for any other merge.
+inline bool device_merge_of(const declarations& decl, std::uint32_t f, device_merge& out) {
+  const function_decl& fn = decl.functions[f];
+  if (fn.kind == function_kind::constructor) {
+    out = device_merge::unite;
+    return true;
+  }
+  if (fn.merge != merge_kind::expression || fn.merge_actions.actions.size() != 1 ||
+      (fn.output != sorts::i64 && fn.output != sorts::boolean))
+    return false;
+  const action& a = fn.merge_actions.actions[0];
+  if (a.op != action_op::call || a.target >= decl.prims.size() || a.args.size() != 2 ||
+      !fn.merge_result.is_reg() || fn.merge_result.v != a.dst)
+    return false;
+  const bool old_new = a.args[0] == operand::reg(0) && a.args[1] == operand::reg(1);
+  const bool new_old = a.args[0] == operand::reg(1) && a.args[1] == operand::reg(0);
+  if (!old_new && !new_old) return false;
+  const prim_overload& o = decl.prims[a.target];
+  if (o.result != fn.output || o.arg_sort(0) != fn.output || o.arg_sort(1) != fn.output)
+    return false;
+  const bool on_i64 = fn.output == sorts::i64;
+  if (o.name == (on_i64 ? "min" : "and")) {
+    out = device_merge::min;
+    return true;
+  }
+  if (o.name == (on_i64 ? "max" : "or")) {
+    out = device_merge::max;
+    return true;
+  }
+  return false;
+}
+
 //! Whether function `f` can live on the device: a constructor (relations are constructors)
-//! whose columns are eq sorts or base sorts, at most `max_width` of them. The error
-//! (`errc::unsupported`) names the function and says why.
+//! or a function the device merges (`device_merge_of`), whose columns are eq sorts or base
+//! sorts, at most `max_width` of them. The error (`errc::unsupported`) names the function and
+//! says why.
 inline expected<void> table_fits(const declarations& decl, std::uint32_t f) {
   const function_decl& fn = decl.functions[f];
-  if (fn.kind != function_kind::constructor)
+  device_merge merge = device_merge::unite;
+  if (!device_merge_of(decl, f, merge))
     return fail(error(errc::unsupported,
-                      "the GPU engine holds constructors only: a function holds e-class ids")
+                      "the GPU engine holds constructors and functions of i64 or bool merged by "
+                      "min, max, and or or only")
                     .about(fn.name)
-                    .fix("run this program on the CPU engine (--device cpu)"));
+                    .fix("the iterations that read or write this function run on the CPU "
+                         "engine (--device cpu runs them all there)"));
   if (fn.arity() + 1 > max_width)
-    return fail(error(errc::unsupported,
-                      "a constructor has more arguments than the GPU engine "
-                      "takes")
+    return fail(error(errc::unsupported, "a function has more arguments than the GPU engine takes")
                     .about(fn.name)
                     .with("arity", fn.arity())
                     .with("max", max_width - 1)
@@ -367,12 +445,23 @@ inline expected<void> table_fits(const declarations& decl, std::uint32_t f) {
     const sort_info& s = decl.sorts[c < fn.arity() ? fn.inputs[c] : fn.output];
     if (s.kind != sort_kind::eq && !is_base(s.kind))
       return fail(error(errc::unsupported,
-                        "the GPU engine holds eq and base sorts only: a constructor has a "
+                        "the GPU engine holds eq and base sorts only: a function has a "
                         "container or function column")
                       .about(fn.name)
                       .fix("run this program on the CPU engine (--device cpu)"));
   }
   return {};
+}
+
+//! Whether the table of function `f` moves to the device with the state: every table that
+//! holds ids (the device's unions must reach its rows; `gpu_resident_check` refuses a state
+//! whose such tables do not fit), and every other table that fits (`table_fits`: a function
+//! of base sorts the device merges), so rules over it can run there.
+inline bool device_resident(const declarations& decl, std::uint32_t f) {
+  const function_decl& fn = decl.functions[f];
+  bool ids = decl.sorts[fn.output].is_id;
+  for (const std::uint32_t s : fn.inputs) ids = ids || decl.sorts[s].is_id;
+  return ids || static_cast<bool>(table_fits(decl, f));
 }
 
 namespace detail {
@@ -391,18 +480,20 @@ inline std::string naming_primitive(const declarations& decl, const rule_decl& r
          rule.name;
 }
 
-//! A query register, or ~0u.
-inline std::uint32_t query_register(const operand& o, std::uint32_t variables) noexcept {
-  return o.is_reg() && o.v < variables ? o.v : ~0u;
+//! The subject of a refusal that names function `f`: the function, then the rule.
+inline std::string naming_function(const declarations& decl, const rule_decl& rule,
+                                   std::uint32_t f) {
+  return "`" + (f < decl.functions.size() ? decl.functions[f].name : std::string("?")) + "` in " +
+         rule.name;
 }
 
 }  // namespace detail
 
 //! Rule `rule` of `decl` lowered to a device plan (see the file comment); its id constants
 //! canonical in `db`. @returns `errc::unsupported` naming the rule and why when it is not one
-//! the device runs: its body must be table atoms over device tables (`table_fits`), with no
-//! primitives, no run-time equalities and not decided false; its head `make`s on constructors,
-//! then at most one `unite` or one `set` on a constructor; and it must fit the limits.
+//! the device runs: its body must be table atoms over device tables (`table_fits`) and device
+//! primitives, with no run-time equalities and not decided false; its head device primitive
+//! calls, lookups, `make`s, `set`s and `unite`s over device tables; and it must fit the limits.
 inline expected<rule_plan> plan_rule(const declarations& decl, const database& db,
                                      const rule_decl& rule) {
   const query& q = rule.body;
@@ -440,9 +531,12 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     const table_atom& ta = q.atoms[i];
     if (ta.function >= decl.functions.size())
       return fail(detail::rule_refused(rule, "an atom names no function"));
-    if (auto fits = table_fits(decl, ta.function); !fits)
-      return fail(detail::rule_refused(rule, "an atom's table cannot live on the GPU")
-                      .with("function", ta.function));
+    if (!table_fits(decl, ta.function))
+      return fail(detail::rule_refused(rule,
+                                       "a query reads a function the GPU engine does not hold "
+                                       "(constructors, and functions of i64 or bool merged by "
+                                       "min, max, and or or)")
+                      .about(detail::naming_function(decl, rule, ta.function)));
     if (ta.terms.size() != decl.functions[ta.function].arity() + 1u)
       return fail(detail::rule_refused(rule, "an atom's columns do not fit its table"));
     pattern[i].table = ta.function;
@@ -493,8 +587,12 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
 
   // Join order (see the file comment).
   // The root: an atom whose value no other atom takes as a key (the body lists children first).
-  std::vector<std::uint8_t> is_child(n, 0);
+  // A function's row is found through its keys (an analysis of a class already found), so a
+  // function atom counts as a child.
+  std::vector<std::uint8_t> is_child(n, 0), is_function(n, 0);
   for (std::size_t i = 0; i < n; ++i) {
+    is_function[i] = decl.functions[pattern[i].table].kind != function_kind::constructor;
+    is_child[i] = is_function[i];
     const plan_column& own = pattern[i].columns.back();
     if (own.op != column_op::bind) continue;
     for (std::size_t j = 0; j < n && is_child[i] == 0; ++j)
@@ -514,9 +612,10 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     const auto known = [&](const plan_column& col) {
       return col.op == column_op::literal || (!first && bound[col.value] != 0);
     };
-    // Key column: the own e-class when known, else the first known key column.
-    if (!first && known(atom.columns[width - 1])) atom.key_column = width - 1;
-    for (std::uint32_t c = 0; c + 1 < width && atom.key_column == no_column; ++c)
+    // Key column: a constructor's own e-class when known, else the first known column.
+    if (!first && is_function[i] == 0 && known(atom.columns[width - 1]))
+      atom.key_column = width - 1;
+    for (std::uint32_t c = 0; c < width && atom.key_column == no_column; ++c)
       if (known(atom.columns[c])) atom.key_column = c;
     for (std::uint32_t c = 0; !first && atom.key_column != no_column && c < width; ++c)
       if (c != atom.key_column && atom.key_column2 == no_column && known(atom.columns[c]))
@@ -567,7 +666,7 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
       const plan_atom& a = pattern[i];
       int rank = 0;
       const plan_column& own = a.columns.back();
-      if (own.op == column_op::literal || bound[own.value] != 0) {
+      if (is_function[i] == 0 && (own.op == column_op::literal || bound[own.value] != 0)) {
         rank = 3;
       } else {
         for (const plan_column& col : a.columns) {
@@ -590,7 +689,7 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
                                        "a primitive of the query whose arguments no atom "
                                        "binds"));
 
-  // Head: makes, then at most one unite or set.
+  // Head: calls and lookups, makes, sets and unions, each reading what was written before it.
   const action_block& head = rule.head;
   std::vector<std::uint32_t> temp_of(head.register_count(), ~0u);      // register -> make step
   std::vector<std::uint32_t> computed_of(head.register_count(), ~0u);  // register -> compute
@@ -598,139 +697,215 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     return r < variables || temp_of[r] != ~0u || computed_of[r] != ~0u;
   };
   std::vector<std::uint32_t> slot_of(variables, ~0u);
-  std::vector<std::vector<operand>> reads;  // every action's operands, in order
-  for (std::size_t k = 0; k < head.actions.size(); ++k) {
-    const action& a = head.actions[k];
-    const bool last = k + 1 == head.actions.size();
-    switch (a.op) {
-      case action_op::make:
-        if (a.dst < variables || a.dst >= head.register_count() || written(a.dst))
-          return fail(detail::rule_refused(rule,
-                                           "a make writes a register the GPU engine does "
-                                           "not expect"));
-        if (!table_fits(decl, a.target))
-          return fail(detail::rule_refused(rule, "a make's table cannot live on the GPU"));
-        break;
-      case action_op::unite:
-        if (!last)
-          return fail(detail::rule_refused(rule,
-                                           "the GPU engine runs a union only as the last "
-                                           "action"));
-        if (a.args.size() != 2) return fail(detail::rule_refused(rule, "a union of two values"));
-        plan.end = head_end::unite;
-        break;
-      case action_op::set:
-        if (!last)
-          return fail(detail::rule_refused(rule,
-                                           "the GPU engine runs a set only as the last "
-                                           "action"));
-        if (!table_fits(decl, a.target))
-          return fail(detail::rule_refused(rule, "the GPU engine sets constructors only"));
-        plan.end = head_end::set;
-        plan.set_row.table = a.target;
-        break;
-      case action_op::call: {
-        compute_step c;
-        if (a.target >= decl.prims.size() ||
-            !device_prim_of(decl.sorts, decl.prims[a.target], c.op) || !yields_i64(c.op) ||
-            a.args.size() != 2)
-          return fail(detail::rule_refused(rule,
-                                           "a primitive in the actions that the GPU engine "
-                                           "does not evaluate")
-                          .about(detail::naming_primitive(decl, rule, a.target)));
-        if (a.dst < variables || a.dst >= head.register_count() || written(a.dst))
-          return fail(detail::rule_refused(rule,
-                                           "a primitive writes a register the GPU engine does "
-                                           "not expect"));
-        for (const operand& o : a.args)
-          if (o.type == operand::kind::id ||
-              (o.type == operand::kind::constant && o.v >= inline_i64_end) ||
-              (o.is_reg() &&
-               (o.v >= head.register_count() || !written(o.v) || temp_of[o.v] != ~0u)))
-            return fail(detail::rule_refused(rule,
-                                             "a primitive in the actions reads a value the "
-                                             "GPU engine does not evaluate (a global, a "
-                                             "fresh class or an i64 outside [0, 2^31))"));
-        reads.push_back(a.args);
-        computed_of[a.dst] = static_cast<std::uint32_t>(plan.computes.size());
-        plan.computes.push_back(c);
-        if (plan.computes.size() > max_computes)
-          return fail(detail::rule_refused(rule,
-                                           "more primitive calls per match than the GPU "
-                                           "engine evaluates")
-                          .with("max", max_computes));
-        continue;
+  // An operand as the apply reads it; a query register read for the first time is saved.
+  const auto lower = [&](const operand& o) -> plan_operand {
+    if (o.type == operand::kind::constant) return {operand_kind::constant, o.v};
+    if (o.type == operand::kind::id) return {operand_kind::constant, canonical(o.v)};
+    if (o.v < variables) {
+      if (slot_of[o.v] == ~0u) {
+        slot_of[o.v] = static_cast<std::uint32_t>(plan.saved.size());
+        plan.saved.push_back(o.v);
       }
-      default:
-        return fail(detail::rule_refused(rule,
-                                         "the GPU engine runs primitive calls and makes, then "
-                                         "one union or set, in a rule's actions"));
+      return {operand_kind::saved, slot_of[o.v]};
     }
-    const std::size_t want =
-        a.op == action_op::unite ? 2 : decl.functions[a.target].arity() + (a.op == action_op::set);
-    if (a.args.size() != want)
-      return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+    if (computed_of[o.v] != ~0u) return {operand_kind::computed, computed_of[o.v]};
+    return {operand_kind::temp, temp_of[o.v]};
+  };
+  const auto fresh_dst = [&](const action& a) {
+    return a.dst >= variables && a.dst < head.register_count() && !written(a.dst);
+  };
+  for (const action& a : head.actions) {
     for (const operand& o : a.args)
       if (o.is_reg() && (o.v >= head.register_count() || !written(o.v)))
         return fail(detail::rule_refused(rule, "an action reads a register nothing wrote"));
-    reads.push_back(a.args);
-    if (a.op == action_op::make) {
-      temp_of[a.dst] = static_cast<std::uint32_t>(plan.actions.size());
-      plan.actions.emplace_back();
-      plan.actions.back().table = a.target;
+    // Calls and lookups read no fresh class: it is in no table yet, and no primitive takes one.
+    const auto reads_temp = [&] {
+      for (const operand& o : a.args)
+        if (o.is_reg() && temp_of[o.v] != ~0u) return true;
+      return false;
+    };
+    switch (a.op) {
+      case action_op::make: {
+        if (!fresh_dst(a))
+          return fail(detail::rule_refused(rule,
+                                           "a make writes a register the GPU engine does "
+                                           "not expect"));
+        if (decl.functions[a.target].kind != function_kind::constructor ||
+            !table_fits(decl, a.target))
+          return fail(detail::rule_refused(rule, "a make's table cannot live on the GPU")
+                          .about(detail::naming_function(decl, rule, a.target)));
+        if (a.args.size() != decl.functions[a.target].arity())
+          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+        make_node m;
+        m.table = a.target;
+        for (const operand& o : a.args) m.args.push_back(lower(o));
+        temp_of[a.dst] = static_cast<std::uint32_t>(plan.actions.size());
+        plan.actions.push_back(std::move(m));
+        break;
+      }
+      case action_op::set: {
+        if (!table_fits(decl, a.target))
+          return fail(detail::rule_refused(rule,
+                                           "a set of a function the GPU engine does not hold "
+                                           "(constructors, and functions of i64 or bool merged "
+                                           "by min, max, and or or)")
+                          .about(detail::naming_function(decl, rule, a.target)));
+        if (a.args.size() != decl.functions[a.target].arity() + 1u)
+          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+        // The device folds i64 values it holds inline; a constant it does not is refused here
+        // (a value read from a row is checked by the apply, which hands such a match back).
+        const operand& v = a.args.back();
+        if (decl.functions[a.target].kind != function_kind::constructor &&
+            decl.functions[a.target].output == sorts::i64 && v.type == operand::kind::constant &&
+            v.v >= inline_i64_end)
+          return fail(detail::rule_refused(rule,
+                                           "a set of an i64 outside [0, 2^31), which the GPU "
+                                           "engine does not merge"));
+        set_node st;
+        st.table = a.target;
+        for (std::size_t i = 0; i + 1 < a.args.size(); ++i) st.args.push_back(lower(a.args[i]));
+        st.value = lower(v);
+        plan.sets.push_back(std::move(st));
+        break;
+      }
+      case action_op::unite: {
+        if (a.args.size() != 2) return fail(detail::rule_refused(rule, "a union of two values"));
+        if (plan.unites.size() == max_unites)
+          return fail(detail::rule_refused(rule, "more unions per match than the GPU engine runs")
+                          .with("max", max_unites));
+        plan.unites.push_back({lower(a.args[0]), lower(a.args[1])});
+        break;
+      }
+      case action_op::call:
+      case action_op::lookup: {
+        if (!fresh_dst(a))
+          return fail(detail::rule_refused(rule,
+                                           "a call or lookup writes a register the GPU engine "
+                                           "does not expect"));
+        if (plan.computes.size() == max_computes)
+          return fail(detail::rule_refused(rule,
+                                           "more primitive calls and lookups per match than "
+                                           "the GPU engine evaluates")
+                          .with("max", max_computes));
+        compute_step c;
+        if (a.op == action_op::call) {
+          if (a.target >= decl.prims.size() ||
+              !device_prim_of(decl.sorts, decl.prims[a.target], c.op) || !yields_i64(c.op) ||
+              a.args.size() != 2)
+            return fail(detail::rule_refused(rule,
+                                             "a primitive in the actions that the GPU engine "
+                                             "does not evaluate")
+                            .about(detail::naming_primitive(decl, rule, a.target)));
+          for (const operand& o : a.args)
+            if (o.type == operand::kind::id ||
+                (o.type == operand::kind::constant && o.v >= inline_i64_end) || reads_temp())
+              return fail(detail::rule_refused(rule,
+                                               "a primitive in the actions reads a value the "
+                                               "GPU engine does not evaluate (a global, a "
+                                               "fresh class or an i64 outside [0, 2^31))"));
+        } else {
+          // The device matches naively: a match found again reads the lookup's value again,
+          // where egglog's seminaive search, which finds a match once, read it once. The two
+          // agree only where the rule is matched naively on the CPU engine too.
+          if (!rule.naive)
+            return fail(detail::rule_refused(rule,
+                                             "a lookup in the actions of a rule without :naive "
+                                             "(the GPU engine matches naively, and a value looked "
+                                             "up again may have changed since the match was "
+                                             "first found)"));
+          if (a.target >= decl.functions.size() || !table_fits(decl, a.target) ||
+              a.args.size() != decl.functions[a.target].arity())
+            return fail(detail::rule_refused(rule,
+                                             "a lookup of a function the GPU engine does not "
+                                             "hold")
+                            .about(detail::naming_function(decl, rule, a.target)));
+          for (const operand& o : a.args)
+            if (o.type == operand::kind::id || reads_temp())
+              return fail(detail::rule_refused(rule,
+                                               "a lookup keyed by a global or by a class the "
+                                               "same match made, which the GPU engine does not "
+                                               "look up"));
+          c.kind = compute_kind::lookup;
+          c.table = a.target;
+        }
+        c.arg_count = static_cast<std::uint32_t>(a.args.size());
+        for (std::size_t i = 0; i < a.args.size(); ++i) c.args[i] = lower(a.args[i]);
+        computed_of[a.dst] = static_cast<std::uint32_t>(plan.computes.size());
+        plan.computes.push_back(c);
+        break;
+      }
+      default:
+        return fail(detail::rule_refused(rule,
+                                         "the GPU engine runs primitive calls, lookups, makes, "
+                                         "sets and unions in a rule's actions (not delete, "
+                                         "subsume or panic)"));
     }
   }
   if (plan.step_count() > max_steps)
     return fail(detail::rule_refused(rule, "more rows per match than the GPU engine appends")
                     .with("steps", plan.step_count())
                     .with("max", max_steps));
-  // Saved registers: the union's or set's left operand first, then in the order read.
-  const auto save = [&](std::uint32_t reg) {
-    if (slot_of[reg] != ~0u) return;
-    slot_of[reg] = static_cast<std::uint32_t>(plan.saved.size());
-    plan.saved.push_back(reg);
-  };
-  if (plan.end != head_end::none) {
-    const std::vector<operand>& last = reads.back();
-    const operand& left = plan.end == head_end::unite ? last[0] : last.back();
-    if (const std::uint32_t r = detail::query_register(left, variables); r != ~0u) save(r);
-  }
-  for (const std::vector<operand>& args : reads)
-    for (const operand& o : args)
-      if (const std::uint32_t r = detail::query_register(o, variables); r != ~0u) save(r);
   if (plan.saved.size() > max_saved)
     return fail(detail::rule_refused(rule,
                                      "more saved registers per match than the GPU engine "
                                      "keeps")
                     .with("saved", plan.saved.size())
                     .with("max", max_saved));
-  const auto lower = [&](const operand& o) -> plan_operand {
-    if (o.type == operand::kind::constant) return {operand_kind::constant, o.v};
-    if (o.type == operand::kind::id) return {operand_kind::constant, canonical(o.v)};
-    if (o.v < variables) return {operand_kind::saved, slot_of[o.v]};
-    if (computed_of[o.v] != ~0u) return {operand_kind::computed, computed_of[o.v]};
-    return {operand_kind::temp, temp_of[o.v]};
-  };
-  std::size_t step = 0, computed = 0;
-  for (std::size_t k = 0; k < head.actions.size(); ++k) {
-    const action& a = head.actions[k];
-    if (a.op == action_op::call) {
-      compute_step& c = plan.computes[computed++];
-      c.args[0] = lower(a.args[0]);
-      c.args[1] = lower(a.args[1]);
-    } else if (a.op == action_op::make) {
-      for (const operand& o : a.args) plan.actions[step].args.push_back(lower(o));
-      ++step;
-    } else if (a.op == action_op::unite) {
-      plan.unite_left = lower(a.args[0]);
-      plan.unite_right = lower(a.args[1]);
-    } else {
-      for (std::size_t i = 0; i + 1 < a.args.size(); ++i)
-        plan.set_row.args.push_back(lower(a.args[i]));
-      plan.set_value = lower(a.args.back());
-    }
-  }
   return plan;
 }
 
 }  // namespace vyre::eqsat::device
+
+namespace vyre::eqsat {
+
+//! Whether `db` (over `decl`) can move to the GPU engine: its tables match the declarations,
+//! every table that moves (`device::device_resident`) fits the device (`device::table_fits`),
+//! has no subsumed row and fewer than 2^31 rows, a function merged by `min` or `max` holds only
+//! the i64s the device orders ([0, 2^31)), and no container holds ids (their contents would not
+//! follow the device's unions). @returns `errc::unsupported` (or `errc::abi_limit`) naming what
+//! does not.
+inline expected<void> gpu_resident_check(const declarations& decl, const database& db) {
+  if (db.tables.size() != decl.functions.size())
+    return fail(error(errc::invalid_state,
+                      "eqsat gpu_engine: the database has a table per "
+                      "function declared before the last command only")
+                    .with("tables", db.tables.size())
+                    .with("functions", decl.functions.size())
+                    .fix("make the tables of every declared function first (cpu_engine::sync)"));
+  for (std::uint32_t f = 0; f < decl.functions.size(); ++f) {
+    if (!device::device_resident(decl, f)) continue;
+    VYRE_TRY(device::table_fits(decl, f));
+    const table& t = db.tables[f];
+    if (t.size() > 0x7fffffffull)
+      return fail(error(errc::abi_limit,
+                        "eqsat gpu_engine: a table holds more rows than the "
+                        "device sorts (2^31)")
+                      .about(decl.functions[f].name)
+                      .with("rows", t.size())
+                      .fix("stop earlier with --node-limit"));
+    const bool ordered_i64 = decl.functions[f].kind != function_kind::constructor &&
+                             decl.functions[f].output == sorts::i64;
+    for (std::size_t r = 0; r < t.rows(); ++r) {
+      if (t.state(r) == row_state::subsumed)
+        return fail(error(errc::unsupported, "the GPU engine holds no subsumed row")
+                        .about(decl.functions[f].name)
+                        .fix("the iterations after a subsume run on the CPU engine"));
+      if (ordered_i64 && t.state(r) == row_state::live && t.value_of(r) >= device::inline_i64_end)
+        return fail(error(errc::unsupported,
+                          "a function merged by min or max holds an i64 outside [0, 2^31), "
+                          "which the GPU engine does not order")
+                        .about(decl.functions[f].name)
+                        .fix("its iterations run on the CPU engine"));
+    }
+  }
+  bool ids_held = false;
+  db.containers.for_each([&](value, const container_store::entry& e) {
+    ids_held = ids_held || decl.sorts[e.sort].holds_ids;
+  });
+  if (ids_held)
+    return fail(error(errc::unsupported, "the GPU engine holds no container of e-class ids")
+                    .fix("the iterations of this program run on the CPU engine"));
+  return {};
+}
+
+}  // namespace vyre::eqsat

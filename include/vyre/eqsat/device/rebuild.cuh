@@ -194,6 +194,8 @@ template <int = 0>
 VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congruence_ref h,
                                           std::uint32_t* merged) {
   using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
+  // A function's values are no classes: its rows of one key fold in `drop_duplicates`.
+  if (!t.holds_class(t.width - 1)) return;
   const bool every_row = h.control[2] == 1;
   const std::uint32_t n = every_row ? t.in_use() : h.control[0];  // rows to insert
   // At most three quarters of the slots are taken, so a probe ends at a free slot or an equal
@@ -276,6 +278,26 @@ VYRE_KERNEL void compact_column_kernel(table_ref t, std::uint32_t col,
   VYRE_DETAIL_GRID_LOOP(i, used) {
     const bool first = i == 0 ? position[0] == 1 : position[i] != position[i - 1];
     if (first) tmp[position[i] - 1] = t.cells[i * t.width + col];
+  }
+}
+
+//! In a table merged by `min` or `max`: every row that does not start its run of equal
+//! arguments folds its value into the run's kept value (`tmp[position[i] - 1]`, written by
+//! `compact_column_kernel` before); `*folded = 1` when that changed a kept value (null: not
+//! reported). The kept row of a run is the first in the table's order, so where the table held
+//! the key before an iteration appended rows, that row's value is the one compared.
+template <int = 0>
+VYRE_KERNEL void fold_values_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* tmp,
+                                    std::uint32_t* folded) {
+  const std::uint32_t used = t.in_use();
+  const std::uint32_t last = t.width - 1;
+  const bool lower = t.merge == device_merge::min;
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (i == 0 || position[i] != position[i - 1]) continue;  // the first row of its run
+    const std::uint32_t v = t.cells[i * t.width + last];
+    std::uint32_t* kept = tmp + (position[i] - 1);
+    const std::uint32_t before = lower ? atomicMin(kept, v) : atomicMax(kept, v);
+    if ((lower ? v < before : v > before) && folded != nullptr) atomicOr(folded, 1u);
   }
 }
 
@@ -378,11 +400,13 @@ inline expected<std::size_t> rebuild_cub_bytes(const table_ref& t, const key_bit
 
 //! In `t` sorted by its arguments, after congruence closure: keeps the first row of every run
 //! of equal arguments, compacted in place a column at a time through `scratch` (`2 * rows`
-//! u32); the kept row count goes to the device u32 `*kept` (the table's `rows` is the
-//! caller's to update from it).
+//! u32); a function's run keeps the fold of its values by the table's merge (`t.merge`,
+//! `*folded = 1` when that changed the value of a run's first row; `folded` may be null). The
+//! kept row count goes to the device u32 `*kept` (the table's `rows` is the caller's to update
+//! from it).
 inline expected<void> drop_duplicates(device_resource_ref memory, const table_ref& t,
                                       std::uint32_t* scratch, std::uint32_t* kept,
-                                      cudaStream_t stream) {
+                                      cudaStream_t stream, std::uint32_t* folded = nullptr) {
   const char* what = "eqsat::device::drop_duplicates";
   const std::uint32_t n = t.rows;
   if (n < 2) {
@@ -404,6 +428,11 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   for (std::uint32_t col = 0; col < t.width; ++col) {
     detail::compact_column_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, col, p, tmp);
     VYRE_TRY(vyre::detail::launched(what));
+    if (col + 1 == t.width && t.merge != device_merge::unite) {
+      detail::fold_values_kernel<>
+          <<<detail::grid(n), detail::block, 0, stream>>>(t, p, tmp, folded);
+      VYRE_TRY(vyre::detail::launched(what));
+    }
     VYRE_TRY(detail::put_column(t, col, tmp, count, stream, what));
   }
   return vyre::detail::copy_on_device(kept, count, 1, stream, what);

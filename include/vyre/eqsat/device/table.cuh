@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::eqsat::device::table_ref`: one constructor's rows on the device, as the device pieces
+//! `vyre::eqsat::device::table_ref`: one function's rows on the device, as the device pieces
 //! of `vyre::eqsat` (e-matching, rebuild) read them, and `key_bits`, the value range their
 //! radix sorts cover.
 //!
-//! A table of a constructor with arity `k` is `rows` rows of `width = k + 1` u32, row-major and
-//! contiguous: `(col_0, ..., col_{k-1}, eclass)` (the layout of `device/plan.hpp`). A column
-//! holds either an e-class id (bit c of `class_mask` set; the last column always) or a base
-//! sort's value (its u32 encoding, `values.hpp`). The view owns nothing: the cells live where
-//! the engine put them.
+//! A table of a function with arity `k` is `rows` rows of `width = k + 1` u32, row-major and
+//! contiguous: `(col_0, ..., col_{k-1}, value)` (the layout of `device/plan.hpp`). A column
+//! holds either an e-class id (bit c of `class_mask` set; a constructor's value column always)
+//! or a base sort's value (its u32 encoding, `values.hpp`). The view owns nothing: the cells
+//! live where the engine put them.
 //!
 //!     vyre::eqsat::device::table_ref add{cells, rows, 3, 0b111};  // Add(Math, Math) -> Math
 //!
@@ -41,6 +41,10 @@ struct table_ref {
   //! Null: every row is in use. Else a device u32, at most `rows`: the rows in use, read by
   //! the kernels when they run (rows from it on are padding the passes skip or sort last).
   const std::uint32_t* live = nullptr;
+  //! How the rebuild merges the values of two rows of one key: `unite` for a constructor (the
+  //! value column holds the row's class, which congruence unites), `min` or `max` for a
+  //! function (its value column an i64 or bool: the rows fold into one).
+  device_merge merge = device_merge::unite;
 
   //! Whether column `c` holds an e-class id (else a base sort's value).
   __host__ __device__ constexpr bool holds_class(std::uint32_t c) const noexcept {
