@@ -648,6 +648,71 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
   CHECK(seminaive.error().message().find(":naive") != std::string::npos);
 }
 
+TEST_CASE("device plan: a subsume makes its row and appends its key, and marks its table",
+          "[eqsat][core][device_plan]") {
+  namespace dev = eq::device;
+  eq::session s;
+  const std::string text = R"((datatype M (Num i64) (Add M M) (Mul M M))
+(rewrite (Mul (Num a) (Num b)) (Num (* a b)) :subsume)
+(rule ((= e (Add a b))) ((subsume (Add b a))))
+(Add (Num 1) (Num 2))
+(Mul (Num 3) (Num 4))
+(subsume (Mul (Num 3) (Num 4)))
+)";
+  REQUIRE(s.run_text(text, "t.egg"));
+  const eq::declarations& decl = s.decl();
+  const auto fn = [&](const char* name) {
+    return static_cast<std::uint32_t>(decl.find_function(name));
+  };
+  static const eq::database no_ids;
+  auto folded = dev::plan_rule(decl, no_ids, decl.rules[0]);
+  REQUIRE(folded);
+  INFO(folded->describe(decl));
+  REQUIRE(folded->subsumed.size() == 1);
+  CHECK(folded->subsumed[0].table == fn("Mul"));
+  REQUIRE(folded->subsumed[0].args.size() == 2);
+  // The subsumed row is also made (egglog adds it when missing), so a step appends to Mul and
+  // the last step to Mul's subsumed keys.
+  const std::uint32_t steps = folded->step_count();
+  REQUIRE(steps >= 2);
+  CHECK(folded->subsumes(steps - 1));
+  CHECK_FALSE(folded->subsumes(0));
+  CHECK(folded->step_table(steps - 1) == fn("Mul"));
+  auto swapped = dev::plan_rule(decl, no_ids, decl.rules[1]);
+  REQUIRE(swapped);
+  REQUIRE(swapped->subsumed.size() == 1);
+  CHECK(swapped->subsumed[0].args[0] == swapped->actions.back().args[0]);
+  // Mul is subsumed by a rule and holds a subsumed row; Add by a rule; Num by neither.
+  const std::vector<std::uint8_t> marked = dev::subsumed_tables(decl, s.db());
+  CHECK(marked[fn("Mul")] == 1);
+  CHECK(marked[fn("Add")] == 1);
+  CHECK(marked[fn("Num")] == 0);
+  eq::session plain;
+  REQUIRE(plain.run_text("(datatype M (Num i64) (Neg M))\n(subsume (Neg (Num 1)))\n", "u.egg"));
+  const std::vector<std::uint8_t> held = dev::subsumed_tables(plain.decl(), plain.db());
+  CHECK(held[static_cast<std::size_t>(plain.decl().find_function("Neg"))] == 1);
+  CHECK(eq::gpu_resident_check(plain.decl(), plain.db()));  // subsumed rows move too
+}
+
+TEST_CASE("find_sorted_row: the row of a key in rows sorted by their keys", "[eqsat][core]") {
+  // Rows (a, b) -> v sorted by (a, b), as the GPU engine's rebuild leaves a table.
+  const std::vector<std::uint32_t> cells = {0, 5, 10, 1, 2, 11, 1, 3, 12, 1, 9, 13, 4, 0, 14};
+  const auto rows = static_cast<std::uint32_t>(cells.size() / 3);
+  const auto find = [&](std::uint32_t a, std::uint32_t b) {
+    const std::uint32_t key[2] = {a, b};
+    return eq::detail::find_sorted_row(cells.data(), rows, 3, key);
+  };
+  CHECK(find(0, 5) == 0);
+  CHECK(find(1, 2) == 1);
+  CHECK(find(1, 3) == 2);
+  CHECK(find(1, 9) == 3);
+  CHECK(find(4, 0) == 4);
+  CHECK(find(1, 4) == rows);  // between two rows of one first key
+  CHECK(find(0, 0) == rows);  // before every row
+  CHECK(find(5, 0) == rows);  // after every row
+  CHECK(eq::detail::find_sorted_row(cells.data(), 0, 3, cells.data()) == 0);  // no rows
+}
+
 TEST_CASE("gpu_resident_check: the state moves when the device holds every value",
           "[eqsat][core][device_plan]") {
   const auto check = [](const std::string& program) {

@@ -326,6 +326,24 @@ const char* const small_programs[] = {
 (check (= (dist (V 3)) 3))
 (print-function dist 10)
 (print-size))",
+    // subsumption on the device: folded sums and products subsumed (a rule's subsume and a
+    // :subsume rewrite), so commutativity no longer matches them; a row subsumed before the
+    // device takes the state
+    R"((datatype M (Num i64) (Add M M) (Mul M M) (V String))
+(rule ((= e (Add (Num a) (Num b))) (= s (+ a b)))
+      ((union e (Num s)) (subsume (Add (Num a) (Num b)))))
+(rewrite (Mul (Num a) (Num b)) (Num (* a b)) :subsume)
+(rewrite (Add a b) (Add b a))
+(rewrite (Mul a b) (Mul b a))
+(rewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
+(let $e (Mul (Num 2) (Add (Num 3) (Add (Num 4) (V "x")))))
+(Add (Num 1) (Num 2))
+(Add (V "y") (V "z"))
+(subsume (Add (V "y") (V "z")))
+(run 5)
+(check (= (Add (Num 1) (Num 2)) (Num 3)))
+(extract $e)
+(print-size))",
 };
 
 //! One term and a rule that adds a G row and an F row per match, one match per F row: the
@@ -540,6 +558,30 @@ TEST_CASE("gpu offload: an analysis the device cannot decide goes to the cpu, ex
     CHECK(got.error == want.error);
     CHECK(got.sizes == want.sizes);
   }
+}
+
+TEST_CASE("gpu offload: subsumed rows come back subsumed", "[eqsat][gpu]") {
+  // `fold` (on the device) subsumes (Add (Num 5) (V "y")); `probe` (a String primitive keeps it
+  // on the CPU engine) would match that row if the state lost its subsumption.
+  const char* const text = R"((datatype M (Num i64) (Add M M) (V String))
+(ruleset fold)
+(ruleset probe)
+(rule ((= e (Add (Num a) b))) ((subsume (Add (Num a) b))) :ruleset fold)
+(rewrite (Add a b) (Add b a) :ruleset fold)
+(rule ((= e (Add (Num 5) (V y))) (= s (to-string 5))) ((V "seen")) :ruleset probe)
+(Add (Num 5) (V "y"))
+(Add (V "p") (V "q"))
+(run fold 3)
+(run probe 1)
+(print-size))";
+  const run_result want = run_program(text, nullptr);
+  const run_result got = run_program(text, on_gpu());
+  check_same(want, got);
+  // fold saturates after its second iteration; probe's one runs on the CPU engine.
+  REQUIRE(got.iterations.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) CHECK(got.iterations[i].device == (i < 2 ? "gpu" : "cpu"));
+  REQUIRE_FALSE(got.outputs.empty());
+  CHECK(got.outputs.back().text.find("(V 3)") != std::string::npos);  // y, p, q: no "seen"
 }
 
 //! An extraction oracle that shares no code with `eq::extractor`: every e-class's cheapest

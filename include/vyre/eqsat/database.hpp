@@ -161,6 +161,12 @@ class table {
     --present_;
   }
 
+  //! Marks live row `r` subsumed: kept for lookups, not matched (a state coming back from the
+  //! GPU engine, which keeps a table's subsumed keys beside it).
+  void mark_subsumed(std::uint32_t r) noexcept {
+    if (state(r) == row_state::live) states_[r] = static_cast<std::uint8_t>(row_state::subsumed);
+  }
+
   //! Starts an undo record: `roll_back` puts the rows back as they are now.
   void begin_undo() {
     undo_rows_ = rows();

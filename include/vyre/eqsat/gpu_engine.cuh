@@ -12,9 +12,11 @@
 //! `session` asks before every iteration. What the engine runs (`gpu_resident_check`,
 //! `device::plan_rule`): every table that holds ids (the "resident" tables, with the functions
 //! of base sorts the device merges) must be a constructor's, or a function's merged by `min`,
-//! `max`, `and` or `or` (`device::device_merge`), over eq and base sorts, with no subsumed row,
-//! and no container may hold ids; every rule matches table atoms and device primitives (i64
-//! arithmetic and comparisons, `!=`) and runs primitive calls, lookups, makes, sets and unions.
+//! `max`, `and` or `or` (`device::device_merge`), over eq and base sorts, and no container may
+//! hold ids; every rule matches table atoms and device primitives (i64 arithmetic and
+//! comparisons, `!=`) and runs primitive calls, lookups, makes, sets, subsumes and unions. A
+//! table that is subsumed keeps its subsumed keys in a table of their own beside it, which the
+//! search's atoms skip and `download` turns back into row states.
 //! The other tables stay on the host untouched: no rule the engine runs reads or writes them.
 //! A primitive that meets an i64 outside [0, 2^31), a lookup that misses and a set of an i64
 //! the device does not order set a device flag; the iteration is then rolled back and handed
@@ -222,15 +224,16 @@ class gpu_engine : private detail::gpu_rebuild {
   //! Rows per function (indexed like the declarations at `create`): the device's for the
   //! resident tables, the host's (unchanged) for the others.
   std::vector<std::uint64_t> sizes() const {
-    std::vector<std::uint64_t> out(tables_.size());
-    for (std::size_t f = 0; f < tables_.size(); ++f)
+    std::vector<std::uint64_t> out(function_count_);
+    for (std::size_t f = 0; f < function_count_; ++f)
       out[f] = tables_[f].resident ? tables_[f].rows : tables_[f].host_rows;
     return out;
   }
-  //! Rows over every table.
+  //! Rows over every function's table (subsumed rows included, as egglog counts them).
   std::uint64_t total_rows() const noexcept {
     std::uint64_t n = 0;
-    for (const table& t : tables_) n += t.resident ? t.rows : t.host_rows;
+    for (std::size_t f = 0; f < function_count_; ++f)
+      n += tables_[f].resident ? tables_[f].rows : tables_[f].host_rows;
     return n;
   }
   //! E-classes: roots of the id space that are not containers (as `session::eclasses`).
@@ -264,7 +267,8 @@ class gpu_engine : private detail::gpu_rebuild {
   static expected<gpu_engine> make(Backend& gpu, const declarations& decl, const database& db) {
     VYRE_TRY(gpu_resident_check(decl, db));
     VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
-    gpu_engine engine(vyre::detail::runtime_of(gpu), decl, std::move(stream));
+    gpu_engine engine(vyre::detail::runtime_of(gpu), decl, device::subsumed_tables(decl, db),
+                      std::move(stream));
     engine.backend_ = &gpu;
     VYRE_TRY(engine.start_rebuilds());
     VYRE_TRY(engine.load(db));
@@ -272,8 +276,8 @@ class gpu_engine : private detail::gpu_rebuild {
   }
 
   gpu_engine(const vyre::detail::runtime_ref& runtime, const declarations& decl,
-             stream_lease stream)
-      : detail::gpu_rebuild(runtime, decl, std::move(stream)), decl_(&decl) {}
+             const std::vector<std::uint8_t>& subsumed, stream_lease stream)
+      : detail::gpu_rebuild(runtime, decl, subsumed, std::move(stream)), decl_(&decl) {}
 
   // --- plans --------------------------------------------------------------------------------
 
@@ -326,9 +330,15 @@ class gpu_engine : private detail::gpu_rebuild {
     std::vector<std::vector<value>> cells(tables_.size());
     std::vector<std::uint64_t> want(tables_.size(), 0);
     base_bound_ = 1;
+    // The function whose subsumed keys table f holds (f itself for a function's table).
+    std::vector<std::size_t> function_of(tables_.size());
+    for (std::size_t f = 0; f < tables_.size(); ++f) function_of[f] = f;
+    for (std::size_t f = 0; f < function_count_; ++f)
+      if (subsumed_keys_[f] != no_table) function_of[subsumed_keys_[f]] = f;
     for (std::size_t f = 0; f < tables_.size(); ++f) {
       table& t = tables_[f];
-      const eqsat::table& host = db.tables[f];
+      const bool keys_only = f >= function_count_;
+      const eqsat::table& host = db.tables[function_of[f]];
       if (!t.resident) {
         t.host_rows = host.size();
         continue;
@@ -336,9 +346,14 @@ class gpu_engine : private detail::gpu_rebuild {
       VYRE_TRY(try_resize(cells[f], host.size() * t.width, what));
       std::size_t at = 0;
       for (std::size_t r = 0; r < host.rows(); ++r) {
-        if (host.state(r) != row_state::live) continue;
+        const row_state state = host.state(r);
+        if (state == row_state::stale || (keys_only && state != row_state::subsumed)) continue;
         const value* row = host.row(r);
         for (std::uint32_t c = 0; c < t.width; ++c) {
+          if (keys_only && c + 1 == t.width) {  // a subsumed key's value
+            cells[f][at++] = 0;
+            continue;
+          }
           if (((t.class_mask >> c) & 1u) == 0) {
             base_bound_ = (std::max)(base_bound_, std::uint64_t{row[c]} + 1);
             cells[f][at++] = row[c];
@@ -346,7 +361,7 @@ class gpu_engine : private detail::gpu_rebuild {
           }
           if (row[c] >= parent.size())
             return fail(error(errc::invalid_state, "eqsat gpu_engine: a row names no id")
-                            .about(decl_->functions[f].name)
+                            .about(decl_->functions[function_of[f]].name)
                             .with("row", r)
                             .with("id", row[c])
                             .with("ids", parent.size())
@@ -394,23 +409,37 @@ class gpu_engine : private detail::gpu_rebuild {
 
   expected<void> try_download(database& db) const {
     const char* what = "eqsat: download the state";
-    if (db.tables.size() < tables_.size())
+    if (db.tables.size() < function_count_)
       return fail(error(errc::invalid_argument, "eqsat gpu_engine: the database lacks tables")
                       .with("tables", db.tables.size())
-                      .with("functions", tables_.size())
+                      .with("functions", function_count_)
                       .fix("download into the database the engine was made from"));
     std::vector<value> parent;
     VYRE_TRY(try_resize(parent, ids_, what));
     VYRE_TRY(read_back(parent.data(), parent_, ids_, what));
     const std::uint32_t ts = db.now;
-    for (std::size_t f = 0; f < tables_.size(); ++f) {
-      const table& t = tables_[f];
-      if (!t.resident) continue;
-      const std::size_t words = std::size_t{t.rows} * t.width;
-      std::vector<value> cells;
+    const auto rows_of = [&](std::size_t f, std::vector<value>& cells) -> expected<void> {
+      const std::size_t words = std::size_t{tables_[f].rows} * tables_[f].width;
       VYRE_TRY(try_resize(cells, words, what));
-      VYRE_TRY(read_back(cells.data(), t.cells, words, what));
+      return read_back(cells.data(), tables_[f].cells, words, what);
+    };
+    for (std::size_t f = 0; f < function_count_; ++f) {
+      if (!tables_[f].resident) continue;
+      std::vector<value> cells;
+      VYRE_TRY(rows_of(f, cells));
       VYRE_TRY(db.tables[f].assign(std::move(cells), ts));
+      if (subsumed_keys_[f] == no_table) continue;
+      // Both sorted by their keys: each subsumed key names its row by a binary search.
+      std::vector<value> keys;
+      VYRE_TRY(rows_of(subsumed_keys_[f], keys));
+      eqsat::table& host = db.tables[f];
+      const std::uint32_t width = tables_[f].width;
+      const auto rows = static_cast<std::uint32_t>(host.rows());
+      for (std::size_t k = 0; k + width <= keys.size(); k += width) {
+        const std::uint32_t r =
+            detail::find_sorted_row(host.cells().data(), rows, width, keys.data() + k);
+        if (r != rows) host.mark_subsumed(r);
+      }
     }
     db.ids.assign(std::move(parent), unions_);
     ++db.now;
@@ -431,6 +460,8 @@ class gpu_engine : private detail::gpu_rebuild {
       for (const device::set_node& st : plan.sets) ok = ok && tabled(st.table);
       for (const device::compute_step& c : plan.computes)
         ok = ok && (c.kind != device::compute_kind::lookup || tabled(c.table));
+      for (const device::make_node& m : plan.subsumed)
+        ok = ok && tabled(m.table) && subsumed_keys_[m.table] != no_table;
       if (!ok)
         return fail(error(errc::invalid_argument,
                           "eqsat gpu_engine: a plan names a table the engine does not hold")
@@ -537,6 +568,13 @@ class gpu_engine : private detail::gpu_rebuild {
       g.value[g.width - 1] = st.value.value;
       g.inline_value = orders_i64(st.table);
     }
+    for (std::size_t i = 0; i < plan.subsumed.size(); ++i) {
+      const device::make_node& m = plan.subsumed[i];
+      detail::gpu_step& g = a.steps[plan.actions.size() + plan.sets.size() + i];
+      put(g, subsumed_keys_[m.table], m.args);
+      g.kind[g.width - 1] = static_cast<std::uint8_t>(device::operand_kind::constant);
+      g.value[g.width - 1] = 0;
+    }
     a.unite_count = static_cast<std::uint32_t>(plan.unites.size());
     for (std::size_t u = 0; u < plan.unites.size(); ++u)
       for (int i = 0; i < 2; ++i) {
@@ -544,6 +582,12 @@ class gpu_engine : private detail::gpu_rebuild {
         a.unite_value[u][i] = plan.unites[u][i].value;
       }
     return a;
+  }
+
+  //! The table step `s` of `plan` appends to: its function's, or a subsumed row's keys.
+  std::uint32_t step_table(const device::rule_plan& plan, std::size_t s) const noexcept {
+    const std::uint32_t f = plan.step_table(s);
+    return plan.subsumes(s) ? subsumed_keys_[f] : f;
   }
 
   //! Whether table `f` is a function merged by min or max over i64: its values must be those
@@ -635,8 +679,11 @@ class gpu_engine : private detail::gpu_rebuild {
     // 1. Search: every rule's join level by level (one read back of the candidate totals per
     // level), then the matches written where the apply reads them.
     std::vector<index> indexes;
-    std::vector<device::table_ref> views(tables_.size());
+    std::vector<device::table_ref> views(tables_.size()), subsumed(function_count_);
     for (std::uint32_t c = 0; c < tables_.size(); ++c) views[c] = view(c);
+    for (std::size_t f = 0; f < function_count_; ++f)
+      subsumed[f] =
+          subsumed_keys_[f] == no_table ? device::table_ref{nullptr, 0} : view(subsumed_keys_[f]);
     device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
     for (std::size_t r = 0; r < rules; ++r) {
       VYRE_TRY_ASSIGN(const device::flat_query q,
@@ -645,7 +692,7 @@ class gpu_engine : private detail::gpu_rebuild {
                           [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
                             return index_of(indexes, f, column, column2);
                           },
-                          outside_.get()));
+                          outside_.get(), std::span<const device::table_ref>(subsumed)));
       VYRE_TRY(search.add(q));
     }
     // Under a node limit the join's candidates get the CPU engine's match budget, so that a
@@ -665,7 +712,7 @@ class gpu_engine : private detail::gpu_rebuild {
       report.matches += total;
       if (total == 0) continue;
       const device::rule_plan& plan = plans[r];
-      for (std::size_t s = 0; s < plan.step_count(); ++s) appended[plan.step_table(s)] += total;
+      for (std::size_t s = 0; s < plan.step_count(); ++s) appended[step_table(plan, s)] += total;
       // No overflow: totals are below 2^32 per rule, steps and variables a few dozen.
       new_rows += total * plan.step_count();
       fresh += total * plan.actions.size();
@@ -726,8 +773,8 @@ class gpu_engine : private detail::gpu_rebuild {
       detail::gpu_actions a = actions_of(plan);
       a.class_base = class_base;
       for (std::size_t s = 0; s < plan.step_count(); ++s) {
-        a.steps[s].row_base = cursor[plan.step_table(s)];
-        cursor[plan.step_table(s)] += total;
+        a.steps[s].row_base = cursor[step_table(plan, s)];
+        cursor[step_table(plan, s)] += total;
       }
       class_base += total * a.fresh_count;
       detail::eqsat_apply_kernel<>

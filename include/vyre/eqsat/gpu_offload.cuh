@@ -12,9 +12,9 @@
 //!
 //! The session asks `accepts` before every iteration. It says yes when every rule of the
 //! ruleset lowers to a device plan (`device::plan_rule`: table atoms and device primitives,
-//! primitive calls, lookups, makes, sets and unions), the database can move
+//! primitive calls, lookups, makes, sets, subsumes and unions), the database can move
 //! (`gpu_resident_check`: the tables that hold ids are constructors' or functions' merged by
-//! min, max, and or or, over eq and base sorts, no subsumed row, no container of ids) and, in
+//! min, max, and or or, over eq and base sorts, no container of ids) and, in
 //! `device_choice::automatic`, the iteration starts on
 //! at least `crossover` rows (once on the device, the run stays there for every ruleset it accepts:
 //! moving back costs a download). Otherwise the session syncs the state back and runs the iteration

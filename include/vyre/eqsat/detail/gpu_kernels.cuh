@@ -13,6 +13,7 @@
 
 #include "vyre/core/config.hpp"
 #include "vyre/detail/device_support.cuh"
+#include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/eqsat/device/union_find.cuh"
@@ -70,29 +71,6 @@ struct gpu_actions {
 
 // --- apply ----------------------------------------------------------------------------------
 
-//! The row of `key` (its first `width - 1` columns) among the first `rows` rows of `cells`,
-//! sorted by their keys (lexicographically, as `device::sort_rows` leaves a table), or `rows`.
-VYRE_DEVICE inline std::uint32_t eqsat_find_row(const std::uint32_t* cells, std::uint32_t rows,
-                                                std::uint32_t width, const std::uint32_t* key) {
-  const std::uint32_t arity = width - 1;
-  std::uint32_t lo = 0, hi = rows;
-  while (lo < hi) {
-    const std::uint32_t mid = lo + (hi - lo) / 2;
-    const std::uint32_t* row = cells + std::size_t{mid} * width;
-    std::uint32_t c = 0;
-    while (c < arity && row[c] == key[c]) ++c;
-    if (c < arity && row[c] < key[c])
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  if (lo == rows) return rows;
-  const std::uint32_t* row = cells + std::size_t{lo} * width;
-  for (std::uint32_t c = 0; c < arity; ++c)
-    if (row[c] != key[c]) return rows;
-  return lo;
-}
-
 //! Per match: evaluates the head's calls and lookups, appends its rows (no lookup of the rows
 //! themselves: the rebuild merges a fresh row into an identical existing one, and a set's row
 //! into the row of its key), then runs its unions.
@@ -123,7 +101,7 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
       if (g.lookup) {
         std::uint32_t key[device::max_width - 1];
         for (std::uint32_t k = 0; k < g.arg_count; ++k) key[k] = value(g.kind[k], g.value[k]);
-        const std::uint32_t r = eqsat_find_row(g.cells, g.rows, g.width, key);
+        const std::uint32_t r = find_sorted_row(g.cells, g.rows, g.width, key);
         decided = r != g.rows;
         if (decided) computed[c] = g.cells[std::size_t{r} * g.width + g.width - 1];
       } else {

@@ -68,8 +68,8 @@ class gpu_rebuild : protected gpu_state {
 
  protected:
   gpu_rebuild(const vyre::detail::runtime_ref& runtime, const declarations& decl,
-              stream_lease stream)
-      : gpu_state(runtime, decl, std::move(stream)) {}
+              const std::vector<std::uint8_t>& subsumed, stream_lease stream)
+      : gpu_state(runtime, decl, subsumed, std::move(stream)) {}
   gpu_rebuild(gpu_rebuild&& o) noexcept
       : gpu_state(std::move(o)),
         report_(std::move(o.report_)),

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! `eqsat::detail::gpu_state`: what the GPU engine (`gpu_engine.cuh`) holds on the device and
-//! how it grows: one state block with every resident table's rows and the union-find, sized by
+//! how it grows: one state block with every resident table's rows (and the subsumed keys of the
+//! tables that have subsumed rows) and the union-find, sized by
 //! capacity class (`gpu_capacity_class`), moved to a new block when it grows or when a rebuild
 //! leaves much of it unused; the iteration's scratch arena; and the device snapshot an
 //! iteration is rolled back to. The rebuild (`gpu_rebuild.cuh`) and the engine's search and
@@ -79,8 +80,10 @@ class gpu_state {
   using snapshot = gpu_snapshot;
   using u32_array = device_array<std::uint32_t>;
 
-  //! The tables of `decl`'s functions (none on the device yet).
-  gpu_state(const vyre::detail::runtime_ref& runtime, const declarations& decl, stream_lease stream)
+  //! The tables of `decl`'s functions, and after them the subsumed keys of each function that
+  //! `subsumed` marks (`device::subsumed_tables`); none on the device yet.
+  gpu_state(const vyre::detail::runtime_ref& runtime, const declarations& decl,
+            const std::vector<std::uint8_t>& subsumed, stream_lease stream)
       : runtime_(runtime), stream_(std::move(stream)) {
     tables_.resize(decl.functions.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) {
@@ -94,7 +97,21 @@ class gpu_state {
       for (std::uint32_t a = 0; a < fn.arity(); ++a)
         if (decl.sorts[fn.inputs[a]].is_id) t.class_mask |= 1u << a;
     }
+    // A function's subsumed keys: its key columns and a value of 0, merged by max (so rows of
+    // one key fold into one and never change its value).
+    function_count_ = tables_.size();
+    subsumed_keys_.assign(function_count_, no_table);
+    for (std::size_t f = 0; f < function_count_; ++f) {
+      if (f >= subsumed.size() || subsumed[f] == 0 || !tables_[f].resident) continue;
+      table keys = tables_[f];
+      keys.class_mask &= ~(1u << (keys.width - 1));
+      keys.merge = device::device_merge::max;
+      subsumed_keys_[f] = static_cast<std::uint32_t>(tables_.size());
+      tables_.push_back(keys);
+    }
   }
+
+  static constexpr std::uint32_t no_table = 0xffffffffu;
 
   // User-provided (not defaulted): nvcc would otherwise infer __host__ __device__ special
   // members for a type held in cuda::std::expected and reject the host-only members'.
@@ -102,6 +119,8 @@ class gpu_state {
       : runtime_(o.runtime_),
         stream_(std::move(o.stream_)),
         tables_(std::move(o.tables_)),
+        function_count_(o.function_count_),
+        subsumed_keys_(std::move(o.subsumed_keys_)),
         state_(std::move(o.state_)),
         parent_(o.parent_),
         parent_capacity_(o.parent_capacity_),
@@ -334,7 +353,11 @@ class gpu_state {
   // The stream first, so that the device arrays (stream-ordered frees) die before it.
   vyre::detail::runtime_ref runtime_;
   stream_lease stream_;
+  //! The functions' tables (indexed like the declarations), then their subsumed keys.
   std::vector<table> tables_;
+  std::size_t function_count_ = 0;  //!< the functions' tables, first in `tables_`
+  //! Per function, the index in `tables_` of its subsumed keys, or `no_table`.
+  std::vector<std::uint32_t> subsumed_keys_;
   device_array<std::uint32_t> state_;  //!< every resident table's rows, then the union-find
   std::uint32_t* parent_ = nullptr;    //!< the union-find in `state_`
   std::size_t parent_capacity_ = 0;

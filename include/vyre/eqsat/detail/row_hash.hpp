@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! The hash and equality of a row's argument columns, shared by the CPU engine's hash-consed
-//! tables and the device hash-cons (`device/hashcons.cuh`): host and device.
+//! tables and the device hash-cons (`device/hashcons.cuh`), and the search of a table sorted by
+//! its keys (the GPU engine's lookups and subsumed rows): host and device.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "vyre/core/config.hpp"
@@ -29,6 +31,29 @@ VYRE_HOST_DEVICE inline bool same_row(const std::uint32_t* a, const std::uint32_
   for (std::uint32_t i = 0; i < n; ++i)
     if (a[i] != b[i]) return false;
   return true;
+}
+
+//! The row of `key[0, width - 1)` among the `rows` rows of `width` words at `cells`, sorted by
+//! their first `width - 1` columns (lexicographically, as the GPU engine's rebuild leaves a
+//! table), or `rows` when none has it: a binary search.
+VYRE_HOST_DEVICE inline std::uint32_t find_sorted_row(const std::uint32_t* cells,
+                                                      std::uint32_t rows, std::uint32_t width,
+                                                      const std::uint32_t* key) noexcept {
+  const std::uint32_t arity = width - 1;
+  std::uint32_t lo = 0, hi = rows;
+  while (lo < hi) {
+    const std::uint32_t mid = lo + (hi - lo) / 2;
+    const std::uint32_t* row = cells + static_cast<std::size_t>(mid) * width;
+    std::uint32_t c = 0;
+    while (c < arity && row[c] == key[c]) ++c;
+    if (c < arity && row[c] < key[c])
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == rows || !same_row(cells + static_cast<std::size_t>(lo) * width, key, arity))
+    return rows;
+  return lo;
 }
 
 }  // namespace vyre::eqsat::detail

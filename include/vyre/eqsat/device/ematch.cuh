@@ -23,6 +23,10 @@
 //! Matches come out in nested-loop order: match m is `saved_count` u32 at `out + m *
 //! saved_count`, the registers of `rule_plan::saved` in that order.
 //!
+//! Subsumed rows. An atom over a table with subsumed rows carries the table's subsumed keys
+//! (sorted, as the rebuild leaves every table): a candidate whose keys are there fails, by a
+//! binary search, like a row that fails a column.
+//!
 //! Primitives. A plan's primitive atoms (`plan_prim`) run in the thread that binds their atom's
 //! row (`try_atom`), so a filter such as `(< n 10)` rejects candidates like a literal column
 //! and a result binds a register the later atoms check or look up. A primitive that meets an
@@ -59,6 +63,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 #include "vyre/detail/device_support.cuh"
+#include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/device/plan.hpp"
 #include "vyre/eqsat/device/table.cuh"
 #include "vyre/runtime/memory.hpp"
@@ -107,6 +112,9 @@ struct flat_atom {
   //! `flat_query::prims[prim_begin, prim_end)` run once this atom's row is bound.
   std::uint8_t prim_begin;
   std::uint8_t prim_end;
+  //! The table's subsumed keys, sorted (`cells` null: none): a row whose keys are there is not
+  //! matched.
+  table_ref excluded;
 
 #if defined(__CUDACC__)
   //! Rows in use (`*live`, or `rows`).
@@ -157,8 +165,10 @@ inline expected<void> fits(const rule_plan& plan) {
                   .fix("split the rule into smaller ones, or run it on the CPU engine"));
 }
 
-//! The atom `a` of a plan over table `t` (its index still unset).
-inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
+//! The atom `a` of a plan over table `t` whose subsumed keys are `excluded` (`cells` null:
+//! none), its index still unset.
+inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t,
+                              const table_ref& excluded = table_ref{nullptr, 0}) {
   flat_atom g{.cells = t.cells,
               .index = {},
               .live = t.live,
@@ -169,7 +179,8 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
               .value = {},
               .op = {},
               .prim_begin = 0,
-              .prim_end = 0};
+              .prim_end = 0,
+              .excluded = excluded};
   for (std::size_t c = 0; c < a.columns.size(); ++c) {
     g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
     g.value[c] = a.columns[c].value;
@@ -181,10 +192,12 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t) {
 //! returns an `expected<column_index>` of table `table` by `column` (and by the pair with
 //! `column2` unless that is `no_column`); it is called for every atom after the first that has
 //! a key column (`plan.index_keys()` lists them, to build them beforehand). `outside`: the
-//! device flag `flat_query::outside` (needed when the plan has primitives).
+//! device flag `flat_query::outside` (needed when the plan has primitives). `subsumed`:
+//! empty, or per function its subsumed keys (`cells` null: none), rows the atoms skip.
 template <class IndexOf>
 expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
-                             IndexOf&& index_of, std::uint32_t* outside = nullptr) {
+                             IndexOf&& index_of, std::uint32_t* outside = nullptr,
+                             std::span<const table_ref> subsumed = {}) {
   VYRE_TRY(fits(plan));
   if (!plan.prims.empty() && outside == nullptr)
     return fail(error(errc::invalid_argument,
@@ -211,7 +224,8 @@ expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> t
                       .with("table", a.table)
                       .with("tables", tables.size())
                       .fix("pass one table_ref per function of the declarations"));
-    q.atoms[k] = flatten_atom(a, tables[a.table]);
+    q.atoms[k] = flatten_atom(
+        a, tables[a.table], a.table < subsumed.size() ? subsumed[a.table] : table_ref{nullptr, 0});
     // Prims are ascending by atom (`rule_plan::prims`).
     std::size_t p = 0;
     while (p < plan.prims.size() && plan.prims[p].atom < k) ++p;
@@ -264,11 +278,17 @@ __device__ inline bool try_prim(const flat_query& q, const flat_prim& p, std::ui
   return operand(2) == out;
 }
 
-//! `try_row` of atom `j`, then the primitives that run after it.
+//! `try_row` of atom `j` on a row that is not subsumed, then the primitives that run after it.
 __device__ inline bool try_atom(const flat_query& q, std::uint32_t j, std::uint32_t row,
                                 std::uint32_t* regs) {
   const flat_atom& a = q.atoms[j];
   if (!try_row(a, row, regs)) return false;
+  if (a.excluded.cells != nullptr) {
+    const std::uint32_t n = a.excluded.in_use();
+    if (eqsat::detail::find_sorted_row(a.excluded.cells, n, a.width,
+                                       a.cells + std::size_t{row} * a.width) != n)
+      return false;
+  }
   for (std::uint32_t p = a.prim_begin; p < a.prim_end; ++p)
     if (!try_prim(q, q.prims[p], regs)) return false;
   return true;
@@ -325,7 +345,8 @@ struct join_level {
 //! index searched binds (the lookup already gave those), and at level 0 every row is in use.
 inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
   const flat_atom& a = q.atoms[k];
-  if ((k == 0 && a.live != nullptr) || a.prim_begin != a.prim_end) return false;
+  if ((k == 0 && a.live != nullptr) || a.prim_begin != a.prim_end || a.excluded.cells != nullptr)
+    return false;
   for (std::uint32_t c = 0; c < a.width; ++c) {
     const bool key = k != 0 && (c == a.key_column || (c == a.key_column2 && a.index.keys2));
     if (a.op[c] != static_cast<std::uint8_t>(column_op::bind) && !key) return false;

@@ -48,7 +48,11 @@
 //! congruence, which yields what egglog's lookup-or-insert yields. A `set` appends its row with
 //! its value (`set_node`), which the rebuild merges with the row of that key: constructors unite
 //! the two classes (egglog's union-to-set), functions fold the values by their merge. Then the
-//! match's `unite`s run. Registers saved per match (`saved`): those the head reads.
+//! match's `unite`s run. A `subsume` makes its row and appends its key to the table's subsumed
+//! keys (a table of the keys alone the engine keeps beside a table that is subsumed), which
+//! the search's atoms over the table skip: a subsumed row stays for lookups and makes, as on
+//! the CPU engine, and is matched no more. Registers saved per match (`saved`): those the head
+//! reads.
 //!
 //! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
 //! query variables, `max_saved` saved registers, `max_steps` appended rows per match,
@@ -270,6 +274,10 @@ struct rule_plan {
   std::vector<compute_step> computes;
   std::vector<make_node> actions;  //!< the makes in order; step i's fresh class is temp i
   std::vector<set_node> sets;      //!< the sets in order (steps after the makes)
+  //! The rows the match subsumes, `table(args...)` (each also made, as egglog adds a missing
+  //! row before it subsumes it): steps after the sets, each appending the key to the table's
+  //! subsumed keys, which the engine keeps beside it.
+  std::vector<make_node> subsumed;
   //! The unions, `(left, right)` each, run after the match's rows are written.
   std::vector<std::array<plan_operand, 2>> unites;
   //! (atom, column) of every literal that is an id constant (a global's e-class): the engine
@@ -277,14 +285,19 @@ struct rule_plan {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> id_literals;
   VYRE_HOST_SPECIAL_MEMBERS(rule_plan);
 
-  //! Rows a match appends: one per make and one per set.
+  //! Rows a match appends: one per make, set and subsumed row.
   std::uint32_t step_count() const noexcept {
-    return static_cast<std::uint32_t>(actions.size() + sets.size());
+    return static_cast<std::uint32_t>(actions.size() + sets.size() + subsumed.size());
   }
-  //! The table of step `s` (the makes, then the sets).
+  //! The function of step `s` (the makes, the sets, then the subsumed rows, whose step appends
+  //! to that function's subsumed keys).
   std::uint32_t step_table(std::size_t s) const noexcept {
-    return s < actions.size() ? actions[s].table : sets[s - actions.size()].table;
+    if (s < actions.size()) return actions[s].table;
+    s -= actions.size();
+    return s < sets.size() ? sets[s].table : subsumed[s - sets.size()].table;
   }
+  //! Whether step `s` appends a subsumed key.
+  bool subsumes(std::size_t s) const noexcept { return s >= actions.size() + sets.size(); }
   //! The indexes the plan looks rows up in: (table, key column, second key column or
   //! `no_column`).
   std::vector<std::array<std::uint32_t, 3>> index_keys() const {
@@ -353,6 +366,8 @@ struct rule_plan {
     for (const set_node& st : sets)
       out +=
           "set " + row(st.table, st.args.data(), st.args.size()) + " -> " + text(st.value) + "\n";
+    for (const make_node& m : subsumed)
+      out += "subsume " + row(m.table, m.args.data(), m.args.size()) + "\n";
     for (const auto& u : unites) out += "unite " + text(u[0]) + " " + text(u[1]) + "\n";
     return out;
   }
@@ -464,6 +479,26 @@ inline bool device_resident(const declarations& decl, std::uint32_t f) {
   return ids || static_cast<bool>(table_fits(decl, f));
 }
 
+//! Per function, whether the GPU engine keeps its subsumed keys beside its table: a
+//! constructor the device holds that a rule of `decl` subsumes or that holds a subsumed row in
+//! `db`.
+inline std::vector<std::uint8_t> subsumed_tables(const declarations& decl, const database& db) {
+  std::vector<std::uint8_t> out(decl.functions.size(), 0);
+  for (const rule_decl& rule : decl.rules)
+    for (const action& a : rule.head.actions)
+      if (a.op == action_op::subsume && a.target < out.size()) out[a.target] = 1;
+  for (std::size_t f = 0; f < out.size() && f < db.tables.size(); ++f) {
+    const table& t = db.tables[f];
+    for (std::size_t r = 0; r < t.rows() && out[f] == 0; ++r)
+      out[f] = t.state(r) == row_state::subsumed ? 1 : 0;
+  }
+  for (std::size_t f = 0; f < out.size(); ++f)
+    if (decl.functions[f].kind != function_kind::constructor ||
+        !table_fits(decl, static_cast<std::uint32_t>(f)))
+      out[f] = 0;
+  return out;
+}
+
 namespace detail {
 
 inline error rule_refused(const rule_decl& rule, const char* why) {
@@ -480,11 +515,13 @@ inline std::string naming_primitive(const declarations& decl, const rule_decl& r
          rule.name;
 }
 
-//! The subject of a refusal that names function `f`: the function, then the rule.
-inline std::string naming_function(const declarations& decl, const rule_decl& rule,
-                                   std::uint32_t f) {
-  return "`" + (f < decl.functions.size() ? decl.functions[f].name : std::string("?")) + "` in " +
-         rule.name;
+//! A refusal of `rule` for what it does with function `f` (`why`), naming the function, then
+//! the rule.
+inline error function_refused(const declarations& decl, const rule_decl& rule, const char* why,
+                              std::uint32_t f) {
+  return rule_refused(rule, why).about(
+      "`" + (f < decl.functions.size() ? decl.functions[f].name : std::string("?")) + "` in " +
+      rule.name);
 }
 
 }  // namespace detail
@@ -532,11 +569,11 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     if (ta.function >= decl.functions.size())
       return fail(detail::rule_refused(rule, "an atom names no function"));
     if (!table_fits(decl, ta.function))
-      return fail(detail::rule_refused(rule,
-                                       "a query reads a function the GPU engine does not hold "
-                                       "(constructors, and functions of i64 or bool merged by "
-                                       "min, max, and or or)")
-                      .about(detail::naming_function(decl, rule, ta.function)));
+      return fail(detail::function_refused(decl, rule,
+                                           "a query reads a function the GPU engine does not hold "
+                                           "(constructors, and functions of i64 or bool merged by "
+                                           "min, max, and or or)",
+                                           ta.function));
     if (ta.terms.size() != decl.functions[ta.function].arity() + 1u)
       return fail(detail::rule_refused(rule, "an atom's columns do not fit its table"));
     pattern[i].table = ta.function;
@@ -732,8 +769,8 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
                                            "not expect"));
         if (decl.functions[a.target].kind != function_kind::constructor ||
             !table_fits(decl, a.target))
-          return fail(detail::rule_refused(rule, "a make's table cannot live on the GPU")
-                          .about(detail::naming_function(decl, rule, a.target)));
+          return fail(detail::function_refused(decl, rule, "a make's table cannot live on the GPU",
+                                               a.target));
         if (a.args.size() != decl.functions[a.target].arity())
           return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
         make_node m;
@@ -745,11 +782,11 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
       }
       case action_op::set: {
         if (!table_fits(decl, a.target))
-          return fail(detail::rule_refused(rule,
-                                           "a set of a function the GPU engine does not hold "
-                                           "(constructors, and functions of i64 or bool merged "
-                                           "by min, max, and or or)")
-                          .about(detail::naming_function(decl, rule, a.target)));
+          return fail(detail::function_refused(decl, rule,
+                                               "a set of a function the GPU engine does not hold "
+                                               "(constructors, and functions of i64 or bool merged "
+                                               "by min, max, and or or)",
+                                               a.target));
         if (a.args.size() != decl.functions[a.target].arity() + 1u)
           return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
         // The device folds i64 values it holds inline; a constant it does not is refused here
@@ -815,10 +852,10 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
                                              "first found)"));
           if (a.target >= decl.functions.size() || !table_fits(decl, a.target) ||
               a.args.size() != decl.functions[a.target].arity())
-            return fail(detail::rule_refused(rule,
-                                             "a lookup of a function the GPU engine does not "
-                                             "hold")
-                            .about(detail::naming_function(decl, rule, a.target)));
+            return fail(detail::function_refused(decl, rule,
+                                                 "a lookup of a function the GPU engine does not "
+                                                 "hold",
+                                                 a.target));
           for (const operand& o : a.args)
             if (o.type == operand::kind::id || reads_temp())
               return fail(detail::rule_refused(rule,
@@ -834,11 +871,25 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         plan.computes.push_back(c);
         break;
       }
+      case action_op::subsume: {
+        if (decl.functions[a.target].kind != function_kind::constructor ||
+            !table_fits(decl, a.target))
+          return fail(detail::function_refused(
+              decl, rule, "a subsume of a row the GPU engine does not hold", a.target));
+        if (a.args.size() != decl.functions[a.target].arity())
+          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+        make_node m;
+        m.table = a.target;
+        for (const operand& o : a.args) m.args.push_back(lower(o));
+        plan.actions.push_back(m);  // a fresh class nothing reads: merged with the row there
+        plan.subsumed.push_back(std::move(m));
+        break;
+      }
       default:
         return fail(detail::rule_refused(rule,
                                          "the GPU engine runs primitive calls, lookups, makes, "
-                                         "sets and unions in a rule's actions (not delete, "
-                                         "subsume or panic)"));
+                                         "sets, subsumes and unions in a rule's actions (not "
+                                         "delete or panic)"));
     }
   }
   if (plan.step_count() > max_steps)
@@ -859,8 +910,8 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
 namespace vyre::eqsat {
 
 //! Whether `db` (over `decl`) can move to the GPU engine: its tables match the declarations,
-//! every table that moves (`device::device_resident`) fits the device (`device::table_fits`),
-//! has no subsumed row and fewer than 2^31 rows, a function merged by `min` or `max` holds only
+//! every table that moves (`device::device_resident`) fits the device (`device::table_fits`)
+//! and has fewer than 2^31 rows, a function merged by `min` or `max` holds only
 //! the i64s the device orders ([0, 2^31)), and no container holds ids (their contents would not
 //! follow the device's unions). @returns `errc::unsupported` (or `errc::abi_limit`) naming what
 //! does not.
@@ -886,10 +937,6 @@ inline expected<void> gpu_resident_check(const declarations& decl, const databas
     const bool ordered_i64 = decl.functions[f].kind != function_kind::constructor &&
                              decl.functions[f].output == sorts::i64;
     for (std::size_t r = 0; r < t.rows(); ++r) {
-      if (t.state(r) == row_state::subsumed)
-        return fail(error(errc::unsupported, "the GPU engine holds no subsumed row")
-                        .about(decl.functions[f].name)
-                        .fix("the iterations after a subsume run on the CPU engine"));
       if (ordered_i64 && t.state(r) == row_state::live && t.value_of(r) >= device::inline_i64_end)
         return fail(error(errc::unsupported,
                           "a function merged by min or max holds an i64 outside [0, 2^31), "
