@@ -12,7 +12,7 @@ vyre-eqsat runs as a process per device (`--device D --json --quiet`, after one 
 egglog in a Python process of its own through its compiled module (`from egglog import
 bindings`, or `bindings` from BINDINGS_DIR as the GPU machine carries it), a warm-up run and
 REPEATS timed ones on fresh e-graphs, the process stopped after --egglog-timeout seconds
-(default 600); a line per program holds every engine's seconds (vyre-eqsat: process start to exit;
+(default 600; the runs it finished are kept, the warm-up's alone marked `cold`); a line per program holds every engine's seconds (vyre-eqsat: process start to exit;
 egglog: parse to the last output, its module loaded) and their median, and `agrees` says whether every engine ended with egglog's sizes. NAME
 picks programs (file names without `.egg`); the default is egglog's large ones.
 """
@@ -70,17 +70,23 @@ for i in range(int(sys.argv[3]) + 1):
 
 
 def egglog_runs(path, bindings_dir, repeats, timeout):
-    """egglog's timed runs of the program: ([seconds], final sizes), or (None, why not)."""
+    """egglog's runs of the program: ([seconds], final sizes, why it stopped early or "",
+    whether the times are the warm-up's alone), or (None, why not)."""
     try:
         p = subprocess.run([sys.executable, "-c", EGGLOG_CHILD, path, bindings_dir, str(repeats)],
                            capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return None, "did not finish a warm-up and %d runs in %d s" % (repeats, timeout)
-    if p.returncode != 0:
-        return None, p.stderr.strip()[-300:]
-    runs = [json.loads(l) for l in p.stdout.strip().splitlines()]
-    timed = [r for r in runs if not r["warm_up"]]
-    return [r["seconds"] for r in timed], timed[-1]["sizes"]
+        text, why = p.stdout, "" if p.returncode == 0 else (
+            p.stderr.strip()[-300:] or "exit status %d" % p.returncode)
+    except subprocess.TimeoutExpired as e:  # keep the runs it finished
+        text = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        why = "stopped after %d s" % timeout
+    runs = [json.loads(l) for l in text.strip().splitlines() if l.startswith("{")]
+    if not runs:
+        return None, why or "no output"
+    # Without a finished timed run, the warm-up's time stands (cold: module and caches).
+    timed = [r for r in runs if not r["warm_up"]] or runs
+    return [r["seconds"] for r in timed], timed[-1]["sizes"], why, runs[0]["warm_up"] and \
+        len(timed) == len(runs)
 
 
 def sizes_of_print(text):
@@ -125,13 +131,16 @@ def main(argv):
             f.write(text)
         line = {"bench": "egglog_program", "program": name, "host_cpu": cpu_name(),
                 "cores": os.cpu_count(), "repeats": repeats}
-        seconds, sizes = egglog_runs(path, bindings_dir, repeats, egglog_timeout)
-        if seconds is None:  # too slow, or egglog 13.2.0 predates one of egglog 3.0's forms
-            line["egglog"] = {"error": sizes}
+        got = egglog_runs(path, bindings_dir, repeats, egglog_timeout)
+        if got[0] is None:  # too slow, or egglog 13.2.0 predates one of egglog 3.0's forms
+            line["egglog"] = {"error": got[1]}
             want = None
         else:
-            line["egglog"] = {"seconds": seconds, "median": statistics.median(seconds)}
-            want = sizes
+            seconds, want, why, cold = got
+            line["egglog"] = {"seconds": seconds, "median": statistics.median(seconds),
+                              "cold": cold}
+            if why:
+                line["egglog"]["stopped"] = why
         agrees = want is not None
         for device in devices:
             vyre_run(tool, tests_dir, path, device)  # warm-up

@@ -369,6 +369,7 @@ class gpu_engine : private detail::gpu_rebuild {
           cells[f][at++] = parent[row[c]];
         }
       }
+      cells[f].resize(at);  // a table of subsumed keys takes only the subsumed rows
       want[f] = at / t.width;
     }
     VYRE_TRY(reserve(want, ids));
@@ -584,6 +585,13 @@ class gpu_engine : private detail::gpu_rebuild {
     return a;
   }
 
+  //! The name of table `f`: its function's (a table of subsumed keys is named by its function).
+  const std::string& table_name(std::size_t f) const noexcept {
+    for (std::size_t g = 0; g < function_count_ && f >= function_count_; ++g)
+      if (subsumed_keys_[g] == f) return decl_->functions[g].name;
+    return decl_->functions[f < function_count_ ? f : 0].name;
+  }
+
   //! The table step `s` of `plan` appends to: its function's, or a subsumed row's keys.
   std::uint32_t step_table(const device::rule_plan& plan, std::size_t s) const noexcept {
     const std::uint32_t f = plan.step_table(s);
@@ -734,7 +742,7 @@ class gpu_engine : private detail::gpu_rebuild {
       after[f] = tables_[f].rows + appended[f];
       if (after[f] > 0x7fffffffull)
         return fail(error(errc::abi_limit, "eqsat gpu_engine: rows of a table exceed 2^31")
-                        .about(decl_->functions[f].name)
+                        .about(table_name(f))
                         .with("rows", after[f])
                         .fix("stop earlier with --node-limit"));
       after_caps[f] = grown_capacity(after[f], tables_[f].capacity);  // for the rebuild
