@@ -11,8 +11,9 @@
 //!    every time. Each variant is a plan: its new atom first, then at each step the atom with
 //!    the most bound columns, primitive atoms as soon as their arguments are bound. An atom is
 //!    read through its key index when all keys are bound, through a hash index on its bound
-//!    columns (built once per iteration) when some are, by a scan otherwise. The first step's
-//!    candidates are split over the threads; matches keep the serial order.
+//!    columns (built once per iteration, or kept from the search before for a large table
+//!    nothing wrote since: `keep_unchanged_indexes`) when some are, by a scan otherwise. The
+//!    first step's candidates are split over the threads; matches keep the serial order.
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
@@ -41,6 +42,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -131,8 +133,10 @@ struct query_plan {
 };
 
 //! A hash index of one table by some of its columns: rows bucketed by the hash of those
-//! columns (CSR), built over every non-stale row.
+//! columns (CSR), built over every non-stale row of the table at `version` (`table::version`).
 struct column_index {
+  std::uint32_t function = 0;
+  std::uint64_t version = 0;
   std::vector<std::uint32_t> columns;
   std::vector<std::uint32_t> offsets;  // bucket b: rows[offsets[b], offsets[b + 1])
   std::vector<std::uint32_t> rows;
@@ -206,10 +210,9 @@ class cpu_engine {
     const detail::query_plan plan = plan_query(q, ~0u, 0);
     match_buffer found;
     bool any = false;
-    indexes_.clear();
     fanout_.clear();  // built for this state only
     auto ran = execute(q, plan, true, 0, true, found, any);
-    indexes_.clear();
+    keep_unchanged_indexes();
     fanout_.clear();
     VYRE_TRY(ran);
     return any;
@@ -230,7 +233,6 @@ class cpu_engine {
     const auto t0 = clock::now();
     std::vector<std::uint32_t> rules;
     collect_rules(ruleset, rules);
-    indexes_.clear();
     fanout_.clear();
     std::vector<match_buffer> matches(rules.size());
     for (std::size_t i = 0; i < rules.size(); ++i) {
@@ -250,7 +252,7 @@ class cpu_engine {
       report.matches += matches[i].count;
       if (stopped()) break;
     }
-    indexes_.clear();
+    keep_unchanged_indexes();
     fanout_.clear();
     const auto t1 = clock::now();
     report.search_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -284,6 +286,11 @@ class cpu_engine {
       matches[i] = match_buffer{};
       if (state.panicked) break;
     }
+    // A kept index of a table the merge or the rebuild writes would only hold memory through
+    // them: it goes now.
+    drop_indexes_if([&](std::uint32_t f) {
+      return state.writes(f) || (state.united && db_->tables[f].holds_ids());
+    });
     bool changed = false;
     VYRE_TRY(state.merge(ts, changed));
     VYRE_TRY(state.failure());
@@ -321,6 +328,9 @@ class cpu_engine {
     ctx.context = context;
     return ctx;
   }
+
+  //! Indexes built so far (a search that finds its table unchanged builds none).
+  std::uint64_t index_builds() const noexcept { return index_builds_; }
 
  private:
   //! Matches of one rule: `count` of them, `variable_count()` registers each, kept in the parts
@@ -372,6 +382,11 @@ class cpu_engine {
                            "two different values for one key of a function declared :no-merge")
                          .about(function)
                          .fix("declare the function with :merge, or set one value per key");
+    }
+
+    //! Whether the merge writes function `f`'s table (rows staged, or deletions).
+    bool writes(std::uint32_t f) const noexcept {
+      return f < staged_.size() && (!staged_[f].cells.empty() || staged_[f].removed_count != 0);
     }
 
     //! Rows staged so far (for the node limit inside an iteration).
@@ -1080,16 +1095,54 @@ class cpu_engine {
     return f;
   }
 
-  //! The index of `function` on `columns`, built on first use in this search.
+  //! Drops the kept indexes of the functions `f` for which `drop(f)` holds.
+  template <class Drop>
+  void drop_indexes_if(Drop&& drop) {
+    for (auto it = indexes_.begin(); it != indexes_.end();)
+      it = drop(it->second.function) ? indexes_.erase(it) : std::next(it);
+  }
+
+  //! Rows from which an index is kept between searches: a smaller one costs less to build again
+  //! than to hold (its blocks, kept across an iteration's allocations, would also fragment the
+  //! heap: keeping math.egg's four small ones raised its peak by 3%).
+  static constexpr std::size_t keep_index_rows = std::size_t{1} << 18;
+
+  //! After a search: keeps the large indexes of the tables that did not change since the
+  //! search before (tables the program no longer writes, such as a Datalog program's input
+  //! relations), which the next search takes as they are; drops the others, which the writes
+  //! between two searches would outdate, so they cost no memory through the apply.
+  void keep_unchanged_indexes() {
+    const std::size_t n = db_->tables.size();
+    for (auto it = indexes_.begin(); it != indexes_.end();) {
+      const std::uint32_t f = it->second.function;
+      const bool keep = f < n && f < searched_versions_.size() &&
+                        it->second.rows.size() >= keep_index_rows &&
+                        db_->tables[f].version() == it->second.version &&
+                        searched_versions_[f] == it->second.version;
+      it = keep ? std::next(it) : indexes_.erase(it);
+    }
+    searched_versions_.resize(n);
+    for (std::size_t f = 0; f < n; ++f) searched_versions_[f] = db_->tables[f].version();
+  }
+
+  //! The index of `function` on `columns`, built on first use, or kept from an earlier search
+  //! while its table is unchanged (`keep_unchanged_indexes`).
   const detail::column_index& index_for(std::uint32_t function,
                                         const std::vector<std::uint32_t>& columns) {
     std::uint64_t key = function;
     for (const std::uint32_t c : columns) key = key * 1000003u + c + 1;
-    auto range = indexes_.equal_range(key);
-    for (auto it = range.first; it != range.second; ++it)
-      if (it->second.columns == columns) return it->second;
     const table& t = db_->tables[function];
+    auto range = indexes_.equal_range(key);
+    for (auto it = range.first; it != range.second; ++it) {
+      if (it->second.function != function || it->second.columns != columns) continue;
+      if (it->second.version == t.version()) return it->second;
+      indexes_.erase(it);  // its table changed
+      break;
+    }
+    ++index_builds_;
     detail::column_index idx;
+    idx.function = function;
+    idx.version = t.version();
     idx.columns = columns;
     std::size_t buckets = 16;
     while (buckets < t.size() * 2) buckets <<= 1;
@@ -1412,6 +1465,9 @@ class cpu_engine {
   unsigned threads_ = 1;
   read_access reader_{*this};
   std::unordered_multimap<std::uint64_t, detail::column_index> indexes_;
+  //! Per table, its version when the last search ended (`keep_unchanged_indexes`).
+  std::vector<std::uint64_t> searched_versions_;
+  std::uint64_t index_builds_ = 0;
   mutable std::unordered_map<std::uint64_t, double> fanout_;  // per (function, column)
   std::vector<value> scratch_;                                // a row's keys while it is rewritten
   iteration_limits limits_;

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -34,6 +35,14 @@
 #include "vyre/eqsat/values.hpp"
 
 namespace vyre::eqsat {
+
+namespace detail {
+//! A fresh table version (`table::version`): one counter for every table of the process.
+inline std::uint64_t next_table_version() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace detail
 
 //! What a program has declared so far. The front end adds to it; engines read it.
 struct declarations {
@@ -70,12 +79,27 @@ class table {
   VYRE_HOST_SPECIAL_MEMBERS(table);
 
   void configure(std::uint32_t arity, std::vector<std::uint8_t> id_columns) {
+    changed_ = true;
     arity_ = arity;
     width_ = arity + 1;
     id_columns_ = std::move(id_columns);
     has_ids_ = std::find(id_columns_.begin(), id_columns_.end(), 1) != id_columns_.end();
     reset_index(16);
   }
+
+  //! A number that changes whenever the rows change (their cells, states or places) and is
+  //! the same for two tables only when one is a copy of the other, unchanged since: what a
+  //! search index built over the rows depends on. Rows written in place through `row` must be
+  //! followed by `touch`.
+  std::uint64_t version() const noexcept {
+    if (changed_) {
+      version_ = detail::next_table_version();
+      changed_ = false;
+    }
+    return version_;
+  }
+  //! Marks the rows changed (`version`).
+  void touch() noexcept { changed_ = true; }
 
   std::uint32_t arity() const noexcept { return arity_; }
   std::uint32_t width() const noexcept { return width_; }
@@ -122,6 +146,7 @@ class table {
                       .fix("stop earlier with --node-limit"));
     const auto r = static_cast<std::uint32_t>(rows());
     cells_.insert(cells_.end(), keys, keys + arity_);
+    changed_ = true;
     cells_.push_back(v);
     stamps_.push_back(ts);
     states_.push_back(static_cast<std::uint8_t>(st));
@@ -147,6 +172,7 @@ class table {
   //! undo record is kept).
   void retire(std::uint32_t r) {
     if (state(r) == row_state::stale) return;
+    changed_ = true;
     if (undoing_ && r < undo_rows_) undo_.emplace_back(r, states_[r]);
     const std::uint64_t h = detail::row_hash(row(r), arity_);
     for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
@@ -164,7 +190,9 @@ class table {
   //! Marks live row `r` subsumed: kept for lookups, not matched (a state coming back from the
   //! GPU engine, which keeps a table's subsumed keys beside it).
   void mark_subsumed(std::uint32_t r) noexcept {
-    if (state(r) == row_state::live) states_[r] = static_cast<std::uint8_t>(row_state::subsumed);
+    if (state(r) != row_state::live) return;
+    states_[r] = static_cast<std::uint8_t>(row_state::subsumed);
+    changed_ = true;
   }
 
   //! Starts an undo record: `roll_back` puts the rows back as they are now.
@@ -182,6 +210,7 @@ class table {
   //! come back in their old state, the rows appended since are dropped. Ends the record.
   void roll_back() {
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) states_[it->first] = it->second;
+    changed_ = true;
     cells_.resize(undo_rows_ * width_);
     stamps_.resize(undo_rows_);
     states_.resize(undo_rows_);
@@ -202,6 +231,7 @@ class table {
   //! Drops the stale rows (keeping the others' order) and rebuilds the key index.
   void compact() {
     if (stale() == 0) return;
+    changed_ = true;
     std::size_t out = 0;
     for (std::size_t r = 0; r < rows(); ++r) {
       if (state(r) == row_state::stale) continue;
@@ -228,6 +258,7 @@ class table {
                       .fix("stop earlier with --node-limit"));
     cells_ = std::move(cells);
     cells_.resize(n * width_);
+    changed_ = true;
     stamps_.assign(n, ts);
     states_.assign(n, static_cast<std::uint8_t>(row_state::live));
     present_ = n;
@@ -237,6 +268,7 @@ class table {
 
   //! Empties the table (its configuration stays).
   void clear() {
+    changed_ = true;
     cells_.clear();
     stamps_.clear();
     states_.clear();
@@ -272,6 +304,9 @@ class table {
         insert_slot(detail::row_hash(row(r), arity_), static_cast<std::uint32_t>(r));
   }
 
+  // `version`: assigned when asked after a change (a store per write, not a counter's atomic).
+  mutable bool changed_ = true;
+  mutable std::uint64_t version_ = 0;
   std::uint32_t arity_ = 0;
   std::uint32_t width_ = 1;
   std::vector<std::uint8_t> id_columns_;

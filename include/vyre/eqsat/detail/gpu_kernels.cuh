@@ -2,8 +2,9 @@
 //! @file
 //! The apply step of `vyre::eqsat::gpu_engine`: `gpu_actions` (a `rule_plan`'s head, flattened)
 //! and the kernel that evaluates a match's calls and lookups, appends its rows (each make with
-//! a fresh class, each set with its value) and runs its unions. The public device pieces it builds
-//! on (e-matching, union-find, rebuild, hash-cons) are in `vyre/eqsat/device/`.
+//! a fresh class, each set with its value, each subsumed key) and runs its unions. The public
+//! device pieces it builds on (e-matching, union-find, rebuild, hash-cons) are in
+//! `vyre/eqsat/device/`.
 #pragma once
 
 #include <cstddef>
@@ -59,7 +60,7 @@ struct gpu_actions {
   //! value is outside it: the match writes nothing and the engine hands the iteration back.
   std::uint32_t* outside;
   gpu_step steps[device::max_steps];
-  std::uint32_t step_count;   //!< the makes, then the sets
+  std::uint32_t step_count;   //!< the makes, the sets, then the subsumed keys
   std::uint32_t fresh_count;  //!< the makes: step s < fresh_count makes class `fresh(s)`
   std::uint32_t saved_count;
   //! Step s of match m makes class `class_base + m * fresh_count + s`.

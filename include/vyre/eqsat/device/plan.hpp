@@ -83,10 +83,10 @@ inline constexpr std::uint32_t max_width = 8;
 inline constexpr std::uint32_t max_atoms = 8;       //!< table atoms of a rule's body
 inline constexpr std::uint32_t max_registers = 32;  //!< query variables of a rule
 inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
-inline constexpr std::uint32_t max_steps = 16;      //!< rows a match appends (makes and the set)
-inline constexpr std::uint32_t max_prims = 8;       //!< primitive atoms of a rule's body
-inline constexpr std::uint32_t max_computes = 8;    //!< calls and lookups of a rule's head
-inline constexpr std::uint32_t max_unites = 4;      //!< unions of a rule's head
+inline constexpr std::uint32_t max_steps = 16;    //!< rows a match appends (makes, sets, subsumes)
+inline constexpr std::uint32_t max_prims = 8;     //!< primitive atoms of a rule's body
+inline constexpr std::uint32_t max_computes = 8;  //!< calls and lookups of a rule's head
+inline constexpr std::uint32_t max_unites = 4;    //!< unions of a rule's head
 
 enum class column_op : std::uint8_t {
   bind,     //!< store the row's value in register `value`
@@ -530,7 +530,8 @@ inline error function_refused(const declarations& decl, const rule_decl& rule, c
 //! canonical in `db`. @returns `errc::unsupported` naming the rule and why when it is not one
 //! the device runs: its body must be table atoms over device tables (`table_fits`) and device
 //! primitives, with no run-time equalities and not decided false; its head device primitive
-//! calls, lookups, `make`s, `set`s and `unite`s over device tables; and it must fit the limits.
+//! calls, lookups, `make`s, `set`s, `subsume`s and `unite`s over device tables; and it must fit
+//! the limits.
 inline expected<rule_plan> plan_rule(const declarations& decl, const database& db,
                                      const rule_decl& rule) {
   const query& q = rule.body;
