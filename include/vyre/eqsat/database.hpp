@@ -90,7 +90,7 @@ class table {
   //! A number that changes whenever the rows change (their cells, states or places) and is
   //! the same for two tables only when one is a copy of the other, unchanged since: what a
   //! search index built over the rows depends on. Rows written in place through `row` must be
-  //! followed by `touch`.
+  //! followed by `touch`. Assigned when first asked after a change: one caller at a time.
   std::uint64_t version() const noexcept {
     if (changed_) {
       version_ = detail::next_table_version();
