@@ -89,8 +89,8 @@ class table {
 
   //! A number that changes whenever the rows change (their cells, states or places) and is
   //! the same for two tables only when one is a copy of the other, unchanged since: what a
-  //! search index built over the rows depends on. Rows written in place through `row` must be
-  //! followed by `touch`. Assigned when first asked after a change: one caller at a time.
+  //! search index built over the rows depends on (every write goes through the table's own
+  //! members). Assigned when first asked after a change: one caller at a time.
   std::uint64_t version() const noexcept {
     if (changed_) {
       version_ = detail::next_table_version();
@@ -98,8 +98,6 @@ class table {
     }
     return version_;
   }
-  //! Marks the rows changed (`version`).
-  void touch() noexcept { changed_ = true; }
 
   std::uint32_t arity() const noexcept { return arity_; }
   std::uint32_t width() const noexcept { return width_; }

@@ -330,15 +330,10 @@ class gpu_engine : private detail::gpu_rebuild {
     std::vector<std::vector<value>> cells(tables_.size());
     std::vector<std::uint64_t> want(tables_.size(), 0);
     base_bound_ = 1;
-    // The function whose subsumed keys table f holds (f itself for a function's table).
-    std::vector<std::size_t> function_of(tables_.size());
-    for (std::size_t f = 0; f < tables_.size(); ++f) function_of[f] = f;
-    for (std::size_t f = 0; f < function_count_; ++f)
-      if (subsumed_keys_[f] != no_table) function_of[subsumed_keys_[f]] = f;
     for (std::size_t f = 0; f < tables_.size(); ++f) {
       table& t = tables_[f];
       const bool keys_only = f >= function_count_;
-      const eqsat::table& host = db.tables[function_of[f]];
+      const eqsat::table& host = db.tables[t.function];
       if (!t.resident) {
         t.host_rows = host.size();
         continue;
@@ -361,7 +356,7 @@ class gpu_engine : private detail::gpu_rebuild {
           }
           if (row[c] >= parent.size())
             return fail(error(errc::invalid_state, "eqsat gpu_engine: a row names no id")
-                            .about(decl_->functions[function_of[f]].name)
+                            .about(decl_->functions[t.function].name)
                             .with("row", r)
                             .with("id", row[c])
                             .with("ids", parent.size())
@@ -585,13 +580,6 @@ class gpu_engine : private detail::gpu_rebuild {
     return a;
   }
 
-  //! The name of table `f`: its function's (a table of subsumed keys is named by its function).
-  const std::string& table_name(std::size_t f) const noexcept {
-    for (std::size_t g = 0; g < function_count_ && f >= function_count_; ++g)
-      if (subsumed_keys_[g] == f) return decl_->functions[g].name;
-    return decl_->functions[f < function_count_ ? f : 0].name;
-  }
-
   //! The table step `s` of `plan` appends to: its function's, or a subsumed row's keys.
   std::uint32_t step_table(const device::rule_plan& plan, std::size_t s) const noexcept {
     const std::uint32_t f = plan.step_table(s);
@@ -742,7 +730,7 @@ class gpu_engine : private detail::gpu_rebuild {
       after[f] = tables_[f].rows + appended[f];
       if (after[f] > 0x7fffffffull)
         return fail(error(errc::abi_limit, "eqsat gpu_engine: rows of a table exceed 2^31")
-                        .about(table_name(f))
+                        .about(decl_->functions[tables_[f].function].name)
                         .with("rows", after[f])
                         .fix("stop earlier with --node-limit"));
       after_caps[f] = grown_capacity(after[f], tables_[f].capacity);  // for the rebuild

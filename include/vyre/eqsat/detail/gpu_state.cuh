@@ -42,6 +42,8 @@ struct gpu_table {
   std::uint32_t width = 1;
   std::uint32_t class_mask = 0;  //!< bit c: column c holds an id (a constructor's last always)
   device::device_merge merge = device::device_merge::unite;  //!< how rows of one key merge
+  //! The function whose rows (or, for a table of subsumed keys, whose subsumed keys) it holds.
+  std::uint32_t function = 0;
   bool resident = false;
   std::uint64_t host_rows = 0;  //!< not resident: its size in the host database
 };
@@ -89,6 +91,7 @@ class gpu_state {
     for (std::size_t f = 0; f < tables_.size(); ++f) {
       const function_decl& fn = decl.functions[f];
       table& t = tables_[f];
+      t.function = static_cast<std::uint32_t>(f);
       t.width = fn.arity() + 1;
       t.resident = device::device_resident(decl, static_cast<std::uint32_t>(f));
       if (!t.resident) continue;  // its width may exceed the mask's bits: never on the device
