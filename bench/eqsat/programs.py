@@ -4,7 +4,7 @@
 one run on one machine (JSON lines).
 
   programs.py VYRE_EQSAT TESTS_DIR REPEATS [BINDINGS_DIR] [--devices auto,gpu,cpu]
-              [--egglog-timeout SECONDS] [NAME ...]
+              [--egglog-timeout SECONDS] [--baseline VYRE_EQSAT] [NAME ...]
 
 TESTS_DIR holds egglog's `tests/` folder (`../shared/data/egglog-tests`; its includes name paths
 under `tests/`, so every program runs from there). Each program gets `(print-size)` appended.
@@ -14,7 +14,9 @@ bindings`, or `bindings` from BINDINGS_DIR as the GPU machine carries it), a war
 REPEATS timed ones on fresh e-graphs, the process stopped after --egglog-timeout seconds
 (default 600; the runs it finished are kept, the warm-up's alone marked `cold`); a line per program holds every engine's seconds (vyre-eqsat: process start to exit;
 egglog: parse to the last output, its module loaded) and their median, and `agrees` says whether every engine ended with egglog's sizes. NAME
-picks programs (file names without `.egg`); the default is egglog's large ones.
+picks programs (file names without `.egg`); the default is egglog's large ones. --baseline
+times a second vyre-eqsat (another build) on the same devices, its runs alternating with the
+first's (keys `baseline-DEVICE`); --egglog-timeout 0 leaves egglog out.
 """
 import json
 import os
@@ -102,6 +104,7 @@ def sizes_of_print(text):
 def main(argv):
     devices = ["auto", "gpu", "cpu"]
     egglog_timeout = 600
+    baseline = None
     args = []
     i = 0
     while i < len(argv):
@@ -110,6 +113,9 @@ def main(argv):
             i += 2
         elif argv[i] == "--egglog-timeout":
             egglog_timeout = int(argv[i + 1])
+            i += 2
+        elif argv[i] == "--baseline":
+            baseline = os.path.abspath(argv[i + 1])
             i += 2
         else:
             args.append(argv[i])
@@ -131,7 +137,8 @@ def main(argv):
             f.write(text)
         line = {"bench": "egglog_program", "program": name, "host_cpu": cpu_name(),
                 "cores": os.cpu_count(), "repeats": repeats}
-        got = egglog_runs(path, bindings_dir, repeats, egglog_timeout)
+        got = egglog_runs(path, bindings_dir, repeats, egglog_timeout) if egglog_timeout > 0 \
+            else (None, "not run")
         if got[0] is None:  # too slow, or egglog 13.2.0 predates one of egglog 3.0's forms
             line["egglog"] = {"error": got[1]}
             want = None
@@ -142,22 +149,29 @@ def main(argv):
             if why:
                 line["egglog"]["stopped"] = why
         agrees = want is not None
+        tools = [(tool, "")] + ([(baseline, "baseline-")] if baseline else [])
         for device in devices:
-            vyre_run(tool, tests_dir, path, device)  # warm-up
-            runs = [vyre_run(tool, tests_dir, path, device) for _ in range(repeats)]
-            if runs[-1][1] is None:
-                line[device] = {"error": runs[-1][2]}
-                agrees = False
-                continue
-            got = sizes_of_print(runs[-1][1]["print_size"])
-            line[device] = {"seconds": [r[0] for r in runs],
-                            "median": statistics.median(r[0] for r in runs),
-                            "iterations": runs[-1][1]["iterations"],
-                            "on_gpu": runs[-1][1]["on_gpu"]}
-            if want is not None:
-                same = all(got.get(k, 0) == v for k, v in want.items() if v != 0)
-                line[device]["sizes_equal_egglog"] = same
-                agrees = agrees and same
+            runs = {label: [] for _, label in tools}
+            for t, _ in tools:
+                vyre_run(t, tests_dir, path, device)  # warm-up
+            for _ in range(repeats):
+                for t, label in tools:
+                    runs[label].append(vyre_run(t, tests_dir, path, device))
+            for _, label in tools:
+                key, got_runs = label + device, runs[label]
+                if got_runs[-1][1] is None:
+                    line[key] = {"error": got_runs[-1][2]}
+                    agrees = False
+                    continue
+                got = sizes_of_print(got_runs[-1][1]["print_size"])
+                line[key] = {"seconds": [r[0] for r in got_runs],
+                             "median": statistics.median(r[0] for r in got_runs),
+                             "iterations": got_runs[-1][1]["iterations"],
+                             "on_gpu": got_runs[-1][1]["on_gpu"]}
+                if want is not None:
+                    same = all(got.get(k, 0) == v for k, v in want.items() if v != 0)
+                    line[key]["sizes_equal_egglog"] = same
+                    agrees = agrees and same
         line["agrees"] = agrees
         print(json.dumps(line), flush=True)
     return 0

@@ -110,6 +110,18 @@ TEST_CASE("core: push and pop restore declarations, rows and ids", "[eqsat][core
   CHECK(context_of(e) == "pop without a matching push");
 }
 
+TEST_CASE("core: a rule declared after a pop is planned for its own query", "[eqsat][core]") {
+  // The engine keeps each rule's plans between iterations. After the pop, the new rule has the
+  // index the popped one had, over another table of the same size: it must not get its plan.
+  const std::string base = "(datatype M (A) (B) (F M) (G M))\n(A)\n";
+  const std::string after =
+      "(rule ((= y (F z))) ((G y)))\n(F (A))\n(run 2)\n(print-size)\n(print-function G 10)\n";
+  const std::string popped = base + "(push)\n(rule ((= x (A))) ((F x)))\n(run 2)\n(pop)\n" + after;
+  const std::string expected = run(base + after);
+  CHECK(expected == "((A 1)\n (B 0)\n (F 1)\n (G 1))\n(\n   (G (F (A))) -> (G (F (A)))\n)\n");
+  CHECK(run(popped) == expected);
+}
+
 TEST_CASE("core: extraction costs and variants as egglog computes them", "[eqsat][core]") {
   const std::string text =
       "(datatype M (Num i64 :cost 4) (Add M M) (Big M :cost 100))\n(sort V (Vec i64))\n"

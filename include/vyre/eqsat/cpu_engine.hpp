@@ -8,12 +8,15 @@
 //!    query, atoms before k reading only rows older than `mid`, atom k only rows at or after
 //!    it, later atoms any row; a rule that never ran (`mid` 0) runs once over everything, and a
 //!    query without table atoms matches only on its first run. `:naive` rules match everything
-//!    every time. Each variant is a plan: its new atom first, then at each step the atom with
-//!    the most bound columns, primitive atoms as soon as their arguments are bound. An atom is
-//!    read through its key index when all keys are bound, through a hash index on its bound
-//!    columns (built once per iteration, or kept from the search before for a large table
-//!    nothing wrote since: `keep_unchanged_indexes`) when some are, by a scan otherwise. The
-//!    first step's candidates are split over the threads; matches keep the serial order.
+//!    every time. A variant that cannot match (no new rows in its new atom's table, or no old
+//!    ones in an earlier atom's) is skipped. Each variant is a plan: its new atom first, then
+//!    at each step the atom with the most bound columns, primitive atoms as soon as their
+//!    arguments are bound; kept for later iterations while its tables keep their sizes within
+//!    2x (`plan_for`). An atom is read through its key index when all keys are bound, through
+//!    a hash index on its bound columns (built once per iteration, or kept from the search
+//!    before for a large table nothing wrote since: `keep_unchanged_indexes`) when some are, by
+//!    a scan otherwise. The first step's candidates are split over the threads; matches keep
+//!    the serial order.
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
@@ -181,6 +184,13 @@ class cpu_engine {
     if (db_->last_run.size() < decl_->rules.size()) db_->last_run.resize(decl_->rules.size(), 0);
   }
 
+  //! After the declarations and the database were replaced as a whole (`pop`): what the engine
+  //! kept about the rules goes, and tables of new functions are added.
+  void state_replaced() {
+    plans_.clear();
+    sync();
+  }
+
   //! The canonical form of value `v` of sort `sort`.
   value canonical(value v, std::uint32_t sort) const noexcept {
     return decl_->sorts[sort].is_id ? db_->ids.find_const(v) : v;
@@ -241,13 +251,14 @@ class cpu_engine {
       db_->last_run[rules[i]] = ts;
       const std::uint32_t atoms = static_cast<std::uint32_t>(rule.body.atoms.size());
       if (rule.naive) {
-        VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+        VYRE_TRY(search(rules[i], ~0u, 0, matches[i]));
       } else if (atoms == 0) {
-        if (mid == 0) VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+        if (mid == 0) VYRE_TRY(search(rules[i], ~0u, 0, matches[i]));
       } else if (mid == 0) {
-        VYRE_TRY(search(rule.body, ~0u, 0, matches[i]));
+        VYRE_TRY(search(rules[i], ~0u, 0, matches[i]));
       } else {
-        for (std::uint32_t k = 0; k < atoms; ++k) VYRE_TRY(search(rule.body, k, mid, matches[i]));
+        for (std::uint32_t k = 0; k < atoms; ++k)
+          if (variant_may_match(rule.body, k, mid)) VYRE_TRY(search(rules[i], k, mid, matches[i]));
       }
       report.matches += matches[i].count;
       if (stopped()) break;
@@ -812,17 +823,29 @@ class cpu_engine {
         table& t = db.tables[f];
         if (!t.holds_ids() || t.size() == 0) continue;
         const std::uint32_t width = t.width();
-        std::vector<std::uint32_t> dirty;
-        for (std::size_t r = 0; r < t.rows(); ++r) {
-          if (t.state(r) == row_state::stale) continue;
-          const value* cells = t.row(r);
-          for (std::uint32_t c = 0; c < width; ++c) {
-            if (t.id_column(c) && !db.ids.is_root(cells[c])) {
-              dirty.push_back(static_cast<std::uint32_t>(r));
-              break;
+        // The rows holding a non-root id, in row order, found on every thread (in chunks of at
+        // least 2^18 rows: a scan of fewer costs less than starting a thread).
+        const auto scan = [&](std::size_t begin, std::size_t end, std::vector<std::uint32_t>& out) {
+          for (std::size_t r = begin; r < end; ++r) {
+            if (t.state(r) == row_state::stale) continue;
+            const value* cells = t.row(r);
+            for (std::uint32_t c = 0; c < width; ++c) {
+              if (t.id_column(c) && !db.ids.is_root(cells[c])) {
+                out.push_back(static_cast<std::uint32_t>(r));
+                break;
+              }
             }
           }
-        }
+        };
+        const unsigned chunks =
+            (std::max)(1u, vyre::detail::chunk_count(threads_, t.rows(), std::size_t{1} << 18));
+        std::vector<std::vector<std::uint32_t>> found(chunks);
+        vyre::detail::parallel_chunks(
+            chunks, t.rows(),
+            [&](unsigned c, std::size_t begin, std::size_t end) { scan(begin, end, found[c]); });
+        std::vector<std::uint32_t> dirty = std::move(found[0]);
+        for (unsigned c = 1; c < chunks; ++c)
+          dirty.insert(dirty.end(), found[c].begin(), found[c].end());
         if (dirty.empty()) continue;
         round_changed = true;
         scratch.resize(width);
@@ -1165,12 +1188,64 @@ class cpu_engine {
     return indexes_.emplace(key, std::move(idx))->second;
   }
 
-  //! Searches variant `fresh` of `q` (see `plan_query`), appending every match's registers
-  //! (`q.variable_count()` of them) to `out`.
-  expected<void> search(const query& q, std::uint32_t fresh, std::uint32_t mid, match_buffer& out) {
-    const detail::query_plan plan = plan_query(q, fresh, mid);
+  //! Whether variant `fresh` of `q` (see `plan_query`) can match: its new atom's table has a
+  //! row stamped at or after `mid` and every atom before it one stamped before. Most variants
+  //! of a program's many small iterations cannot, and are neither planned nor run.
+  bool variant_may_match(const query& q, std::uint32_t fresh, std::uint32_t mid) const {
+    for (std::uint32_t a = 0; a <= fresh; ++a) {
+      const table& t = db_->tables[q.atoms[a].function];
+      const std::size_t split = t.first_row_at(mid);
+      if (a == fresh ? split == t.rows() : split == 0) return false;
+    }
+    return true;
+  }
+
+  //! Searches variant `fresh` of rule `rule`'s query (see `plan_query`), appending every
+  //! match's registers (`variable_count()` of them) to `out`.
+  expected<void> search(std::uint32_t rule, std::uint32_t fresh, std::uint32_t mid,
+                        match_buffer& out) {
+    const query& q = decl_->rules[rule].body;
     bool any = false;
-    return execute(q, plan, false, mid, false, out, any);
+    return execute(q, plan_for(rule, fresh, mid), false, mid, false, out, any);
+  }
+
+  //! A variant's plan kept between iterations, with the sizes of its atoms' tables it was
+  //! chosen for.
+  struct kept_plan {
+    detail::query_plan plan;
+    std::vector<std::size_t> sizes;
+  };
+  //! How far a table may grow or shrink before the plans over it are chosen again.
+  static constexpr std::size_t replan_factor = 2;
+
+  //! The plan of variant `fresh` of rule `rule`: kept from an earlier iteration while no table
+  //! of its atoms has grown or shrunk by more than `replan_factor` since (the statistics it
+  //! was chosen by; the plan only orders the join, the matches are the same). A program's
+  //! many small iterations would otherwise spend most of their time choosing the plans of
+  //! rules with many atoms again.
+  const detail::query_plan& plan_for(std::uint32_t rule, std::uint32_t fresh, std::uint32_t mid) {
+    const query& q = decl_->rules[rule].body;
+    const std::uint64_t key = (std::uint64_t{rule} << 32) | fresh;
+    const auto fits = [&](const kept_plan& kept) {
+      if (kept.sizes.size() != q.atoms.size()) return false;
+      for (std::size_t a = 0; a < q.atoms.size(); ++a) {
+        const std::size_t now = db_->tables[q.atoms[a].function].size(), then = kept.sizes[a];
+        if (now > then * replan_factor || then > now * replan_factor) return false;
+      }
+      return true;
+    };
+    auto it = plans_.find(key);
+    if (it != plans_.end() && fits(it->second)) return it->second.plan;
+    kept_plan fresh_plan;
+    fresh_plan.plan = plan_query(q, fresh, mid);
+    fresh_plan.sizes.reserve(q.atoms.size());
+    for (const table_atom& ta : q.atoms)
+      fresh_plan.sizes.push_back(db_->tables[ta.function].size());
+    if (it != plans_.end()) {
+      it->second = std::move(fresh_plan);
+      return it->second.plan;
+    }
+    return plans_.emplace(key, std::move(fresh_plan)).first->second.plan;
   }
 
   //! Runs `plan`; `first_only`: stop at the first match (`any`), storing nothing.
@@ -1183,10 +1258,18 @@ class cpu_engine {
       const value vb = b.type == operand::kind::id ? db_->ids.find_const(b.v) : b.v;
       if (va != vb) return {};
     }
-    std::vector<detail::plan_step> steps = plan.steps;
-    for (detail::plan_step& s : steps)
-      for (operand& o : s.terms)
-        if (o.type == operand::kind::id) o = operand::constant(db_->ids.find_const(o.v));
+    // Id constants are read canonical: in a copy of the plan, only where it has any.
+    bool has_ids = false;
+    for (const detail::plan_step& s : plan.steps)
+      for (const operand& o : s.terms) has_ids = has_ids || o.type == operand::kind::id;
+    std::vector<detail::plan_step> canonical_steps;
+    if (has_ids) {
+      canonical_steps = plan.steps;
+      for (detail::plan_step& s : canonical_steps)
+        for (operand& o : s.terms)
+          if (o.type == operand::kind::id) o = operand::constant(db_->ids.find_const(o.v));
+    }
+    const std::vector<detail::plan_step>& steps = has_ids ? canonical_steps : plan.steps;
     // Probe indexes are built before the threads start.
     std::vector<const detail::column_index*> probes(steps.size(), nullptr);
     for (std::size_t i = 0; i < steps.size(); ++i)
@@ -1465,6 +1548,9 @@ class cpu_engine {
   unsigned threads_ = 1;
   read_access reader_{*this};
   std::unordered_multimap<std::uint64_t, detail::column_index> indexes_;
+  //! Per (rule << 32 | variant), its kept plan (`plan_for`); dropped when the declarations
+  //! are replaced (`state_replaced`).
+  std::unordered_map<std::uint64_t, kept_plan> plans_;
   //! Per table, its version when the last search ended (`keep_unchanged_indexes`).
   std::vector<std::uint64_t> searched_versions_;
   std::uint64_t index_builds_ = 0;

@@ -451,7 +451,7 @@ class session {
                             "pop only as many times as the program pushed"));
       *state_ = std::move(*saved_.back());
       saved_.pop_back();
-      engine_->sync();
+      engine_->state_replaced();
     }
     return {};
   }
