@@ -9,14 +9,14 @@
 //!    it, later atoms any row; a rule that never ran (`mid` 0) runs once over everything, and a
 //!    query without table atoms matches only on its first run. `:naive` rules match everything
 //!    every time. A variant that cannot match (no new rows in its new atom's table, or no old
-//!    ones in an earlier atom's) is skipped. Each variant is a plan: its new atom first, then
-//!    at each step the atom with the most bound columns, primitive atoms as soon as their
-//!    arguments are bound; kept for later iterations while its tables keep their sizes within
-//!    2x (`plan_for`). An atom is read through its key index when all keys are bound, through
-//!    a hash index on its bound columns (built once per iteration, or kept from the search
-//!    before for a large table nothing wrote since: `keep_unchanged_indexes`) when some are, by
-//!    a scan otherwise. The first step's candidates are split over the threads; matches keep
-//!    the serial order.
+//!    ones in an earlier atom's) is skipped. Each variant is a plan: at each step the atom
+//!    expected to yield the fewest rows (the new atom by its new rows, an earlier atom by its
+//!    old ones), primitive atoms as soon as their arguments are bound; kept for later
+//!    iterations while its tables keep their sizes within 2x (`plan_for`). An atom is read through
+//!    its key index when all keys are bound, through a hash index on its bound columns (built once
+//!    per iteration, or kept from the search before for a large table nothing wrote since:
+//!    `keep_unchanged_indexes`) when some are, by a scan otherwise. The first step's candidates are
+//!    split over the threads; matches keep the serial order.
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
@@ -1030,10 +1030,21 @@ class cpu_engine {
       int rank = 3;  // 0 keys bound, 1 connected, 2 unconnected
       double rows = 0;
     };
+    // The part of an atom's table its stamp range reads (the new atom's new rows, an earlier
+    // atom's old ones), which scales its expected rows.
+    auto share = [&](std::uint32_t a) {
+      if (fresh == ~0u || mid == 0 || a > fresh) return 1.0;
+      const table& t = db_->tables[q.atoms[a].function];
+      if (t.rows() == 0) return 0.0;
+      const auto split = static_cast<double>(t.first_row_at(mid));
+      const auto all = static_cast<double>(t.rows());
+      return (a == fresh ? all - split : split) / all;
+    };
     auto assess = [&](std::uint32_t a) {
       const table_atom& ta = q.atoms[a];
       const std::uint32_t arity = decl_->functions[ta.function].arity();
-      const auto rows = static_cast<double>(db_->tables[ta.function].size());
+      const double part = share(a);
+      const double rows = static_cast<double>(db_->tables[ta.function].size()) * part;
       bool keys = true;
       bool connected = false;
       double best = rows;
@@ -1044,7 +1055,7 @@ class cpu_engine {
           continue;
         }
         connected = connected || !is_ground(o);
-        best = (std::min)(best, fanout(ta.function, c));
+        best = (std::min)(best, fanout(ta.function, c) * part);
       }
       if (keys) return choice{0, (std::min)(rows, 1.0)};
       return choice{connected ? 1 : 2, best};
@@ -1059,8 +1070,9 @@ class cpu_engine {
       const operand& out = ta.terms[arity];
       if (keys_ground && out.is_reg() && !bound[out.v]) ground[out.v] = 1;
     };
+    // The new atom is placed like any other, by its new rows: after the atoms a constant pins
+    // to one row (an absent one ends the variant at once), and after a smaller table.
     place_prims();
-    if (fresh != ~0u && fresh < atoms) add_atom(fresh);
     for (std::uint32_t step = 0; step < atoms; ++step) {
       place_prims();
       std::uint32_t best = atoms;
@@ -1071,9 +1083,10 @@ class cpu_engine {
         std::size_t nb = 0;
         for (const operand& o : q.atoms[a].terms) nb += is_bound(o) ? 1 : 0;
         const choice c = assess(a);
+        const bool tie = c.rank == best_choice.rank && c.rows == best_choice.rows;
         if (best == atoms || c.rank < best_choice.rank ||
-            (c.rank == best_choice.rank &&
-             (c.rows < best_choice.rows || (c.rows == best_choice.rows && nb > best_bound)))) {
+            (c.rank == best_choice.rank && c.rows < best_choice.rows) ||
+            (tie && (nb > best_bound || (nb == best_bound && a == fresh)))) {
           best = a;
           best_choice = c;
           best_bound = nb;
@@ -1280,14 +1293,29 @@ class cpu_engine {
     bool has_prims = false;
     for (const detail::plan_step& s : steps) has_prims = has_prims || s.is_prim;
 
-    // The first step's candidates, split over the threads when it is a scan.
+    // The candidates of the first scan, split over the threads, when only lookups of keys
+    // that constants pin (at most one row each, looked up again by every thread) come before.
+    std::size_t split_step = 0;
+    std::vector<std::uint8_t> pinned(nregs, 0);
+    for (; split_step < steps.size(); ++split_step) {
+      const detail::plan_step& s = steps[split_step];
+      if (s.is_prim || !s.by_key) break;
+      bool keys_pinned = true;
+      for (std::uint32_t c = 0; c < db_->tables[s.function].arity(); ++c)
+        keys_pinned = keys_pinned && (!s.terms[c].is_reg() || pinned[s.terms[c].v] != 0);
+      if (!keys_pinned) break;
+      for (const operand& o : s.terms)
+        if (o.is_reg()) pinned[o.v] = 1;
+    }
     std::size_t first_begin = 0;
     std::size_t first_end = 1;
     bool split = false;
-    if (!steps.empty() && !steps[0].is_prim && !steps[0].by_key && probes[0] == nullptr) {
-      const table& t = db_->tables[steps[0].function];
-      first_begin = steps[0].range == detail::row_range::newer ? t.first_row_at(mid) : 0;
-      first_end = steps[0].range == detail::row_range::older ? t.first_row_at(mid) : t.rows();
+    if (split_step < steps.size() && !steps[split_step].is_prim && !steps[split_step].by_key &&
+        probes[split_step] == nullptr) {
+      const detail::plan_step& s = steps[split_step];
+      const table& t = db_->tables[s.function];
+      first_begin = s.range == detail::row_range::newer ? t.first_row_at(mid) : 0;
+      first_end = s.range == detail::row_range::older ? t.first_row_at(mid) : t.rows();
       split = true;
     }
     const std::size_t n = first_end > first_begin ? first_end - first_begin : 0;
@@ -1305,6 +1333,7 @@ class cpu_engine {
       js.first_begin = first_begin + b;
       js.first_end = first_begin + e;
       js.split = split;
+      js.split_step = split_step;
       auto r = js.run();
       if (!r) {
         errors[c] = r.error();
@@ -1338,6 +1367,7 @@ class cpu_engine {
     std::size_t first_begin = 0;
     std::size_t first_end = 0;
     bool split = false;
+    std::size_t split_step = 0;  // the scan whose candidates [first_begin, first_end) are ours
 
     struct level {
       const std::uint32_t* list = nullptr;  // candidate rows, or null: rows [pos, end)
@@ -1434,7 +1464,7 @@ class cpu_engine {
         lv.end = idx->offsets[b + 1];
         return;
       }
-      if (i == 0 && split) {
+      if (i == split_step && split) {
         lv.pos = first_begin;
         lv.end = first_end;
       } else {
