@@ -102,6 +102,32 @@ TEST_CASE("core: subsumed rows are not matched or extracted, but checked and cou
   CHECK(run(text) == "((Add 1)\n (Num 3)\n (seen 0))\n(Num 3)\n");
 }
 
+TEST_CASE("core: a key holding an id the apply made is staged once and merged", "[eqsat][core]") {
+  // Both matches make (G (C)), new in the iteration, and set (F (G (C))) to their own class:
+  // the first set is appended without a lookup, the second merged into it (a union).
+  CHECK(run("(datatype M (A i64) (C) (G M) (F M))\n(C)\n(A 1)\n(A 2)\n"
+            "(rewrite (A i) (F (G (C))))\n(run 1)\n(check (= (A 1) (A 2)))\n(print-size)") ==
+        "((A 2)\n (C 1)\n (F 1)\n (G 1))\n");
+}
+
+TEST_CASE("core: the id space's representatives agree with its parents", "[eqsat][core]") {
+  eq::id_space ids;
+  for (int i = 0; i < 200; ++i) REQUIRE(ids.make());
+  const auto agree = [&] {
+    for (eq::value x = 0; x < 200; ++x)
+      if (ids.is_root(x) != (ids.find_const(x) == x)) return false;
+    return true;
+  };
+  for (eq::value x = 3; x < 200; x += 7) ids.unite(x, (x * 13) % 200);  // across 64-id words
+  CHECK(agree());
+  CHECK(ids.roots_below(200) < 200);
+  std::vector<eq::value> parent(200);
+  for (eq::value x = 0; x < 200; ++x) parent[x] = x % 3 == 0 ? x : x - x % 3;
+  ids.assign(parent, 5);
+  CHECK(agree());
+  CHECK(ids.roots_below(200) == 67);
+}
+
 TEST_CASE("core: push and pop restore declarations, rows and ids", "[eqsat][core]") {
   CHECK(run("(datatype M (A) (B))\n(A)\n(push)\n(datatype N (C))\n(C)\n(union (A) (B))\n"
             "(print-size)\n(pop)\n(print-size)\n(fail (check (= (A) (B))))") ==
