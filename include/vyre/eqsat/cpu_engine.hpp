@@ -13,11 +13,12 @@
 //!    expected to yield the fewest rows (the new atom by its new rows, an earlier atom by its
 //!    old ones; in a query of up to `few_atoms` atoms the new atom right after those a
 //!    constant pins), primitive atoms as soon as their arguments are bound; kept for later
-//!    iterations while its tables keep their sizes within 2x (`plan_for`). An atom is read through
-//!    its key index when all keys are bound, through a hash index on its bound columns (built once
-//!    per iteration, or kept from the search before for a large table nothing wrote since:
-//!    `keep_unchanged_indexes`) when some are, by a scan otherwise. The first step's candidates are
-//!    split over the threads; matches keep the serial order.
+//!    iterations while its tables keep their sizes within 2x (`plan_for`). An atom is read
+//!    through its key index when all keys are bound, through a hash index on its bound columns
+//!    (built once per iteration, or kept from the search before for a large table nothing wrote
+//!    since: `keep_unchanged_indexes`) when some are, by a scan otherwise. The first scan's
+//!    candidates (after the lookups constants pin) are split over the threads; matches keep the
+//!    serial order.
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
@@ -25,9 +26,10 @@
 //!    rewrite), first probes its matches on every thread: a match whose rows all exist needs
 //!    only its union (a set of an existing constructor row unites its class with the set
 //!    value), which is dropped when its two classes are one already; the others run in order
-//!    as above. Hits make no id and
-//!    stage nothing, and unions keep the smaller representative whatever their order, so the
-//!    result is the serial one.
+//!    as above. Hits make no id and stage nothing, and unions keep the smaller representative
+//!    whatever their order, so the result is the serial one. A key that holds an id the apply
+//!    made is in no table: it is not looked up there, and a set of it that nothing staged
+//!    before is staged as a new row.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
 //!    appended, an existing key's value is merged (constructors: the ids are united and the
 //!    smaller kept; `:merge`: its expression over `old` and `new`; `:no-merge`: must be equal).

@@ -251,8 +251,8 @@ class id_space {
                       .with("ids", parent_.size())
                       .fix("stop earlier with --node-limit, or split the program"));
     const auto id = static_cast<value>(parent_.size());
+    if ((id & 63u) == 0) united_away_.push_back(0);  // first: a failing push leaves the ids whole
     parent_.push_back(id);
-    if ((id & 63u) == 0) united_away_.push_back(0);
     return id;
   }
   std::size_t size() const noexcept { return parent_.size(); }
