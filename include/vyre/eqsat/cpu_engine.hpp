@@ -1261,6 +1261,7 @@ class cpu_engine {
   struct kept_plan {
     detail::query_plan plan;
     std::vector<std::size_t> sizes;
+    bool chosen = false;
   };
   //! How far a table may grow or shrink before the plans over it are chosen again.
   static constexpr std::size_t replan_factor = 2;
@@ -1274,25 +1275,20 @@ class cpu_engine {
     const query& q = decl_->rules[rule].body;
     const std::uint64_t key = (std::uint64_t{rule} << 32) | fresh;
     const auto fits = [&](const kept_plan& kept) {
-      if (kept.sizes.size() != q.atoms.size()) return false;
+      if (!kept.chosen) return false;
       for (std::size_t a = 0; a < q.atoms.size(); ++a) {
         const std::size_t now = db_->tables[q.atoms[a].function].size(), then = kept.sizes[a];
         if (now > then * replan_factor || then > now * replan_factor) return false;
       }
       return true;
     };
-    auto it = plans_.find(key);
-    if (it != plans_.end() && fits(it->second)) return it->second.plan;
-    kept_plan fresh_plan;
-    fresh_plan.plan = plan_query(q, fresh, mid);
-    fresh_plan.sizes.reserve(q.atoms.size());
-    for (const table_atom& ta : q.atoms)
-      fresh_plan.sizes.push_back(db_->tables[ta.function].size());
-    if (it != plans_.end()) {
-      it->second = std::move(fresh_plan);
-      return it->second.plan;
-    }
-    return plans_.emplace(key, std::move(fresh_plan)).first->second.plan;
+    kept_plan& kept = plans_[key];
+    if (fits(kept)) return kept.plan;
+    kept.plan = plan_query(q, fresh, mid);
+    kept.sizes.clear();
+    for (const table_atom& ta : q.atoms) kept.sizes.push_back(db_->tables[ta.function].size());
+    kept.chosen = true;
+    return kept.plan;
   }
 
   //! Runs `plan`; `first_only`: stop at the first match (`any`), storing nothing.
@@ -1330,7 +1326,8 @@ class cpu_engine {
     // The candidates of the first scan, split over the threads, when only lookups of keys
     // that constants pin (at most one row each, looked up again by every thread) come before.
     std::size_t split_step = 0;
-    std::vector<std::uint8_t> pinned(nregs, 0);
+    std::vector<std::uint8_t> pinned;  // registers those lookups bind
+    if (!steps.empty() && steps[0].by_key) pinned.assign(nregs, 0);
     for (; split_step < steps.size(); ++split_step) {
       const detail::plan_step& s = steps[split_step];
       if (s.is_prim || !s.by_key) break;
