@@ -119,6 +119,7 @@ def main():
     programs.sort()
     per_folder = {}
     surprises = []
+    on_device = [0, 0]  # iterations on the GPU engine, on the CPU engine
     for rel in programs:
         if args.only and args.only not in rel:
             continue
@@ -155,6 +156,9 @@ def main():
                         want[:400], got[:400])
             else:
                 ok, why = True, "ran without error (no snapshot)"
+        if doc is not None:
+            for it in doc.get("iterations", []):
+                on_device[0 if it.get("device") == "gpu" else 1] += 1
         if ok and reason is None:
             tally["pass"] += 1
             print("pass   %s (%.2f s)" % (rel, seconds))
@@ -183,6 +187,9 @@ def main():
           "passing, %d heavy ones left to the device benchmark, %d failing unexpectedly" % (
               args.device, total["pass"], ran, 100.0 * total["pass"] / max(ran, 1),
               total["known"], total["heavy"], total["fail"]))
+    if args.device != "cpu":
+        print("iterations on the GPU engine: %d of %d (the others on the CPU engine, each with "
+              "its reason in the --json report)" % (on_device[0], sum(on_device)))
     return 1 if surprises else 0
 
 

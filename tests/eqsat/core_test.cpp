@@ -603,12 +603,15 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
 (function last (M) i64 :merge new)
 (function best (i64) i64 :merge (min new old))
 (function later (i64) i64 :merge new)
+(function once (M) i64 :no-merge)
+(function sum_i64 (i64) i64 :merge (+ old new))
 (rule ((= e (Mul a b)) (= x (lo a)) (= y (hi b))) ((set (lo e) (* x y)) (set (hi e) (+ x y))))
 (rule ((= e (Add a b)) (known a)) ((set (known e) true) (set (lo e) (lo a))) :naive)
 (rule ((= e (Add a b))) ((set (sum e) 1)))
 (rule ((= e (Num n))) ((set (lo e) -1)))
 (rule ((= e (Add a b))) ((set (lo (Mul a b)) (lo (Mul b a)))) :naive)
 (rule ((= e (Add a b)) (= c (Mul a b))) ((union e c) (union a b) (delete (Num 0))))
+(rule ((= e (Add a b))) ((delete (Add (Num 0) a))))
 )";
   REQUIRE(s.run_text(text, "t.egg"));
   const eq::declarations& decl = s.decl();
@@ -626,8 +629,14 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
   CHECK(merge == dev::device_merge::max);
   REQUIRE(dev::device_merge_of(decl, fn("best"), merge));  // (min new old): either order
   CHECK(merge == dev::device_merge::min);
-  CHECK_FALSE(dev::device_merge_of(decl, fn("sum"), merge));   // `+` is not idempotent
-  CHECK_FALSE(dev::device_merge_of(decl, fn("last"), merge));  // `new` depends on the order
+  CHECK_FALSE(dev::device_merge_of(decl, fn("sum"), merge));  // `+` is not idempotent
+  // `new` keeps the value written last: the device's seminaive search writes what the CPU's does.
+  REQUIRE(dev::device_merge_of(decl, fn("last"), merge));
+  CHECK(merge == dev::device_merge::replace);
+  REQUIRE(dev::device_merge_of(decl, fn("once"), merge));
+  CHECK(merge == dev::device_merge::none);
+  CHECK_FALSE(dev::orders_i64(decl, fn("last")));  // its values are only compared for equality
+  CHECK(dev::orders_i64(decl, fn("best")));
   CHECK(dev::table_fits(decl, fn("lo")));
   const auto refused = dev::table_fits(decl, fn("sum"));
   REQUIRE_FALSE(refused);
@@ -635,7 +644,8 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
   // Tables that move to the device: those holding ids, and functions of base sorts it merges.
   CHECK(dev::device_resident(decl, fn("sum")));  // holds ids (and keeps the state on the host)
   CHECK(dev::device_resident(decl, fn("best")));
-  CHECK_FALSE(dev::device_resident(decl, fn("later")));
+  CHECK(dev::device_resident(decl, fn("later")));
+  CHECK_FALSE(dev::device_resident(decl, fn("sum_i64")));
 
   static const eq::database no_ids;
   const auto plan = [&](std::size_t r) { return dev::plan_rule(decl, no_ids, decl.rules[r]); };
@@ -664,7 +674,7 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
   REQUIRE(lookup->sets.size() == 2);
   CHECK(lookup->sets[1].value == dev::plan_operand{dev::operand_kind::computed, 0});
   // Refused, naming why: a function merged by `+`, a negative constant into a max-merged
-  // function, a lookup keyed by a class the match made, a delete.
+  // function, a lookup keyed by a class the match made.
   auto summed = plan(2);
   REQUIRE_FALSE(summed);
   CHECK(summed.error().message().find("`sum`") != std::string::npos);
@@ -674,11 +684,20 @@ TEST_CASE("device plan: functions the device merges, read by queries and lookups
   auto fresh_key = plan(4);
   REQUIRE_FALSE(fresh_key);
   CHECK(fresh_key.error().message().find("lookup keyed") != std::string::npos);
+  // A delete appends its key to the table's deleted keys: a step after the rows.
   auto deleting = plan(5);
-  REQUIRE_FALSE(deleting);
-  CHECK(deleting.error().message().find("not delete") != std::string::npos);
-  // A lookup in the actions of a seminaive rule (which the front end refuses too): the device's
-  // naive search would read the value again each iteration, egglog reads it once per match.
+  REQUIRE(deleting);
+  REQUIRE(deleting->deleted.size() == 1);
+  CHECK(deleting->deleted[0].table == fn("Num"));
+  CHECK(deleting->deletes(deleting->step_count() - 1));
+  CHECK_FALSE(deleting->subsumes(deleting->step_count() - 1));
+  CHECK(dev::deleted_tables(decl)[fn("Num")] == 1);
+  CHECK(dev::deleted_tables(decl)[fn("Add")] == 1);
+  // A delete keyed by a class the match made: the row goes before the rebuild would find it.
+  auto made_key = plan(6);
+  REQUIRE_FALSE(made_key);
+  CHECK(made_key.error().message().find("delete keyed") != std::string::npos);
+  // A lookup in the actions of a seminaive rule, which egglog and the front end refuse too.
   eq::rule_decl seminaive_rule = decl.rules[1];
   seminaive_rule.naive = false;
   auto seminaive = dev::plan_rule(decl, no_ids, seminaive_rule);
@@ -762,6 +781,25 @@ TEST_CASE("table version: changes with the rows, kept by a copy", "[eqsat][core]
   CHECK(changes([&] { REQUIRE(t.assign({5, 50}, 4)); }));
   CHECK(changes([&] { t.clear(); }));
   CHECK(copy.version() == one);  // the copy's rows did not change
+}
+
+TEST_CASE("table: rows assigned with their timestamps keep them, ascending only", "[eqsat][core]") {
+  eq::table t;
+  t.configure(1, {0, 0});
+  // Rows from the device: each its own timestamp, in the order of the timestamps.
+  REQUIRE(t.assign({7, 70, 3, 30, 9, 90}, std::vector<std::uint32_t>{2, 5, 5}));
+  REQUIRE(t.rows() == 3);
+  CHECK(t.stamp(0) == 2);
+  CHECK(t.stamp(2) == 5);
+  CHECK(t.first_row_at(3) == 1);  // the rows new to a rule last run at 3
+  const eq::value three = 3;
+  CHECK(t.value_of(t.find(&three)) == 30);
+  // Out of order, or one short: refused, the rows kept.
+  auto unordered = t.assign({1, 10, 2, 20}, std::vector<std::uint32_t>{4, 3});
+  REQUIRE_FALSE(unordered);
+  CHECK(unordered.error().message().find("ascending") != std::string::npos);
+  CHECK_FALSE(t.assign({1, 10, 2, 20}, std::vector<std::uint32_t>{4}));
+  CHECK(t.rows() == 3);
 }
 
 TEST_CASE("cpu engine: a table no rule writes keeps its search index between iterations",

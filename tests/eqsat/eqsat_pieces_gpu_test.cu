@@ -654,3 +654,79 @@ TEST_CASE("eqsat device rebuild: congruence closure equals a host closure",
   for (u32 x = 0; x < ids; ++x) wrong += got_parent[x] != want.find(x) ? 1 : 0;
   CHECK(wrong == 0);
 }
+
+TEST_CASE(
+    "eqsat device rebuild: a function's rows of one key fold by its merge, with the "
+    "timestamps the CPU engine gives",
+    "[eqsat][gpu][pieces]") {
+  // Rows (key, value) of a one-key function, the table's rows first and the iteration's
+  // appended ones after, each with its timestamp; the iteration's is 9.
+  struct row {
+    u32 key, value, stamp;
+  };
+  struct want {
+    u32 key, value, stamp;
+  };
+  const u32 now = 9;
+  const auto fold = [&](dev::device_merge merge, const std::vector<row>& rows, u32& folded,
+                        u32& conflict) {
+    vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+    const cudaStream_t s = stream.get();
+    std::vector<u32> cells, stamps;
+    for (const row& r : rows) {
+      cells.insert(cells.end(), {r.key, r.value});
+      stamps.push_back(r.stamp);
+    }
+    auto d_cells = upload(cells, s), d_stamps = upload(stamps, s);
+    auto d_now = upload(std::vector<u32>{now}, s);
+    auto flags = upload(std::vector<u32>{0, 0}, s);
+    const auto n = static_cast<u32>(rows.size());
+    dev::table_ref t{d_cells.get(), n, 2, 0, nullptr, merge, d_stamps.get(), d_now.get()};
+    auto scratch = make_array<u32>(4 * n, s);
+    auto kept = make_array<u32>(1, s);
+    REQUIRE_OK(dev::sort_rows(test_gpu().memory_ref(), t, dev::key_bits{1, 100}, scratch.get(), s));
+    REQUIRE_OK(dev::drop_duplicates(test_gpu().memory_ref(), t, scratch.get(), kept.get(), s,
+                                    flags.get(), flags.get() + 1));
+    const u32 k = download(kept.get(), 1, s)[0];
+    const std::vector<u32> out = download(d_cells.get(), 2 * k, s);
+    const std::vector<u32> out_stamps = download(d_stamps.get(), k, s);
+    const std::vector<u32> f = download(flags.get(), 2, s);
+    folded = f[0];
+    conflict = f[1];
+    std::vector<want> got;
+    for (u32 i = 0; i < k; ++i) got.push_back({out[2 * i], out[2 * i + 1], out_stamps[i]});
+    return got;
+  };
+  const auto check_rows = [](const std::vector<want>& got, const std::vector<want>& expect) {
+    REQUIRE(got.size() == expect.size());
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      INFO("key " << expect[i].key);
+      CHECK(got[i].key == expect[i].key);
+      CHECK(got[i].value == expect[i].value);
+      CHECK(got[i].stamp == expect[i].stamp);
+    }
+  };
+  u32 folded = 0, conflict = 0;
+  SECTION("new: the value written last; a row the merge left keeps its timestamp") {
+    const auto got = fold(
+        dev::device_merge::replace,
+        {{4, 8, now}, {1, 10, 3}, {2, 5, 4}, {3, 7, 2}, {1, 20, now}, {2, 5, now}, {1, 30, now}},
+        folded, conflict);
+    check_rows(got, {{1, 30, now}, {2, 5, 4}, {3, 7, 2}, {4, 8, now}});
+    CHECK(folded == 1);  // key 1's value changed
+    CHECK(conflict == 0);
+  }
+  SECTION("min: the smallest value, new only where it changed") {
+    const auto got = fold(dev::device_merge::min,
+                          {{1, 10, 3}, {2, 10, 3}, {1, 12, now}, {2, 4, now}}, folded, conflict);
+    check_rows(got, {{1, 10, 3}, {2, 4, now}});
+    CHECK(folded == 1);
+  }
+  SECTION(":no-merge: one value is kept as it was; two are a conflict") {
+    const auto same = fold(dev::device_merge::none, {{1, 5, 3}, {1, 5, now}}, folded, conflict);
+    check_rows(same, {{1, 5, 3}});
+    CHECK(conflict == 0);
+    (void)fold(dev::device_merge::none, {{1, 5, 3}, {1, 6, now}}, folded, conflict);
+    CHECK(conflict == 1);
+  }
+}

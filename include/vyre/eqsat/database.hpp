@@ -247,17 +247,30 @@ class table {
   }
 
   //! Replaces every row with `cells` (`width()` words per row, distinct keys), all live and
-  //! stamped `ts`, and indexes them once (a whole table coming back from the device).
+  //! stamped `ts`, and indexes them once.
   expected<void> assign(std::vector<value> cells, std::uint32_t ts) {
+    std::vector<std::uint32_t> stamps(cells.size() / width_, ts);
+    return assign(std::move(cells), std::move(stamps));
+  }
+  //! Replaces every row with `cells` (`width()` words per row, distinct keys), all live, row r
+  //! stamped `stamps[r]` (ascending), and indexes them once (a whole table coming back from
+  //! the device).
+  expected<void> assign(std::vector<value> cells, std::vector<std::uint32_t> stamps) {
     const std::size_t n = cells.size() / width_;
     if (n > max_rows)
       return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
                       .with("rows", n)
                       .fix("stop earlier with --node-limit"));
+    if (stamps.size() != n || !std::is_sorted(stamps.begin(), stamps.end()))
+      return fail(error(errc::invalid_argument,
+                        "a table's rows must come with one ascending timestamp each")
+                      .with("rows", n)
+                      .with("timestamps", stamps.size())
+                      .fix("order the rows by their timestamps"));
     cells_ = std::move(cells);
     cells_.resize(n * width_);
     changed_ = true;
-    stamps_.assign(n, ts);
+    stamps_ = std::move(stamps);
     states_.assign(n, static_cast<std::uint8_t>(row_state::live));
     present_ = n;
     reindex();

@@ -11,19 +11,23 @@
 //! Most programs reach the engine through `gpu_offload` (`gpu_offload.cuh`), which a
 //! `session` asks before every iteration. What the engine runs (`gpu_resident_check`,
 //! `device::plan_rule`): every table that holds ids (the "resident" tables, with the functions
-//! of base sorts the device merges) must be a constructor's, or a function's merged by `min`,
-//! `max`, `and` or `or` (`device::device_merge`), over eq and base sorts, and no container may
-//! hold ids; every rule matches table atoms and device primitives (i64 arithmetic and
-//! comparisons, `!=`) and runs primitive calls, lookups, makes, sets, subsumes and unions. A
-//! table that is subsumed keeps its subsumed keys in a table of their own beside it, which the
-//! search's atoms skip and `download` turns back into row states.
+//! of base sorts the device merges) must be a constructor's, or a function's merged by `new`,
+//! with `:no-merge`, or by `min`, `max`, `and` or `or` (`device::device_merge`), over eq and base
+//! sorts, and no container may hold ids; every rule matches table atoms and device primitives (i64
+//! arithmetic and comparisons, `!=`) and runs primitive calls, lookups, makes, sets, subsumes,
+//! deletes, panics and unions. A table that is subsumed keeps its subsumed keys in a table of their
+//! own beside it, which the search's atoms skip and `download` turns back into row states; a table
+//! rules delete from keeps the keys an iteration deletes beside it, taken out before the rebuild
+//! (`delete_rows`).
 //! The other tables stay on the host untouched: no rule the engine runs reads or writes them.
-//! A primitive that meets an i64 outside [0, 2^31), a lookup that misses and a set of an i64
-//! the device does not order set a device flag; the iteration is then rolled back and handed
-//! to the CPU engine (`met_outside_values`).
+//! A primitive that meets an i64 outside [0, 2^31), a lookup that misses, a set of an i64 the
+//! device does not order and two values of a `:no-merge` function for one key set a device
+//! flag; the iteration is then rolled back and handed to the CPU engine (`met_outside_values`),
+//! which decides it (the last one is its error).
 //!
 //! State on the device, one block (`layout`): per resident table its rows of u32
-//! `(keys..., value)` (see `device/plan.hpp`), then a union-find `parent` over the id space
+//! `(keys..., value)` (see `device/plan.hpp`) and a timestamp per row (egglog's: the row's last
+//! change, `database`'s), then a union-find `parent` over the id space
 //! (`values.hpp`'s `id_space`: e-class and container ids, the representative always the
 //! smallest id of its class); the class-id count on the host. `create` uploads the live rows
 //! (canonical after a host rebuild) and every id's representative; ids made on the device
@@ -33,8 +37,11 @@
 //! where the apply knows its final sizes from the match totals, and a rebuild that leaves a fifth
 //! of the block unused moves it to the sizes of what is left).
 //!
-//! Iteration (naive: every rule matches the whole e-graph each time; for these heads a match
-//! applied again changes nothing, so the e-graph is the seminaive one, only `matches` differs):
+//! Iteration (seminaive, as the CPU engine: a rule last run at timestamp `mid` keeps the matches
+//! with a row stamped at or after `mid`, the union of egglog's variants, where it sets a
+//! `:merge new` or `:no-merge` function or that drops half its matches or more, `filters_new`;
+//! a `:naive` rule, one that never ran, and one whose matches are mostly new keep every match,
+//! which for their idempotent writes gives the same e-graph):
 //! 1. Search: every rule's `device::rule_plan`, flattened into `device::flat_query`, joins
 //!    level by level in one `device::join_search` (ematch.cuh): a thread per partial match
 //!    counts its candidates in the next atom's index (rows sorted by the key column or a pair
@@ -42,7 +49,7 @@
 //!    rebuild and needs no index for its first one or two), a scan places them, a thread per
 //!    candidate extends its match. Every rule advances a level together: one host round trip
 //!    per level reads every rule's candidate total; the last level writes the saved
-//!    registers.
+//!    registers, of the matches that pass the seminaive check at the last level.
 //! 2. Apply without hashing: a match's primitive calls and lookups first (a lookup is a binary
 //!    search over the table's rows as the search found them, sorted by their keys), then every
 //!    make of every match appends a row with a fresh class (`base + match * makes + step`), a
@@ -56,15 +63,18 @@
 //!    `rebuild_graph_stats`; a shape met for the first time runs the same passes launched,
 //!    with a flag read back per round, and is captured when it comes back): a device loop
 //!    (`graph::build_fixpoint_graph`) of rounds
-//!    {compress the union-find; canonicalize every id column; insert the rows whose keys moved
-//!    (every row in the first round) into each table's congruence index in the arena, uniting
-//!    the values of rows with equal keys} until a round unites nothing, decided on the device;
+//!    {compress the union-find; canonicalize every id column (a row that changes takes the
+//!    iteration's timestamp); insert the rows whose keys moved (every row in the first round)
+//!    into each constructor table's congruence index in the arena, uniting the values of rows
+//!    with equal keys} until a round unites nothing, decided on the device;
 //!    then sort each table's rows by their keys once (LSD: stable radix sorts of a row
 //!    permutation, last key first, in the arena's double buffers, rows beyond those in use
 //!    sorted last; then the rows permuted in place a column at a time) and drop duplicate rows
 //!    (compacted in place; a function's rows of one key keep the fold of their values, and a
 //!    fold that changed a value the table held counts as a change of the iteration, since the
-//!    rows stay as many). The rows in use are uploaded before the launch
+//!    rows stay as many; a kept row keeps the oldest timestamp of the rows that held it exactly,
+//!    as the CPU engine's merge leaves a row it did not change). The rows in use are uploaded
+//!    before the launch
 //!    (`device::table_ref::live`), so a slowly growing e-graph replays one graph; CUB's
 //!    scratch is one block the graphs keep (`scratch_block_resource`). The counts come back in
 //!    one copy.
@@ -193,7 +203,8 @@ class gpu_engine : private detail::gpu_rebuild {
         container_roots_(o.container_roots_),
         unions_(o.unions_),
         outside_(std::move(o.outside_)),
-        met_outside_(o.met_outside_) {}
+        met_outside_(o.met_outside_),
+        rows_at_(std::move(o.rows_at_)) {}
   gpu_engine& operator=(gpu_engine&&) = delete;
   gpu_engine(const gpu_engine&) = delete;
   gpu_engine& operator=(const gpu_engine&) = delete;
@@ -211,15 +222,23 @@ class gpu_engine : private detail::gpu_rebuild {
                                          const iteration_limits& limits = {}) {
     return apply_error_policy<typename Backend::error_policy>([&]() -> expected<iteration_report> {
       VYRE_TRY_ASSIGN(const std::vector<device::rule_plan> plans, plan_ruleset(ruleset));
-      return try_run(plans, limits);
+      return try_run(plans, limits, {});
     }());
   }
   //! One iteration of the rules `plans` (made by `device::plan_rule` over these
-  //! declarations), as `run_iteration(ruleset)`.
+  //! declarations), as `run_iteration(ruleset)`. `last_run`: empty (every rule matches the
+  //! whole e-graph), or per plan the timestamp of its rule's last run (`database::last_run`),
+  //! so a rule that is not `:naive` finds only the matches with a row stamped since
+  //! (seminaive, as the CPU engine). The iteration runs at timestamp `now()`, which moves on
+  //! when it commits.
   result<iteration_report> run_iteration(std::span<const device::rule_plan> plans,
-                                         const iteration_limits& limits = {}) {
-    return apply_error_policy<typename Backend::error_policy>(try_run(plans, limits));
+                                         const iteration_limits& limits = {},
+                                         std::span<const std::uint32_t> last_run = {}) {
+    return apply_error_policy<typename Backend::error_policy>(try_run(plans, limits, last_run));
   }
+
+  //! The timestamp of the next iteration (`database::now` while the engine holds the state).
+  std::uint32_t now() const noexcept { return now_; }
 
   //! Rows per function (indexed like the declarations at `create`): the device's for the
   //! resident tables, the host's (unchanged) for the others.
@@ -251,10 +270,11 @@ class gpu_engine : private detail::gpu_rebuild {
   }
 
   //! Writes the state into `db` (the database it was created from, or one like it): every
-  //! resident table's rows replaced by the device's (stamped `db.now`, live, in the device's
-  //! order: sorted by their keys), the id space by the device's union-find (the ids made here
-  //! extend it); then `db.now` moves on, so every row is new to every rule's next seminaive
-  //! search. The engine keeps its state and may run on.
+  //! resident table's rows replaced by the device's (live, with their timestamps, in the order
+  //! of their timestamps as the host keeps them; where the engine keeps none,
+  //! `device::keeps_timestamps`, all stamped `now()`, new to every rule's next search), the id
+  //! space by the device's union-find (the ids made here extend it), and `db.now` moved past
+  //! them. The engine keeps its state and may run on.
   //! @returns / throws: the device's error (the host rows of a table may then be incomplete);
   //!          `errc::out_of_memory` when the host copy does not fit.
   result<void> download(database& db) const {
@@ -268,16 +288,18 @@ class gpu_engine : private detail::gpu_rebuild {
     VYRE_TRY(gpu_resident_check(decl, db));
     VYRE_TRY_ASSIGN(stream_lease stream, gpu.streams().acquire());
     gpu_engine engine(vyre::detail::runtime_of(gpu), decl, device::subsumed_tables(decl, db),
-                      std::move(stream));
+                      device::deleted_tables(decl), std::move(stream));
     engine.backend_ = &gpu;
+    engine.now_ = db.now;
     VYRE_TRY(engine.start_rebuilds());
     VYRE_TRY(engine.load(db));
     return engine;
   }
 
   gpu_engine(const vyre::detail::runtime_ref& runtime, const declarations& decl,
-             const std::vector<std::uint8_t>& subsumed, stream_lease stream)
-      : detail::gpu_rebuild(runtime, decl, subsumed, std::move(stream)), decl_(&decl) {}
+             const std::vector<std::uint8_t>& subsumed, const std::vector<std::uint8_t>& deleted,
+             stream_lease stream)
+      : detail::gpu_rebuild(runtime, decl, subsumed, deleted, std::move(stream)), decl_(&decl) {}
 
   // --- plans --------------------------------------------------------------------------------
 
@@ -328,6 +350,7 @@ class gpu_engine : private detail::gpu_rebuild {
     for (std::size_t x = 0; x < parent.size(); ++x)
       parent[x] = db.ids.find_const(static_cast<value>(x));
     std::vector<std::vector<value>> cells(tables_.size());
+    std::vector<std::vector<std::uint32_t>> stamps(tables_.size());
     std::vector<std::uint64_t> want(tables_.size(), 0);
     base_bound_ = 1;
     for (std::size_t f = 0; f < tables_.size(); ++f) {
@@ -338,12 +361,15 @@ class gpu_engine : private detail::gpu_rebuild {
         t.host_rows = host.size();
         continue;
       }
+      if (t.deleted_keys) continue;  // empty between iterations
       VYRE_TRY(try_resize(cells[f], host.size() * t.width, what));
+      VYRE_TRY(try_reserve(stamps[f], host.size(), what));
       std::size_t at = 0;
       for (std::size_t r = 0; r < host.rows(); ++r) {
         const row_state state = host.state(r);
         if (state == row_state::stale || (keys_only && state != row_state::subsumed)) continue;
         const value* row = host.row(r);
+        stamps[f].push_back(host.stamp(r));
         for (std::uint32_t c = 0; c < t.width; ++c) {
           if (keys_only && c + 1 == t.width) {  // a subsumed key's value
             cells[f][at++] = 0;
@@ -374,11 +400,17 @@ class gpu_engine : private detail::gpu_rebuild {
                     what);
     ids_ = static_cast<std::uint32_t>(ids);
     for (std::size_t f = 0; f < tables_.size(); ++f) {
-      if (!cells[f].empty())
+      if (!cells[f].empty()) {
         VYRE_CUDA_TRY(
             cudaMemcpyAsync(tables_[f].cells, cells[f].data(), cells[f].size() * sizeof(value),
                             cudaMemcpyHostToDevice, stream()),
             what);
+        if (tables_[f].stamps != nullptr)
+          VYRE_CUDA_TRY(cudaMemcpyAsync(tables_[f].stamps, stamps[f].data(),
+                                        stamps[f].size() * sizeof(std::uint32_t),
+                                        cudaMemcpyHostToDevice, stream()),
+                        what);
+      }
       tables_[f].rows = static_cast<std::uint32_t>(want[f]);
     }
     VYRE_TRY(rebuild(0));
@@ -413,7 +445,6 @@ class gpu_engine : private detail::gpu_rebuild {
     std::vector<value> parent;
     VYRE_TRY(try_resize(parent, ids_, what));
     VYRE_TRY(read_back(parent.data(), parent_, ids_, what));
-    const std::uint32_t ts = db.now;
     const auto rows_of = [&](std::size_t f, std::vector<value>& cells) -> expected<void> {
       const std::size_t words = std::size_t{tables_[f].rows} * tables_[f].width;
       VYRE_TRY(try_resize(cells, words, what));
@@ -421,31 +452,67 @@ class gpu_engine : private detail::gpu_rebuild {
     };
     for (std::size_t f = 0; f < function_count_; ++f) {
       if (!tables_[f].resident) continue;
+      const std::uint32_t width = tables_[f].width, rows = tables_[f].rows;
       std::vector<value> cells;
       VYRE_TRY(rows_of(f, cells));
-      VYRE_TRY(db.tables[f].assign(std::move(cells), ts));
-      if (subsumed_keys_[f] == no_table) continue;
-      // Both sorted by their keys: each subsumed key names its row by a binary search.
-      std::vector<value> keys;
-      VYRE_TRY(rows_of(subsumed_keys_[f], keys));
-      eqsat::table& host = db.tables[f];
-      const std::uint32_t width = tables_[f].width;
-      const auto rows = static_cast<std::uint32_t>(host.rows());
-      for (std::size_t k = 0; k + width <= keys.size(); k += width) {
-        const std::uint32_t r =
-            detail::find_sorted_row(host.cells().data(), rows, width, keys.data() + k);
-        if (r != rows) host.mark_subsumed(r);
+      // Without timestamps on the device every row is new to every rule's next search.
+      std::vector<std::uint32_t> stamps;
+      VYRE_TRY(try_resize(stamps, rows, what));
+      if (tables_[f].stamps != nullptr) {
+        VYRE_TRY(read_back(stamps.data(), tables_[f].stamps, rows, what));
+      } else {
+        std::fill(stamps.begin(), stamps.end(), now_);
       }
+      // The device's rows are sorted by their keys, the host's by their timestamps: the
+      // subsumed keys name their rows in the first order, the host takes the second.
+      std::vector<std::uint8_t> subsumed;
+      if (subsumed_keys_[f] != no_table) {
+        VYRE_TRY(try_resize(subsumed, rows, what));
+        std::vector<value> keys;
+        VYRE_TRY(rows_of(subsumed_keys_[f], keys));
+        for (std::size_t k = 0; k + width <= keys.size(); k += width) {
+          const std::uint32_t r =
+              detail::find_sorted_row(cells.data(), rows, width, keys.data() + k);
+          if (r != rows) subsumed[r] = 1;
+        }
+      }
+      std::vector<std::uint32_t> order;
+      VYRE_TRY(try_resize(order, rows, what));
+      for (std::uint32_t r = 0; r < rows; ++r) order[r] = r;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](std::uint32_t a, std::uint32_t b) { return stamps[a] < stamps[b]; });
+      std::vector<value> by_stamp;
+      std::vector<std::uint32_t> sorted_stamps;
+      VYRE_TRY(try_resize(by_stamp, cells.size(), what));
+      VYRE_TRY(try_resize(sorted_stamps, rows, what));
+      for (std::uint32_t i = 0; i < rows; ++i) {
+        std::copy_n(cells.data() + std::size_t{order[i]} * width, width,
+                    by_stamp.data() + std::size_t{i} * width);
+        sorted_stamps[i] = stamps[order[i]];
+      }
+      cells = std::vector<value>{};
+      eqsat::table& host = db.tables[f];
+      VYRE_TRY(host.assign(std::move(by_stamp), std::move(sorted_stamps)));
+      if (!subsumed.empty())
+        for (std::uint32_t i = 0; i < rows; ++i)
+          if (subsumed[order[i]] != 0) host.mark_subsumed(i);
     }
     db.ids.assign(std::move(parent), unions_);
-    ++db.now;
+    db.now = (std::max)(db.now, keep_stamps_ ? now_ : now_ + 1);
     return {};
   }
 
   // --- iteration ----------------------------------------------------------------------------
 
   expected<iteration_report> try_run(std::span<const device::rule_plan> plans,
-                                     const iteration_limits& limits) {
+                                     const iteration_limits& limits,
+                                     std::span<const std::uint32_t> last_run) {
+    if (!last_run.empty() && last_run.size() != plans.size())
+      return fail(error(errc::invalid_argument,
+                        "eqsat gpu_engine: one last-run timestamp per plan, or none")
+                      .with("plans", plans.size())
+                      .with("timestamps", last_run.size())
+                      .fix("pass database::last_run of each plan's rule"));
     for (const device::rule_plan& plan : plans) {
       const auto tabled = [&](std::uint32_t f) {
         return f < tables_.size() && tables_[f].resident;
@@ -458,6 +525,8 @@ class gpu_engine : private detail::gpu_rebuild {
         ok = ok && (c.kind != device::compute_kind::lookup || tabled(c.table));
       for (const device::make_node& m : plan.subsumed)
         ok = ok && tabled(m.table) && subsumed_keys_[m.table] != no_table;
+      for (const device::make_node& m : plan.deleted)
+        ok = ok && tabled(m.table) && deleted_keys_[m.table] != no_table;
       if (!ok)
         return fail(error(errc::invalid_argument,
                           "eqsat gpu_engine: a plan names a table the engine does not hold")
@@ -466,7 +535,7 @@ class gpu_engine : private detail::gpu_rebuild {
     }
     iteration_report report;
     VYRE_TRY_ASSIGN(snapshot saved, take_snapshot());
-    auto step = iterate(plans, limits, report);
+    auto step = iterate(plans, limits, last_run, report);
     if (!step) {
       (void)cudaStreamSynchronize(stream());
       restore(saved);
@@ -482,6 +551,7 @@ class gpu_engine : private detail::gpu_rebuild {
       report.stopped = iteration_stop::time_limit;
     } else {
       unions_ += report.unions;
+      ++now_;
     }
     return report;
   }
@@ -528,6 +598,7 @@ class gpu_engine : private detail::gpu_rebuild {
     const auto put = [&](detail::gpu_step& g, std::uint32_t f,
                          const std::vector<device::plan_operand>& args) {
       g.cells = tables_[f].cells;
+      g.stamps = tables_[f].stamps;
       g.width = tables_[f].width;
       for (std::size_t c = 0; c < args.size(); ++c) {
         g.kind[c] = static_cast<std::uint8_t>(args[c].kind);
@@ -571,6 +642,14 @@ class gpu_engine : private detail::gpu_rebuild {
       g.kind[g.width - 1] = static_cast<std::uint8_t>(device::operand_kind::constant);
       g.value[g.width - 1] = 0;
     }
+    for (std::size_t i = 0; i < plan.deleted.size(); ++i) {
+      const device::make_node& m = plan.deleted[i];
+      detail::gpu_step& g =
+          a.steps[plan.actions.size() + plan.sets.size() + plan.subsumed.size() + i];
+      put(g, deleted_keys_[m.table], m.args);
+      g.kind[g.width - 1] = static_cast<std::uint8_t>(device::operand_kind::constant);
+      g.value[g.width - 1] = 0;
+    }
     a.unite_count = static_cast<std::uint32_t>(plan.unites.size());
     for (std::size_t u = 0; u < plan.unites.size(); ++u)
       for (int i = 0; i < 2; ++i) {
@@ -580,18 +659,17 @@ class gpu_engine : private detail::gpu_rebuild {
     return a;
   }
 
-  //! The table step `s` of `plan` appends to: its function's, or a subsumed row's keys.
+  //! The table step `s` of `plan` appends to: its function's, or a subsumed or deleted row's
+  //! keys.
   std::uint32_t step_table(const device::rule_plan& plan, std::size_t s) const noexcept {
     const std::uint32_t f = plan.step_table(s);
+    if (plan.deletes(s)) return deleted_keys_[f];
     return plan.subsumes(s) ? subsumed_keys_[f] : f;
   }
 
   //! Whether table `f` is a function merged by min or max over i64: its values must be those
   //! the device orders, [0, 2^31).
-  bool orders_i64(std::uint32_t f) const noexcept {
-    return tables_[f].merge != device::device_merge::unite &&
-           decl_->functions[f].output == sorts::i64;
-  }
+  bool orders_i64(std::uint32_t f) const { return device::orders_i64(*decl_, f); }
 
   //! Whether `plan` may meet a value the device does not decide (a primitive, a lookup, a set
   //! that must hold an i64 the device orders): it then needs the `outside_` flag.
@@ -614,12 +692,96 @@ class gpu_engine : private detail::gpu_rebuild {
     return out;
   }
 
+  //! Whether `plan` sets a function the device folds by `new` or keeps by `:no-merge`,
+  //! deletes, or writes a table a rule deletes from: a match applied again could change (or
+  //! conflict with, or make again) what it wrote, so its search keeps only the matches with a
+  //! new row, whatever that costs.
+  bool writes_once(const device::rule_plan& plan) const noexcept {
+    if (!plan.deleted.empty()) return true;
+    for (const device::set_node& st : plan.sets) {
+      const device::device_merge m = tables_[st.table].merge;
+      if (m == device::device_merge::replace || m == device::device_merge::none) return true;
+      if (deleted_keys_[st.table] != no_table) return true;
+    }
+    // A row a rule deletes would be made again by a match found again.
+    for (const device::make_node& m : plan.actions)
+      if (deleted_keys_[m.table] != no_table) return true;
+    return false;
+  }
+
+  //! Whether the search of `plan`, last run at `mid`, keeps only the matches with a row stamped
+  //! since (seminaive) rather than every match. Every other write is idempotent, so the two give
+  //! one e-graph: the check is made where it must be (`writes_once`), or where it pays, when
+  //! about half the matches or more would be old (estimated from how much of each atom's table
+  //! was there when the rule last ran: a Datalog closure's matches are mostly old, a rewrite
+  //! system's that grows tenfold an iteration mostly new, where the check would only cost the
+  //! search a pass and a scan at its last level).
+  bool filters_new(const device::rule_plan& plan, std::uint32_t mid) const {
+    if (!keep_stamps_) return false;
+    if (writes_once(plan)) return true;
+    const std::vector<std::uint32_t>* then = nullptr;
+    for (const auto& [ts, rows] : rows_at_)
+      if (ts == mid) then = &rows;
+    if (then == nullptr) return true;  // unknown: the check is never wrong
+    double old = 1.0;
+    for (const device::plan_atom& a : plan.atoms) {
+      const std::uint32_t now = tables_[a.table].rows;
+      if (now != 0) old *= (std::min)(1.0, static_cast<double>((*then)[a.table]) / now);
+    }
+    return old >= 0.5;
+  }
+
+  //! Takes the keys the apply deleted out of their tables (and out of their subsumed keys):
+  //! rows the table held before the apply (`rows_before`) go, rows it appended stay, as the
+  //! CPU engine's merge deletes before it writes; the tables of deleted keys are empty again.
+  //! `rows_before` of those tables becomes what the deletion left, so that a deletion alone
+  //! does not count as a change (as in egglog). One read back of the kept counts.
+  expected<void> delete_rows(std::vector<std::uint32_t>& rows_before) {
+    const char* what = "eqsat: delete rows";
+    std::vector<std::uint32_t> touched;  // tables the deletion compacts
+    for (std::size_t f = 0; f < function_count_; ++f) {
+      const std::uint32_t d = deleted_keys_[f];
+      if (d == no_table || tables_[d].rows == 0) continue;
+      VYRE_TRY(device::sort_rows(runtime_.memory, view(d), bits(), arena_.get(), stream()));
+      touched.push_back(static_cast<std::uint32_t>(f));
+      if (subsumed_keys_[f] != no_table) touched.push_back(subsumed_keys_[f]);
+    }
+    if (touched.empty()) return {};
+    VYRE_TRY_ASSIGN(u32_array kept, allocate<std::uint32_t>(touched.size(), what));
+    for (std::size_t i = 0; i < touched.size(); ++i) {
+      const std::uint32_t c = touched[i];
+      const std::uint32_t f = tables_[c].function;
+      VYRE_TRY(device::drop_deleted(runtime_.memory, view(c), view(deleted_keys_[f]),
+                                    rows_before[c], arena_.get(), kept.get() + i, stream()));
+    }
+    std::vector<std::uint32_t> counts(touched.size());
+    VYRE_TRY(read_back(counts.data(), kept.get(), counts.size(), what));
+    for (std::size_t i = 0; i < touched.size(); ++i) {
+      table& t = tables_[touched[i]];
+      rows_before[touched[i]] -= t.rows - counts[i];  // only rows held before are deleted
+      t.rows = counts[i];
+    }
+    for (std::size_t f = 0; f < function_count_; ++f)
+      if (deleted_keys_[f] != no_table) tables_[deleted_keys_[f]].rows = 0;
+    return {};
+  }
+
+  //! Remembers every table's rows as the iteration at timestamp `ts` starts (`filters_new`
+  //! reads them for the rules that run next at `ts`): the last `rows_at_limit` iterations.
+  void remember_rows(std::uint32_t ts) {
+    if (rows_at_.size() >= rows_at_limit) rows_at_.erase(rows_at_.begin());
+    std::vector<std::uint32_t> rows(tables_.size());
+    for (std::size_t f = 0; f < tables_.size(); ++f) rows[f] = tables_[f].rows;
+    rows_at_.emplace_back(ts, std::move(rows));
+  }
+
   //! One iteration, launched step by step: the search's totals read back size the apply.
   //! Mutates the committed state (the caller restores its snapshot on an error, or when the
   //! report says `handed_to_cpu`: the search found enough to reach the node limit).
   expected<void> iterate(std::span<const device::rule_plan> given, const iteration_limits& limits,
-                         iteration_report& report) {
+                         std::span<const std::uint32_t> last_run, iteration_report& report) {
     const auto t0 = clock::now();
+    remember_rows(now_);
     std::vector<std::uint32_t> rows_before(tables_.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) rows_before[f] = tables_[f].rows;
     const std::uint32_t old_ids = ids_;
@@ -689,7 +851,11 @@ class gpu_engine : private detail::gpu_rebuild {
                             return index_of(indexes, f, column, column2);
                           },
                           outside_.get(), std::span<const device::table_ref>(subsumed)));
-      VYRE_TRY(search.add(q));
+      device::flat_query seminaive = q;
+      const bool naive = decl_->rules[plans[r].rule].naive;
+      const std::uint32_t mid = last_run.empty() || naive ? 0u : last_run[r];
+      seminaive.mid = mid != 0 && filters_new(plans[r], mid) ? mid : 0u;
+      VYRE_TRY(search.add(seminaive));
     }
     // Under a node limit the join's candidates get the CPU engine's match budget, so that a
     // search the device runs to its end is one the CPU engine would have run to its end too.
@@ -699,6 +865,13 @@ class gpu_engine : private detail::gpu_rebuild {
       return {};
     }
     std::vector<std::uint64_t> totals(rules, 0);
+    for (std::size_t r = 0; r < rules; ++r) {
+      if (!plans[r].panics || search.matches(r) == 0) continue;
+      // A match of a rule that panics: the CPU engine runs the iteration and stops with it.
+      met_outside_ = true;
+      report.stopped = iteration_stop::handed_to_cpu;
+      return {};
+    }
     std::vector<std::uint32_t*> matches(rules, nullptr);  // in the arena
     std::vector<std::uint64_t> appended(tables_.size(), 0);
     std::uint64_t fresh = 0, match_words = 0, new_rows = 0, cpu_match_bytes = 0;
@@ -768,6 +941,7 @@ class gpu_engine : private detail::gpu_rebuild {
       const auto total = static_cast<std::uint32_t>(totals[r]);
       detail::gpu_actions a = actions_of(plan);
       a.class_base = class_base;
+      a.now = now_;
       for (std::size_t s = 0; s < plan.step_count(); ++s) {
         a.steps[s].row_base = cursor[step_table(plan, s)];
         cursor[step_table(plan, s)] += total;
@@ -781,10 +955,17 @@ class gpu_engine : private detail::gpu_rebuild {
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: apply");
     VYRE_TRY_ASSIGN(const bool applied_outside, outside());
     if (applied_outside) return {};
+    VYRE_TRY(delete_rows(rows_before));
     const auto t2 = clock::now();
 
-    // 3. Rebuild.
+    // 3. Rebuild. Two values of a `:no-merge` function for one key are an error the CPU engine
+    // reports: the iteration goes there.
     VYRE_TRY_ASSIGN(const std::uint64_t old_roots_after, rebuild(old_ids));
+    if (last_rebuild_conflict_) {
+      met_outside_ = true;
+      report.stopped = iteration_stop::handed_to_cpu;
+      return {};
+    }
     drop_big_arena();
     VYRE_TRY(fit());
     const auto t3 = clock::now();
@@ -808,6 +989,9 @@ class gpu_engine : private detail::gpu_rebuild {
   std::uint64_t unions_ = 0;             //!< the id space's union counter (`id_space::unions`)
   device_array<std::uint32_t> outside_;  //!< the primitives' flag (`flat_query::outside`)
   bool met_outside_ = false;             //!< `met_outside_values()`
+  //! Every table's rows at the start of the iterations at these timestamps (`remember_rows`).
+  std::vector<std::pair<std::uint32_t, std::vector<std::uint32_t>>> rows_at_;
+  static constexpr std::size_t rows_at_limit = 64;
 };
 
 }  // namespace vyre::eqsat

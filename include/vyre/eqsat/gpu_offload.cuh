@@ -12,9 +12,10 @@
 //!
 //! The session asks `accepts` before every iteration. It says yes when every rule of the
 //! ruleset lowers to a device plan (`device::plan_rule`: table atoms and device primitives,
-//! primitive calls, lookups, makes, sets, subsumes and unions), the database can move
-//! (`gpu_resident_check`: the tables that hold ids are constructors' or functions' merged by
-//! min, max, and or or, over eq and base sorts, no container of ids) and, in
+//! primitive calls, lookups, makes, sets, subsumes, deletes, panics and unions), the database
+//! can move (`gpu_resident_check`: the tables that hold ids are constructors' or functions'
+//! merged by new, min, max, and or or or with :no-merge, over eq and base sorts, no container
+//! of ids) and, in
 //! `device_choice::automatic`, the iteration starts on
 //! at least `crossover` rows (once on the device, the run stays there for every ruleset it accepts:
 //! moving back costs a download). Otherwise the session syncs the state back and runs the iteration
@@ -31,6 +32,7 @@
 //! negative i64, a missing key) runs on the CPU engine from then on.
 #pragma once
 
+#include <algorithm>
 #include <concepts>
 #include <cstdint>
 #include <functional>
@@ -149,18 +151,28 @@ class gpu_offload final : public iteration_offload {
                       .about(plans.refused)
                       .fix("ask accepts() before run_iteration()"));
     const std::span<const device::rule_plan> rules(plans.plans);
+    // Seminaive: each rule matches what is new since its last run, as on the CPU engine, and
+    // the clock and the rules' last runs move on in `db` as they do there.
+    if (db.last_run.size() < decl.rules.size()) db.last_run.resize(decl.rules.size(), 0);
+    std::vector<std::uint32_t> last_run(rules.size());
+    for (std::size_t i = 0; i < rules.size(); ++i) last_run[i] = db.last_run[rules[i].rule];
+    const std::uint32_t ts = engine_->now();
     VYRE_TRY_ASSIGN(iteration_report report, caught<iteration_report>([&] {
-                      return engine_->run_iteration(rules, limits);
+                      return engine_->run_iteration(rules, limits, last_run);
                     }));
-    if (report.stopped == iteration_stop::none) ++iterations_;
+    if (report.stopped == iteration_stop::none) {
+      ++iterations_;
+      for (const device::rule_plan& plan : rules) db.last_run[plan.rule] = ts;
+      db.now = (std::max)(db.now, engine_->now());
+    }
     // A primitive met a value only the host decides (a negative i64, an interned one): the
     // ruleset's next iterations would likely meet it again, so they stay on the CPU engine
     // rather than move the state back and forth.
     if (report.stopped == iteration_stop::handed_to_cpu && engine_->met_outside_values())
       refuse(ruleset,
              "a primitive, lookup or set met a value the GPU engine does not decide (an i64 "
-             "outside [0, 2^31), a failed call in a rule's actions, a missing key), so this "
-             "ruleset runs on the CPU engine");
+             "outside [0, 2^31), a failed call in a rule's actions, a missing key, two values "
+             "of a :no-merge function for one key), so this ruleset runs on the CPU engine");
     return report;
   }
 
@@ -183,7 +195,8 @@ class gpu_offload final : public iteration_offload {
   std::string handback_reason() const override {
     if (engine_ && engine_->met_outside_values())
       return "a primitive, lookup or set met a value the GPU engine does not decide: an i64 "
-             "outside [0, 2^31), a failed call in a rule's actions or a missing key";
+             "outside [0, 2^31), a failed call in a rule's actions, a missing key, or two "
+             "values of a :no-merge function for one key";
     return "its matches could reach the node limit, which the CPU engine checks exactly";
   }
 

@@ -26,12 +26,13 @@ namespace vyre::eqsat::detail {
 inline constexpr std::uint8_t gpu_fresh = 4;
 static_assert(gpu_fresh > static_cast<std::uint8_t>(device::operand_kind::computed));
 
-//! One appended row: row `row_base + match` of the table at `cells`; column c from operand
-//! (`kind[c]`, `value[c]`), the value column too (`gpu_fresh` for a make's). `inline_value`: a
-//! set of a function the device merges by min or max over i64, whose value must be one the
-//! device orders ([0, 2^31)).
+//! One appended row: row `row_base + match` of the table at `cells` (its timestamp at
+//! `stamps`); column c from operand (`kind[c]`, `value[c]`), the value column too (`gpu_fresh`
+//! for a make's). `inline_value`: a set of a function the device merges by min or max over i64,
+//! whose value must be one the device orders ([0, 2^31)).
 struct gpu_step {
   std::uint32_t* cells;
+  std::uint32_t* stamps;
   std::uint32_t width;
   std::uint32_t row_base;
   std::uint32_t value[device::max_width];
@@ -68,6 +69,7 @@ struct gpu_actions {
   std::uint32_t unite_value[device::max_unites][2];
   std::uint8_t unite_kind[device::max_unites][2];
   std::uint32_t unite_count;
+  std::uint32_t now;  //!< the iteration's timestamp, every appended row's
 };
 
 // --- apply ----------------------------------------------------------------------------------
@@ -126,6 +128,7 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
       std::uint32_t* row = step.cells + (step.row_base + m) * std::size_t{step.width};
       for (std::uint32_t c = 0; c < step.width; ++c)
         row[c] = step.kind[c] == gpu_fresh ? fresh(s) : value(step.kind[c], step.value[c]);
+      if (step.stamps != nullptr) step.stamps[step.row_base + m] = a.now;
     }
     for (std::uint32_t u = 0; u < a.unite_count; ++u)
       (void)device::union_find_ref{parent, 0}.unite(value(a.unite_kind[u][0], a.unite_value[u][0]),

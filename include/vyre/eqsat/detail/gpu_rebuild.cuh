@@ -68,8 +68,9 @@ class gpu_rebuild : protected gpu_state {
 
  protected:
   gpu_rebuild(const vyre::detail::runtime_ref& runtime, const declarations& decl,
-              const std::vector<std::uint8_t>& subsumed, stream_lease stream)
-      : gpu_state(runtime, decl, subsumed, std::move(stream)) {}
+              const std::vector<std::uint8_t>& subsumed, const std::vector<std::uint8_t>& deleted,
+              stream_lease stream)
+      : gpu_state(runtime, decl, subsumed, deleted, std::move(stream)) {}
   gpu_rebuild(gpu_rebuild&& o) noexcept
       : gpu_state(std::move(o)),
         report_(std::move(o.report_)),
@@ -81,6 +82,7 @@ class gpu_rebuild : protected gpu_state {
         graph_base_bound_(o.graph_base_bound_),
         last_rebuild_rounds_(o.last_rebuild_rounds_),
         last_rebuild_folded_(o.last_rebuild_folded_),
+        last_rebuild_conflict_(o.last_rebuild_conflict_),
         capture_rebuilds_(o.capture_rebuilds_) {}
   gpu_rebuild& operator=(gpu_rebuild&&) = delete;
   ~gpu_rebuild() {}  // NOLINT(modernize-use-equals-default): see gpu_state's move constructor
@@ -95,13 +97,14 @@ class gpu_rebuild : protected gpu_state {
                   "eqsat: iteration report");
     const std::size_t inputs = (std::max)(tables_.size(), std::size_t{1});
     VYRE_TRY_ASSIGN(live_rows_, allocate<std::uint32_t>(inputs, "eqsat: rows in use"));
+    VYRE_TRY_ASSIGN(clock_, allocate<std::uint32_t>(1, "eqsat: the rebuild's timestamp"));
     VYRE_TRY(try_resize(live_rows_host_, inputs, "eqsat: rows in use"));
     return {};
   }
 
   // The report's parts, in u64 words of `report_`: the loop's control, the roots (all, old),
-  // whether a fold changed a function's value (its low u32), then the rows every table kept
-  // (u32).
+  // whether a fold changed a function's value (its low u32) and whether a `:no-merge`
+  // function met two values (its high u32), then the rows every table kept (u32).
   static constexpr std::size_t report_control = 0, report_roots = 2, report_folded = 4,
                                report_kept = 5;
   static_assert(sizeof(graph::fixpoint_control) == report_roots * sizeof(unsigned long long));
@@ -114,6 +117,8 @@ class gpu_rebuild : protected gpu_state {
   std::uint32_t* folded() const noexcept {
     return reinterpret_cast<std::uint32_t*>(report_.get() + report_folded);
   }
+  //! The device u32 the dedupe sets when a `:no-merge` function met two values for one key.
+  std::uint32_t* conflict() const noexcept { return folded() + 1; }
 
   //! Table `f` as the rebuild graph sees it: its capacity, with the rows in use on the device.
   device::table_ref capacity_view(std::uint32_t f) const noexcept {
@@ -123,7 +128,9 @@ class gpu_rebuild : protected gpu_state {
                              t.width,
                              t.class_mask,
                              live_rows_.get() + f,
-                             t.merge};
+                             t.merge,
+                             t.stamps,
+                             clock_.get()};
   }
 
   //! Table `f`'s congruence index in the arena (`rebuild_words_for`'s layout), laid out by
@@ -161,7 +168,7 @@ class gpu_rebuild : protected gpu_state {
       if (tables_[c].capacity == 0) continue;
       const device::table_ref t = view(c);
       VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
-      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s, folded()));
+      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s, folded(), conflict()));
     }
     return {};
   }
@@ -250,7 +257,11 @@ class gpu_rebuild : protected gpu_state {
     VYRE_TRY(ensure_arena(rebuild_words()));
     VYRE_TRY_ASSIGN(graph_type * graph, rebuild_graph());
     VYRE_TRY(device::congruence_start(arena_.get(), tables_.size(), stream()));
-    VYRE_CUDA_TRY(cudaMemsetAsync(folded(), 0, sizeof(std::uint32_t), stream()), what);
+    VYRE_CUDA_TRY(cudaMemsetAsync(folded(), 0, 2 * sizeof(std::uint32_t), stream()), what);
+    // Pageable: the copy is staged before the call returns.
+    VYRE_CUDA_TRY(cudaMemcpyAsync(clock_.get(), &now_, sizeof(std::uint32_t),
+                                  cudaMemcpyHostToDevice, stream()),
+                  what);
     if (graph != nullptr) {
       // The union-find's ids past the last one made are padding: singletons nothing names.
       const auto ids_cap = static_cast<std::uint32_t>(parent_capacity_);
@@ -277,6 +288,7 @@ class gpu_rebuild : protected gpu_state {
     VYRE_TRY(take_kept(report, graph != nullptr));
     eclasses_ = report[report_roots];
     last_rebuild_folded_ = (report[report_folded] & 0xffffffffull) != 0;
+    last_rebuild_conflict_ = (report[report_folded] >> 32) != 0;
     return report[report_roots + 1];
   }
 
@@ -326,6 +338,9 @@ class gpu_rebuild : protected gpu_state {
   std::uint32_t last_rebuild_rounds_ = 0;  //!< the last rebuild's rounds (its report)
   //! Whether the last rebuild's fold changed a function's value (a row kept its key).
   bool last_rebuild_folded_ = false;
+  //! Whether the last rebuild met two values of a `:no-merge` function for one key (an error
+  //! the CPU engine reports, so the engine hands the iteration back).
+  bool last_rebuild_conflict_ = false;
   bool capture_rebuilds_ = true;  //!< `capture_rebuilds`
 };
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
 //! `eqsat::detail::gpu_state`: what the GPU engine (`gpu_engine.cuh`) holds on the device and
-//! how it grows: one state block with every resident table's rows (and the subsumed keys of the
-//! tables that have subsumed rows) and the union-find, sized by
+//! how it grows: one state block with every resident table's rows and their timestamps (and the
+//! subsumed and deleted keys of the tables that have them) and the union-find, sized by
 //! capacity class (`gpu_capacity_class`), moved to a new block when it grows or when a rebuild
 //! leaves much of it unused; the iteration's scratch arena; and the device snapshot an
 //! iteration is rolled back to. The rebuild (`gpu_rebuild.cuh`) and the engine's search and
@@ -36,7 +36,8 @@ namespace vyre::eqsat::detail {
 //! A function's rows on the device: a slice of the engine's state block (resident tables), or
 //! the host's row count (the others, which no rule on the device touches).
 struct gpu_table {
-  std::uint32_t* cells = nullptr;  //!< `capacity` rows of `width`
+  std::uint32_t* cells = nullptr;   //!< `capacity` rows of `width`
+  std::uint32_t* stamps = nullptr;  //!< `capacity` timestamps: each row's last change
   std::size_t capacity = 0;
   std::uint32_t rows = 0;
   std::uint32_t width = 1;
@@ -45,6 +46,9 @@ struct gpu_table {
   //! The function whose rows (or, for a table of subsumed keys, whose subsumed keys) it holds.
   std::uint32_t function = 0;
   bool resident = false;
+  //! A table of deleted keys: empty between iterations (the apply fills it, the deletion before
+  //! the rebuild empties it), so the host never holds it.
+  bool deleted_keys = false;
   std::uint64_t host_rows = 0;  //!< not resident: its size in the host database
 };
 
@@ -83,10 +87,14 @@ class gpu_state {
   using u32_array = device_array<std::uint32_t>;
 
   //! The tables of `decl`'s functions, and after them the subsumed keys of each function that
-  //! `subsumed` marks (`device::subsumed_tables`); none on the device yet.
+  //! `subsumed` marks (`device::subsumed_tables`), then the deleted keys of each that `deleted`
+  //! marks (`device::deleted_tables`); none on the device yet.
   gpu_state(const vyre::detail::runtime_ref& runtime, const declarations& decl,
-            const std::vector<std::uint8_t>& subsumed, stream_lease stream)
-      : runtime_(runtime), stream_(std::move(stream)) {
+            const std::vector<std::uint8_t>& subsumed, const std::vector<std::uint8_t>& deleted,
+            stream_lease stream)
+      : runtime_(runtime),
+        stream_(std::move(stream)),
+        keep_stamps_(device::keeps_timestamps(decl)) {
     tables_.resize(decl.functions.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) {
       const function_decl& fn = decl.functions[f];
@@ -112,6 +120,16 @@ class gpu_state {
       subsumed_keys_[f] = static_cast<std::uint32_t>(tables_.size());
       tables_.push_back(keys);
     }
+    deleted_keys_.assign(function_count_, no_table);
+    for (std::size_t f = 0; f < function_count_; ++f) {
+      if (f >= deleted.size() || deleted[f] == 0 || !tables_[f].resident) continue;
+      table keys = tables_[f];
+      keys.class_mask &= ~(1u << (keys.width - 1));
+      keys.merge = device::device_merge::max;
+      keys.deleted_keys = true;
+      deleted_keys_[f] = static_cast<std::uint32_t>(tables_.size());
+      tables_.push_back(keys);
+    }
   }
 
   static constexpr std::uint32_t no_table = 0xffffffffu;
@@ -121,13 +139,17 @@ class gpu_state {
   gpu_state(gpu_state&& o) noexcept
       : runtime_(o.runtime_),
         stream_(std::move(o.stream_)),
+        keep_stamps_(o.keep_stamps_),
         tables_(std::move(o.tables_)),
         function_count_(o.function_count_),
         subsumed_keys_(std::move(o.subsumed_keys_)),
+        deleted_keys_(std::move(o.deleted_keys_)),
         state_(std::move(o.state_)),
         parent_(o.parent_),
         parent_capacity_(o.parent_capacity_),
         arena_(std::move(o.arena_)),
+        clock_(std::move(o.clock_)),
+        now_(o.now_),
         ids_(o.ids_),
         eclasses_(o.eclasses_),
         base_bound_(o.base_bound_) {}
@@ -172,7 +194,8 @@ class gpu_state {
   //! Table `f` as the device pieces see it.
   device::table_ref view(std::uint32_t f) const noexcept {
     const table& t = tables_[f];
-    return device::table_ref{t.cells, t.rows, t.width, t.class_mask, nullptr, t.merge};
+    return device::table_ref{t.cells, t.rows,  t.width,  t.class_mask,
+                             nullptr, t.merge, t.stamps, clock_.get()};
   }
   //! The union-find over the class ids made so far.
   device::union_find_ref uf() const noexcept { return {parent_, ids_}; }
@@ -182,18 +205,25 @@ class gpu_state {
   // --- capacity -----------------------------------------------------------------------------
 
   //! Words of a state block whose tables hold `caps[c]` rows and whose union-find holds
-  //! `ids` slots; `at[c]` receives each table's first word (the union-find's is returned).
+  //! `ids` slots; `at[c]` receives each table's first word, its rows' timestamps following its
+  //! cells at `stamps_at(c, ...)` (the union-find's first word is returned).
   std::size_t layout(const std::vector<std::size_t>& caps, std::size_t ids,
                      std::vector<std::size_t>& at, std::size_t& words) const {
     at.resize(tables_.size());
     words = 0;
     for (std::size_t c = 0; c < tables_.size(); ++c) {
       at[c] = words;
-      words += aligned(caps[c] * tables_[c].width);
+      words += aligned(caps[c] * tables_[c].width) + (keep_stamps_ ? aligned(caps[c]) : 0);
     }
     const std::size_t parent_at = words;
     words += aligned(ids);
     return parent_at;
+  }
+
+  //! Where table `c`'s timestamps start in a block whose table `c` starts at `at` and holds
+  //! `cap` rows.
+  std::size_t stamps_at(std::size_t c, std::size_t at, std::size_t cap) const noexcept {
+    return at + aligned(cap * tables_[c].width);
   }
 
   //! Points the tables and the union-find into `block` (laid out by `layout(caps, ids)`).
@@ -203,6 +233,7 @@ class gpu_state {
     const std::size_t parent_at = layout(caps, ids, at, words);
     for (std::size_t c = 0; c < tables_.size(); ++c) {
       tables_[c].cells = block + at[c];
+      tables_[c].stamps = keep_stamps_ ? block + stamps_at(c, at[c], caps[c]) : nullptr;
       tables_[c].capacity = caps[c];
     }
     parent_ = block + parent_at;
@@ -217,10 +248,15 @@ class gpu_state {
     const std::size_t parent_at = layout(caps, ids, at, words);
     VYRE_TRY_ASSIGN(u32_array block,
                     allocate<std::uint32_t>((std::max)(words, std::size_t{1}), "eqsat: state"));
-    for (std::size_t c = 0; c < tables_.size(); ++c)
+    for (std::size_t c = 0; c < tables_.size(); ++c) {
       VYRE_TRY(vyre::detail::copy_on_device(block.get() + at[c], tables_[c].cells,
                                             std::size_t{tables_[c].rows} * tables_[c].width,
                                             stream(), "eqsat: move a table"));
+      if (keep_stamps_)
+        VYRE_TRY(vyre::detail::copy_on_device(block.get() + stamps_at(c, at[c], caps[c]),
+                                              tables_[c].stamps, tables_[c].rows, stream(),
+                                              "eqsat: move a table's timestamps"));
+    }
     VYRE_TRY(vyre::detail::copy_on_device(block.get() + parent_at, parent_, ids_, stream(),
                                           "eqsat: move the union-find"));
     bind(block.get(), caps, ids);
@@ -330,6 +366,10 @@ class gpu_state {
       VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + at[c], tables_[c].cells,
                                             std::size_t{tables_[c].rows} * tables_[c].width,
                                             stream(), "eqsat: snapshot rows"));
+      if (keep_stamps_)
+        VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + stamps_at(c, at[c], caps[c]),
+                                              tables_[c].stamps, tables_[c].rows, stream(),
+                                              "eqsat: snapshot timestamps"));
       s.rows.push_back(tables_[c].rows);
     }
     VYRE_TRY(vyre::detail::copy_on_device(s.block.get() + parent_at, parent_, ids_, stream(),
@@ -356,15 +396,26 @@ class gpu_state {
   // The stream first, so that the device arrays (stream-ordered frees) die before it.
   vyre::detail::runtime_ref runtime_;
   stream_lease stream_;
-  //! The functions' tables (indexed like the declarations), then their subsumed keys.
+  //! Whether the tables keep a timestamp per row (`device::keeps_timestamps`): else `stamps`
+  //! is null, and the search matches naively.
+  bool keep_stamps_ = true;
+  //! The functions' tables (indexed like the declarations), then their subsumed keys, then
+  //! their deleted keys.
   std::vector<table> tables_;
   std::size_t function_count_ = 0;  //!< the functions' tables, first in `tables_`
   //! Per function, the index in `tables_` of its subsumed keys, or `no_table`.
   std::vector<std::uint32_t> subsumed_keys_;
+  //! Per function, the index in `tables_` of its deleted keys, or `no_table`.
+  std::vector<std::uint32_t> deleted_keys_;
   device_array<std::uint32_t> state_;  //!< every resident table's rows, then the union-find
   std::uint32_t* parent_ = nullptr;    //!< the union-find in `state_`
   std::size_t parent_capacity_ = 0;
   device_array<std::uint32_t> arena_;  //!< one iteration's scratch: the matches, then the rebuild's
+  //! One u32: the timestamp the rebuild gives the rows it changes (`device::table_ref::now`),
+  //! `now_` uploaded before each rebuild.
+  device_array<std::uint32_t> clock_;
+  //! The timestamp of the iteration running (or the next one): egglog's clock, `database::now`.
+  std::uint32_t now_ = 1;
   std::uint32_t ids_ = 0;
   std::uint64_t eclasses_ = 0;    //!< roots of the id space (containers' included)
   std::uint64_t base_bound_ = 1;  //!< every base-sort value in a table is below it

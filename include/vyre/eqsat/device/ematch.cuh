@@ -99,6 +99,7 @@ struct column_index {
 //! One atom of a query: its table and, per column, `op` (a `column_op`) and its value.
 struct flat_atom {
   const std::uint32_t* cells;
+  const std::uint32_t* stamps;  //!< its rows' timestamps (null: none; `flat_query::mid` 0)
   //! By `key_column`; unused for atom 0 and for an atom without a key column, which scan
   //! every row of their table.
   column_index index;
@@ -138,6 +139,9 @@ struct flat_query {
   std::uint32_t saved[max_saved];
   std::uint32_t atom_count;
   std::uint32_t saved_count;
+  //! Seminaive: a match must have a row stamped at or after `mid` (the rule's last run), as
+  //! the union of egglog's variants gives; 0: every match (a first or a naive run).
+  std::uint32_t mid;
   //! Set (to 1) by a primitive that meets a value it cannot decide (`prim_outcome::outside`);
   //! the match is dropped and the engine hands the iteration back. Null: no primitives.
   std::uint32_t* outside;
@@ -170,6 +174,7 @@ inline expected<void> fits(const rule_plan& plan) {
 inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t,
                               const table_ref& excluded = table_ref{nullptr, 0}) {
   flat_atom g{.cells = t.cells,
+              .stamps = t.stamps,
               .index = {},
               .live = t.live,
               .rows = t.rows,
@@ -342,9 +347,11 @@ struct join_level {
 };
 
 //! Whether every candidate of atom `k` matches once it is found: each column but the keys its
-//! index searched binds (the lookup already gave those), and at level 0 every row is in use.
+//! index searched binds (the lookup already gave those), at level 0 every row is in use, and
+//! no seminaive check waits at the last atom.
 inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
   const flat_atom& a = q.atoms[k];
+  if (q.mid != 0 && k + 1 == q.atom_count) return false;
   if ((k == 0 && a.live != nullptr) || a.prim_begin != a.prim_end || a.excluded.cells != nullptr)
     return false;
   for (std::uint32_t c = 0; c < a.width; ++c) {
@@ -367,16 +374,26 @@ __device__ inline void join_range(const flat_atom& a, const std::uint32_t* regs,
               lo, hi);
 }
 
+//! Whether the rows of a whole match hold one stamped at or after `q.mid` (seminaive; a table
+//! without timestamps counts as new).
+__device__ inline bool has_new_row(const flat_query& q, const std::uint32_t* rows) {
+  for (std::uint32_t j = 0; j < q.atom_count; ++j)
+    if (q.atoms[j].stamps == nullptr || q.atoms[j].stamps[rows[j]] >= q.mid) return true;
+  return false;
+}
+
 //! Candidate `t` of level `L`: binds the registers of its prefix's rows and of its own row,
-//! stores the rows (`L.k + 1` of them) in `rows`; whether the candidate row matches. A candidate
-//! finds its prefix by binary search over the scanned counts, so a prefix with a million
-//! candidates spreads over a million threads: the time follows the matches, not the heaviest
-//! key.
+//! stores the rows (`L.k + 1` of them) in `rows`; whether the candidate row matches (at the
+//! last level of a seminaive query, with a new row). A candidate finds its prefix by binary
+//! search over the scanned counts, so a prefix with a million candidates spreads over a million
+//! threads: the time follows the matches, not the heaviest key.
 __device__ inline bool join_candidate(const flat_query& q, const join_level& L, std::uint32_t t,
                                       std::uint32_t* regs, std::uint32_t* rows) {
+  const bool last = L.k + 1 == q.atom_count;
   if (L.k == 0) {
     rows[0] = t;
-    return t < q.atoms[0].in_use() && try_atom(q, 0, t, regs);
+    return t < q.atoms[0].in_use() && try_atom(q, 0, t, regs) &&
+           (!last || q.mid == 0 || has_new_row(q, rows));
   }
   std::uint32_t lo = 0, hi = L.count;  // the last prefix whose offset is <= t
   while (lo < hi) {
@@ -394,7 +411,7 @@ __device__ inline bool join_candidate(const flat_query& q, const join_level& L, 
   const flat_atom& a = q.atoms[L.k];
   const std::uint32_t at = L.first[p] + (t - L.offsets[p]);
   rows[L.k] = a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[at] : at;
-  return try_atom(q, L.k, rows[L.k], regs);
+  return try_atom(q, L.k, rows[L.k], regs) && (!last || q.mid == 0 || has_new_row(q, rows));
 }
 
 namespace detail {

@@ -10,8 +10,9 @@
 //! a base-sort column the value's encoding (`values.hpp`). The device holds constructors (the
 //! value is the row's e-class; two rows of one key unite their classes) and functions whose
 //! `:merge` it evaluates (`device_merge`: `min`/`max` of i64, `and`/`or` of bool, which keep
-//! the smaller or larger value whatever order the rows come in, so a set applied again or in
-//! another order changes nothing), with at most `max_width` columns (`table_fits`).
+//! the smaller or larger value whatever order the rows come in; `new`, the value written last,
+//! which the device's seminaive search writes as the CPU engine's does; `:no-merge`, whose two
+//! values for one key the CPU engine reports), with at most `max_width` columns (`table_fits`).
 //!
 //! Query. Every table atom of the body is one `plan_atom`; registers are the query's variables.
 //! A column binds a register (its first appearance), checks one (bound by an earlier atom or an
@@ -51,8 +52,11 @@
 //! match's `unite`s run. A `subsume` makes its row and appends its key to the table's subsumed
 //! keys (a table of the keys alone the engine keeps beside a table that is subsumed), which
 //! the search's atoms over the table skip: a subsumed row stays for lookups and makes, as on
-//! the CPU engine, and is matched no more. Registers saved per match (`saved`): those the head
-//! reads.
+//! the CPU engine, and is matched no more. A `delete` appends its key to the table's deleted
+//! keys (beside it, as the subsumed ones), which the engine takes out of the table after the
+//! apply and before the rebuild, as the CPU engine's merge deletes before it writes; a
+//! `panic` makes any match hand the iteration to the CPU engine, which stops with its message.
+//! Registers saved per match (`saved`): those the head reads.
 //!
 //! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
 //! query variables, `max_saved` saved registers, `max_steps` appended rows per match,
@@ -278,6 +282,13 @@ struct rule_plan {
   //! row before it subsumes it): steps after the sets, each appending the key to the table's
   //! subsumed keys, which the engine keeps beside it.
   std::vector<make_node> subsumed;
+  //! The rows the match deletes, `table(args...)` (a make_node without its make): steps after
+  //! the subsumed rows, each appending the key to the table's deleted keys, which the engine
+  //! keeps beside it and applies before the rebuild.
+  std::vector<make_node> deleted;
+  //! Whether the head panics: a match hands the iteration to the CPU engine, which stops with
+  //! the rule's message.
+  bool panics = false;
   //! The unions, `(left, right)` each, run after the match's rows are written.
   std::vector<std::array<plan_operand, 2>> unites;
   //! (atom, column) of every literal that is an id constant (a global's e-class): the engine
@@ -285,19 +296,30 @@ struct rule_plan {
   std::vector<std::pair<std::uint32_t, std::uint32_t>> id_literals;
   VYRE_HOST_SPECIAL_MEMBERS(rule_plan);
 
-  //! Rows a match appends: one per make, set and subsumed row.
+  //! Rows a match appends: one per make, set, subsumed and deleted row.
   std::uint32_t step_count() const noexcept {
-    return static_cast<std::uint32_t>(actions.size() + sets.size() + subsumed.size());
+    return static_cast<std::uint32_t>(actions.size() + sets.size() + subsumed.size() +
+                                      deleted.size());
   }
   //! The function of step `s` (the makes, the sets, then the subsumed rows, whose step appends
-  //! to that function's subsumed keys).
+  //! to that function's subsumed keys, then the deleted rows, whose step appends to its
+  //! deleted keys).
   std::uint32_t step_table(std::size_t s) const noexcept {
     if (s < actions.size()) return actions[s].table;
     s -= actions.size();
-    return s < sets.size() ? sets[s].table : subsumed[s - sets.size()].table;
+    if (s < sets.size()) return sets[s].table;
+    s -= sets.size();
+    return s < subsumed.size() ? subsumed[s].table : deleted[s - subsumed.size()].table;
   }
   //! Whether step `s` appends a subsumed key.
-  bool subsumes(std::size_t s) const noexcept { return s >= actions.size() + sets.size(); }
+  bool subsumes(std::size_t s) const noexcept {
+    const std::size_t first = actions.size() + sets.size();
+    return s >= first && s < first + subsumed.size();
+  }
+  //! Whether step `s` appends a deleted key.
+  bool deletes(std::size_t s) const noexcept {
+    return s >= actions.size() + sets.size() + subsumed.size();
+  }
   //! The indexes the plan looks rows up in: (table, key column, second key column or
   //! `no_column`).
   std::vector<std::array<std::uint32_t, 3>> index_keys() const {
@@ -399,16 +421,30 @@ enum class device_merge : std::uint8_t {
   unite,  //!< a constructor's: the two e-classes are united (the rebuild's congruence)
   min,    //!< `:merge (min old new)` of i64, `(and old new)` of bool: the smaller value
   max,    //!< `:merge (max old new)` of i64, `(or old new)` of bool: the larger value
+  //! `:merge new`: the value written last. The device's seminaive search finds each match
+  //! once, as the CPU engine's does, and its rows keep the order they were written in.
+  replace,
+  none,  //!< `:no-merge`: two different values are an error (the CPU engine reports it)
 };
 
 //! The merge of function `f` as the device runs it: constructors unite; a function whose
 //! output is i64 or bool and whose `:merge` is one call of `min`/`max` (i64) or `and`/`or`
 //! (bool) over `old` and `new` keeps the smaller or larger value (on the i64s the device holds,
-//! [0, 2^31), the encoding's order is the numbers'). @returns false for any other merge.
+//! [0, 2^31), the encoding's order is the numbers'); `:merge new` replaces; `:no-merge` keeps
+//! the one value. @returns false for any other merge.
 inline bool device_merge_of(const declarations& decl, std::uint32_t f, device_merge& out) {
   const function_decl& fn = decl.functions[f];
   if (fn.kind == function_kind::constructor) {
     out = device_merge::unite;
+    return true;
+  }
+  if (fn.merge == merge_kind::none) {
+    out = device_merge::none;
+    return true;
+  }
+  if (fn.merge == merge_kind::expression && fn.merge_actions.actions.empty() &&
+      fn.merge_result == operand::reg(1)) {
+    out = device_merge::replace;
     return true;
   }
   if (fn.merge != merge_kind::expression || fn.merge_actions.actions.size() != 1 ||
@@ -436,6 +472,15 @@ inline bool device_merge_of(const declarations& decl, std::uint32_t f, device_me
   return false;
 }
 
+//! Whether function `f` is merged by `min` or `max` over i64: the device compares its values,
+//! so they must be those the encoding holds inline, [0, 2^31).
+inline bool orders_i64(const declarations& decl, std::uint32_t f) {
+  device_merge merge = device_merge::unite;
+  return device_merge_of(decl, f, merge) &&
+         (merge == device_merge::min || merge == device_merge::max) &&
+         decl.functions[f].output == sorts::i64;
+}
+
 //! Whether function `f` can live on the device: a constructor (relations are constructors)
 //! or a function the device merges (`device_merge_of`), whose columns are eq sorts or base
 //! sorts, at most `max_width` of them. The error (`errc::unsupported`) names the function and
@@ -445,8 +490,8 @@ inline expected<void> table_fits(const declarations& decl, std::uint32_t f) {
   device_merge merge = device_merge::unite;
   if (!device_merge_of(decl, f, merge))
     return fail(error(errc::unsupported,
-                      "the GPU engine holds constructors and functions of i64 or bool merged by "
-                      "min, max, and or or only")
+                      "the GPU engine holds constructors, functions merged by new or with "
+                      ":no-merge, and functions of i64 or bool merged by min, max, and or or")
                     .about(fn.name)
                     .fix("the iterations that read or write this function run on the CPU "
                          "engine (--device cpu runs them all there)"));
@@ -497,6 +542,33 @@ inline std::vector<std::uint8_t> subsumed_tables(const declarations& decl, const
         !table_fits(decl, static_cast<std::uint32_t>(f)))
       out[f] = 0;
   return out;
+}
+
+//! Per function, whether a rule of `decl` deletes its rows: the GPU engine then keeps its
+//! deleted keys beside its table (a function it holds), and every rule that writes it matches
+//! seminaively (a match found again would write a deleted row again).
+inline std::vector<std::uint8_t> deleted_tables(const declarations& decl) {
+  std::vector<std::uint8_t> out(decl.functions.size(), 0);
+  for (const rule_decl& rule : decl.rules)
+    for (const action& a : rule.head.actions)
+      if (a.op == action_op::remove && a.target < out.size()) out[a.target] = 1;
+  for (std::size_t f = 0; f < out.size(); ++f)
+    if (!table_fits(decl, static_cast<std::uint32_t>(f))) out[f] = 0;
+  return out;
+}
+
+//! Whether the GPU engine keeps a timestamp per row for `decl`'s program, and so searches
+//! seminaively: where a function or a relation is declared (Datalog-style rules, whose matches
+//! are mostly old ones, and the functions merged by `new` or with `:no-merge`, whose rules must
+//! match once) or a rule deletes. A program of constructors and rewrites alone, whose e-graph
+//! grows fastest and whose matches are mostly new, matches naively (its writes are idempotent:
+//! the same e-graph) and keeps the 4 bytes a row.
+inline bool keeps_timestamps(const declarations& decl) {
+  for (const function_decl& fn : decl.functions)
+    if (fn.kind != function_kind::constructor || fn.relation) return true;
+  for (const std::uint8_t d : deleted_tables(decl))
+    if (d != 0) return true;
+  return false;
 }
 
 namespace detail {
@@ -572,7 +644,8 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     if (!table_fits(decl, ta.function))
       return fail(detail::function_refused(decl, rule,
                                            "a query reads a function the GPU engine does not hold "
-                                           "(constructors, and functions of i64 or bool merged by "
+                                           "(constructors, functions merged by new or with "
+                                           ":no-merge, and functions of i64 or bool merged by "
                                            "min, max, and or or)",
                                            ta.function));
     if (ta.terms.size() != decl.functions[ta.function].arity() + 1u)
@@ -785,16 +858,17 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         if (!table_fits(decl, a.target))
           return fail(detail::function_refused(decl, rule,
                                                "a set of a function the GPU engine does not hold "
-                                               "(constructors, and functions of i64 or bool merged "
+                                               "(constructors, functions merged by new or with "
+                                               ":no-merge, and functions of i64 or bool merged "
                                                "by min, max, and or or)",
                                                a.target));
         if (a.args.size() != decl.functions[a.target].arity() + 1u)
           return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
-        // The device folds i64 values it holds inline; a constant it does not is refused here
-        // (a value read from a row is checked by the apply, which hands such a match back).
+        // The device orders the i64 values it holds inline; a constant it does not is refused
+        // for a min- or max-merged function (a value read from a row is checked by the apply,
+        // which hands such a match back).
         const operand& v = a.args.back();
-        if (decl.functions[a.target].kind != function_kind::constructor &&
-            decl.functions[a.target].output == sorts::i64 && v.type == operand::kind::constant &&
+        if (orders_i64(decl, a.target) && v.type == operand::kind::constant &&
             v.v >= inline_i64_end)
           return fail(detail::rule_refused(rule,
                                            "a set of an i64 outside [0, 2^31), which the GPU "
@@ -842,15 +916,13 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
                                                "GPU engine does not evaluate (a global, a "
                                                "fresh class or an i64 outside [0, 2^31))"));
         } else {
-          // The device matches naively: a match found again reads the lookup's value again,
-          // where egglog's seminaive search, which finds a match once, read it once. The two
-          // agree only where the rule is matched naively on the CPU engine too.
+          // egglog takes a lookup in a rule's actions in `:naive` rules only, and so does the
+          // front end; an IR rule with one elsewhere is refused the same way.
           if (!rule.naive)
             return fail(detail::rule_refused(rule,
                                              "a lookup in the actions of a rule without :naive "
-                                             "(the GPU engine matches naively, and a value looked "
-                                             "up again may have changed since the match was "
-                                             "first found)"));
+                                             "(egglog looks values up in the actions of :naive "
+                                             "rules only)"));
           if (a.target >= decl.functions.size() || !table_fits(decl, a.target) ||
               a.args.size() != decl.functions[a.target].arity())
             return fail(detail::function_refused(decl, rule,
@@ -886,11 +958,31 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         plan.subsumed.push_back(std::move(m));
         break;
       }
+      case action_op::remove: {
+        if (!table_fits(decl, a.target))
+          return fail(detail::function_refused(
+              decl, rule, "a delete of a row the GPU engine does not hold", a.target));
+        if (a.args.size() != decl.functions[a.target].arity())
+          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+        // The rows go before the rebuild, whose congruence would first give a class the match
+        // made the class of the row it equals.
+        for (const operand& o : a.args)
+          if (o.type == operand::kind::id || reads_temp())
+            return fail(detail::rule_refused(rule,
+                                             "a delete keyed by a global or by a class the same "
+                                             "match made, which the GPU engine does not look "
+                                             "up"));
+        make_node m;
+        m.table = a.target;
+        for (const operand& o : a.args) m.args.push_back(lower(o));
+        plan.deleted.push_back(std::move(m));
+        break;
+      }
+      case action_op::panic:
+        plan.panics = true;
+        break;
       default:
-        return fail(detail::rule_refused(rule,
-                                         "the GPU engine runs primitive calls, lookups, makes, "
-                                         "sets, subsumes and unions in a rule's actions (not "
-                                         "delete or panic)"));
+        return fail(detail::rule_refused(rule, "an action the GPU engine does not run"));
     }
   }
   if (plan.step_count() > max_steps)
@@ -935,8 +1027,7 @@ inline expected<void> gpu_resident_check(const declarations& decl, const databas
                       .about(decl.functions[f].name)
                       .with("rows", t.size())
                       .fix("stop earlier with --node-limit"));
-    const bool ordered_i64 = decl.functions[f].kind != function_kind::constructor &&
-                             decl.functions[f].output == sorts::i64;
+    const bool ordered_i64 = device::orders_i64(decl, f);
     for (std::size_t r = 0; r < t.rows(); ++r) {
       if (ordered_i64 && t.state(r) == row_state::live && t.value_of(r) >= device::inline_i64_end)
         return fail(error(errc::unsupported,

@@ -6,7 +6,10 @@
 //! until a round unites nothing (the `merged` flag, read back by the caller), then per table
 //! `sort_rows` and `drop_duplicates`. Afterwards every class column holds a root, every table
 //! is sorted by its arguments (so `ematch.cuh`'s `sorted_index` serves column 0), no two rows
-//! of a table have equal arguments, and rows that were congruent have one class.
+//! of a table have equal arguments, and rows that were congruent have one class. Where a table
+//! keeps a timestamp per row (`table_ref::stamps`), the passes move the timestamps with the rows
+//! and give a row they change the timestamp `*now`. `drop_deleted`, before a rebuild, takes the
+//! rows whose keys an iteration deleted out of a table.
 //!
 //! A round costs the rows whose arguments moved, not the table: each table keeps a
 //! congruence index through the rounds (`congruence_ref`: hash slots that name its rows by
@@ -25,7 +28,7 @@
 //! would pass that wait for a next round that clears them and inserts every row again; and a
 //! bit per row, whether it moved) plus
 //! `congruence_control_words` control words of one block `congruence_start` sets for every
-//! table at once; `sort_rows` takes `4 * rows` u32 of scratch, `drop_duplicates` `2 * rows`;
+//! table at once; `sort_rows` takes `4 * rows` u32 of scratch, `drop_duplicates` `3 * rows`;
 //! CUB scratch (small: the sorts use double buffers) comes from `memory`. Nothing is read back:
 //! the caller chooses when to sync.
 //! Captured graphs: with tables viewed at a capacity and their rows in use on the device
@@ -141,9 +144,10 @@ VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
 }
 
 //! Every class column of the rows in use replaced by its root; a row whose arguments changed
-//! sets its bit in `h.moved` (unless this round inserts every row). A warp takes 32 aligned
-//! rows a step (every lane steps alike, so the ballot names all of them) and writes their
-//! word whole, and counts them with one atomic.
+//! sets its bit in `h.moved` (unless this round inserts every row), and a row that changed
+//! takes the timestamp `*t.now` (where the table keeps them). A warp takes 32 aligned rows a
+//! step (every lane steps alike, so the ballot names all of them) and writes their word whole,
+//! and counts them with one atomic.
 template <int = 0>
 VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_ref h) {
   const std::uint32_t used = t.in_use();
@@ -153,7 +157,7 @@ VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_
   static_assert(block % 32 == 0, "warps take aligned words of rows");
   for (std::uint64_t r = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; r - lane < used;
        r += stride) {
-    bool moved = false;
+    bool moved = false, changed = false;
     if (r < used) {
       std::uint32_t* row = t.cells + r * t.width;
       std::uint32_t old[max_width];
@@ -163,8 +167,10 @@ VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_
         const std::uint32_t root = uf.find(row[c]);
         if (root == row[c]) continue;
         row[c] = root;
+        changed = true;
         moved = moved || c < last;
       }
+      if (changed && t.stamps != nullptr) t.stamps[r] = *t.now;
       // The slot this row took under its old arguments (if it took one: a row that met an
       // equal one took none) no longer names it, so every slot that names a row is on the
       // probe path of that row's arguments.
@@ -194,8 +200,9 @@ template <int = 0>
 VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congruence_ref h,
                                           std::uint32_t* merged) {
   using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
-  // A function's values are no classes: its rows of one key fold in `drop_duplicates`.
-  if (!t.holds_class(t.width - 1)) return;
+  // A function's values are not united (even ids: `:merge new`): its rows of one key fold
+  // in `drop_duplicates`.
+  if (t.merge != device_merge::unite) return;
   const bool every_row = h.control[2] == 1;
   const std::uint32_t n = every_row ? t.in_use() : h.control[0];  // rows to insert
   // At most three quarters of the slots are taken, so a probe ends at a free slot or an equal
@@ -257,6 +264,24 @@ VYRE_KERNEL void put_column_kernel(table_ref t, std::uint32_t col, const std::ui
   }
 }
 
+//! tmp[i] = the timestamp of row perm[i], and back: stamps[i] = tmp[i] for the first `*count`
+//! rows (`count` null: every row in use).
+template <int = 0>
+VYRE_KERNEL void gather_stamps_kernel(table_ref t, const std::uint32_t* perm, std::uint32_t* tmp) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    tmp[i] = t.stamps[perm[i]];
+  }
+}
+template <int = 0>
+VYRE_KERNEL void put_stamps_kernel(table_ref t, const std::uint32_t* tmp,
+                                   const std::uint32_t* count) {
+  const std::uint32_t n = count != nullptr ? *count : t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, n) {
+    t.stamps[i] = tmp[i];
+  }
+}
+
 //! keep[i] = 1 for the first row of every run of equal arguments (a sorted table); 0 for a
 //! row not in use.
 template <int = 0>
@@ -298,6 +323,116 @@ VYRE_KERNEL void fold_values_kernel(table_ref t, const std::uint32_t* position, 
     std::uint32_t* kept = tmp + (position[i] - 1);
     const std::uint32_t before = lower ? atomicMin(kept, v) : atomicMax(kept, v);
     if ((lower ? v < before : v > before) && folded != nullptr) atomicOr(folded, 1u);
+  }
+}
+
+//! Whether row i (in use) is the last of its run (`position`: the scan of the keep flags).
+__device__ inline bool last_of_run(const std::uint32_t* position, std::uint64_t i,
+                                   std::uint32_t used) noexcept {
+  return i + 1 == used || position[i + 1] != position[i];
+}
+
+//! In a table merged by `replace`: `win[run]` = 1 + the last row of the run that the iteration
+//! wrote (appended, or changed by the rebuild: timestamp `*t.now`), or 0 when none did (the run
+//! is one row the table held). Without timestamps every row counts as written. `win` must be
+//! zero for every run first (`zero_runs_kernel`).
+template <int = 0>
+VYRE_KERNEL void last_written_kernel(table_ref t, const std::uint32_t* position,
+                                     std::uint32_t* win) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (t.stamps != nullptr && t.stamps[i] != *t.now) continue;
+    atomicMax(win + (position[i] - 1), static_cast<std::uint32_t>(i + 1));
+  }
+}
+
+//! `out[run] = 0` for every run (`position` the scan of the keep flags; rows in use).
+template <int = 0>
+VYRE_KERNEL void zero_runs_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* out) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (i == 0 || position[i] != position[i - 1]) out[position[i] - 1] = 0;
+  }
+}
+
+//! A run's kept value in a table merged by `replace`: that of the row `win` names (if any);
+//! `*folded = 1` when that changed the value of the run's first row.
+template <int = 0>
+VYRE_KERNEL void replace_values_kernel(table_ref t, const std::uint32_t* position,
+                                       const std::uint32_t* win, std::uint32_t* tmp,
+                                       std::uint32_t* folded) {
+  const std::uint32_t used = t.in_use();
+  const std::uint32_t last = t.width - 1;
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (!last_of_run(position, i, used)) continue;
+    const std::uint32_t run = position[i] - 1;
+    if (win[run] == 0) continue;
+    const std::uint32_t v = t.cells[std::size_t{win[run] - 1} * t.width + last];
+    if (v != tmp[run] && folded != nullptr) atomicOr(folded, 1u);
+    tmp[run] = v;
+  }
+}
+
+//! In a table with `:no-merge` (`none`): `*conflict = 1` when a run holds two values (`tmp`
+//! holds each run's first).
+template <int = 0>
+VYRE_KERNEL void conflicts_kernel(table_ref t, const std::uint32_t* position,
+                                  const std::uint32_t* tmp, std::uint32_t* conflict) {
+  const std::uint32_t used = t.in_use();
+  const std::uint32_t last = t.width - 1;
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (t.cells[i * t.width + last] != tmp[position[i] - 1] && conflict != nullptr)
+      atomicOr(conflict, 1u);
+  }
+}
+
+//! A run's timestamp, as the CPU engine's merge leaves it: the oldest of its rows that hold
+//! the kept row exactly (a merge that changed nothing leaves the row and its timestamp), else
+//! `*t.now`. `tmp`: each run's kept value; `out[run]` must be `*t.now` first
+//! (`now_runs_kernel`).
+template <int = 0>
+VYRE_KERNEL void now_runs_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* out) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    if (i == 0 || position[i] != position[i - 1]) out[position[i] - 1] = *t.now;
+  }
+}
+template <int = 0>
+VYRE_KERNEL void fold_stamps_kernel(table_ref t, const std::uint32_t* position,
+                                    const std::uint32_t* tmp, std::uint32_t* out) {
+  const std::uint32_t used = t.in_use();
+  const std::uint32_t last = t.width - 1;
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    const std::uint32_t run = position[i] - 1;
+    if (t.cells[i * t.width + last] == tmp[run]) atomicMin(out + run, t.stamps[i]);
+  }
+}
+
+//! keep[i] = 1 for a row in use that is past the first `before` rows or whose keys are not in
+//! `keys` (sorted by its keys), else 0 (`drop_deleted`).
+template <int = 0>
+VYRE_KERNEL void keep_undeleted_kernel(table_ref t, table_ref keys, std::uint32_t before,
+                                       std::uint32_t* keep) {
+  const std::uint32_t used = t.in_use();
+  const std::uint32_t deleted = keys.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, t.rows) {
+    bool stays = i < used;
+    if (stays && i < before)
+      stays = eqsat::detail::find_sorted_row(keys.cells, deleted, keys.width,
+                                             t.cells + i * t.width) == deleted;
+    keep[i] = stays ? 1u : 0u;
+  }
+}
+
+//! tmp[position[i] - 1] = the timestamp of row i when it is kept (`position`: the inclusive
+//! scan of the keep flags).
+template <int = 0>
+VYRE_KERNEL void compact_stamps_kernel(table_ref t, const std::uint32_t* position,
+                                       std::uint32_t* tmp) {
+  const std::uint32_t used = t.in_use();
+  VYRE_DETAIL_GRID_LOOP(i, used) {
+    const bool first = i == 0 ? position[0] == 1 : position[i] != position[i - 1];
+    if (first) tmp[position[i] - 1] = t.stamps[i];
   }
 }
 
@@ -372,7 +507,12 @@ inline expected<void> sort_rows(device_resource_ref memory, const table_ref& t,
     VYRE_TRY(vyre::detail::launched(what));
     VYRE_TRY(detail::put_column(t, col, tmp, nullptr, stream, what));
   }
-  return {};
+  if (t.stamps == nullptr) return {};
+  detail::gather_stamps_kernel<>
+      <<<detail::grid(n), detail::block, 0, stream>>>(t, perm.Current(), tmp);
+  VYRE_TRY(vyre::detail::launched(what));
+  detail::put_stamps_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, tmp, nullptr);
+  return vyre::detail::launched(what);
 }
 
 //! CUB scratch bytes that `sort_rows` and `drop_duplicates` on `t` take at the most: the size
@@ -398,15 +538,20 @@ inline expected<std::size_t> rebuild_cub_bytes(const table_ref& t, const key_bit
   return (std::max)(most, bytes);
 }
 
-//! In `t` sorted by its arguments, after congruence closure: keeps the first row of every run
-//! of equal arguments, compacted in place a column at a time through `scratch` (`2 * rows`
-//! u32); a function's run keeps the fold of its values by the table's merge (`t.merge`,
-//! `*folded = 1` when that changed the value of a run's first row; `folded` may be null). The
+//! In `t` sorted by its arguments, after congruence closure: keeps one row of every run of
+//! equal arguments, compacted in place a column at a time through `scratch` (`3 * rows` u32).
+//! A function's run keeps the fold of its values by the table's merge (`t.merge`): `min` and
+//! `max` fold them, `replace` keeps the value of the last row the iteration wrote (the run's
+//! rows are in the order they were written: the table's, then the appended ones; `*folded = 1`
+//! when that changed the value of a run's first row; `folded` may be null), `none` keeps the
+//! one value and sets `*conflict` (may be null) when a run holds two. Where the table keeps
+//! timestamps, a run's is the oldest of its rows that hold the kept value, else `*t.now`. The
 //! kept row count goes to the device u32 `*kept` (the table's `rows` is the caller's to update
 //! from it).
 inline expected<void> drop_duplicates(device_resource_ref memory, const table_ref& t,
                                       std::uint32_t* scratch, std::uint32_t* kept,
-                                      cudaStream_t stream, std::uint32_t* folded = nullptr) {
+                                      cudaStream_t stream, std::uint32_t* folded = nullptr,
+                                      std::uint32_t* conflict = nullptr) {
   const char* what = "eqsat::device::drop_duplicates";
   const std::uint32_t n = t.rows;
   if (n < 2) {
@@ -415,7 +560,9 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   }
   std::uint32_t* p = scratch;
   std::uint32_t* tmp = p + n;
-  detail::first_of_run_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, p);
+  std::uint32_t* runs = tmp + n;  // per run: the replacing row, then the timestamp
+  const unsigned grid = detail::grid(n);
+  detail::first_of_run_kernel<><<<grid, detail::block, 0, stream>>>(t, p);
   VYRE_TRY(vyre::detail::launched(what));
   VYRE_TRY(detail::cub_items(n, what));
   VYRE_TRY(vyre::detail::cub_call(
@@ -426,14 +573,85 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
       stream, what));
   const std::uint32_t* count = p + n - 1;
   for (std::uint32_t col = 0; col < t.width; ++col) {
-    detail::compact_column_kernel<><<<detail::grid(n), detail::block, 0, stream>>>(t, col, p, tmp);
+    detail::compact_column_kernel<><<<grid, detail::block, 0, stream>>>(t, col, p, tmp);
     VYRE_TRY(vyre::detail::launched(what));
-    if (col + 1 == t.width && t.merge != device_merge::unite) {
-      detail::fold_values_kernel<>
-          <<<detail::grid(n), detail::block, 0, stream>>>(t, p, tmp, folded);
+    if (col + 1 == t.width) {
+      // The kept values, then (from the rows' cells, before they are compacted) the timestamps.
+      switch (t.merge) {
+        case device_merge::unite:
+          break;
+        case device_merge::min:
+        case device_merge::max:
+          detail::fold_values_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, folded);
+          break;
+        case device_merge::replace:
+          detail::zero_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
+          VYRE_TRY(vyre::detail::launched(what));
+          detail::last_written_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
+          VYRE_TRY(vyre::detail::launched(what));
+          detail::replace_values_kernel<>
+              <<<grid, detail::block, 0, stream>>>(t, p, runs, tmp, folded);
+          break;
+        case device_merge::none:
+          detail::conflicts_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, conflict);
+          break;
+      }
       VYRE_TRY(vyre::detail::launched(what));
+      if (t.stamps != nullptr) {
+        detail::now_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
+        VYRE_TRY(vyre::detail::launched(what));
+        detail::fold_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, runs);
+        VYRE_TRY(vyre::detail::launched(what));
+      }
     }
     VYRE_TRY(detail::put_column(t, col, tmp, count, stream, what));
+  }
+  if (t.stamps != nullptr) {
+    detail::put_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, runs, count);
+    VYRE_TRY(vyre::detail::launched(what));
+  }
+  return vyre::detail::copy_on_device(kept, count, 1, stream, what);
+}
+
+//! A table's rows without those it deletes: the first `before` rows of `t` (those the table
+//! held before the apply appended rows) whose keys are in `keys` (a table of keys of `t`'s
+//! width, sorted by `sort_rows`) are dropped, the rest compacted in place in their order, with
+//! their timestamps, through `scratch` (`2 * rows` u32). The kept row count goes to the device
+//! u32 `*kept`. As the CPU engine's merge deletes before it writes, a row the apply appended
+//! stays.
+inline expected<void> drop_deleted(device_resource_ref memory, const table_ref& t,
+                                   const table_ref& keys, std::uint32_t before,
+                                   std::uint32_t* scratch, std::uint32_t* kept,
+                                   cudaStream_t stream) {
+  const char* what = "eqsat::device::drop_deleted";
+  const std::uint32_t n = t.rows;
+  if (n == 0) {
+    detail::put_count_kernel<><<<1, 1, 0, stream>>>(kept, t);
+    return vyre::detail::launched(what);
+  }
+  std::uint32_t* p = scratch;
+  std::uint32_t* tmp = p + n;
+  const unsigned grid = detail::grid(n);
+  detail::keep_undeleted_kernel<><<<grid, detail::block, 0, stream>>>(t, keys, before, p);
+  VYRE_TRY(vyre::detail::launched(what));
+  VYRE_TRY(detail::cub_items(n, what));
+  VYRE_TRY(vyre::detail::cub_call(
+      detail::runtime_for(memory),
+      [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream);
+      },
+      stream, what));
+  const std::uint32_t* count = p + n - 1;
+  for (std::uint32_t col = 0; col < t.width; ++col) {
+    detail::compact_column_kernel<><<<grid, detail::block, 0, stream>>>(t, col, p, tmp);
+    VYRE_TRY(vyre::detail::launched(what));
+    VYRE_TRY(detail::put_column(t, col, tmp, count, stream, what));
+  }
+  if (t.stamps != nullptr) {
+    detail::compact_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp);
+    VYRE_TRY(vyre::detail::launched(what));
+    detail::put_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, tmp, count);
+    VYRE_TRY(vyre::detail::launched(what));
   }
   return vyre::detail::copy_on_device(kept, count, 1, stream, what);
 }

@@ -14,7 +14,9 @@
 //!
 //! A view may also say how many rows are in use on the device (`live`): then `rows` is the
 //! capacity the launches cover and the passes skip rows from `*live` on. That is how one
-//! captured graph serves every row count up to a capacity (the rebuild of `gpu_engine`).
+//! captured graph serves every row count up to a capacity (the rebuild of `gpu_engine`). And it
+//! may carry a timestamp per row (`stamps`, egglog's seminaive timestamps), which the rebuild
+//! moves with the rows and sets where it changes one.
 #pragma once
 
 #include <cstdint>
@@ -42,9 +44,15 @@ struct table_ref {
   //! the kernels when they run (rows from it on are padding the passes skip or sort last).
   const std::uint32_t* live = nullptr;
   //! How the rebuild merges the values of two rows of one key: `unite` for a constructor (the
-  //! value column holds the row's class, which congruence unites), `min` or `max` for a
-  //! function (its value column an i64 or bool: the rows fold into one).
+  //! value column holds the row's class, which congruence unites); for a function the rows
+  //! fold into one by `min`, `max`, `replace` (the value written last) or `none` (they must
+  //! agree).
   device_merge merge = device_merge::unite;
+  //! Null: no timestamps. Else one u32 per row: the timestamp of the row's last change (its
+  //! append, or a rebuild that changed a column), which the seminaive search compares.
+  std::uint32_t* stamps = nullptr;
+  //! With `stamps`: a device u32, the timestamp the rebuild gives the rows it changes.
+  const std::uint32_t* now = nullptr;
 
   //! Whether column `c` holds an e-class id (else a base sort's value).
   __host__ __device__ constexpr bool holds_class(std::uint32_t c) const noexcept {
