@@ -165,6 +165,19 @@ void check_same(const run_result& cpu, const run_result& gpu) {
   }
 }
 
+//! Runs `text` on the CPU engine alone and with the GPU offload, both failing: the same error,
+//! from the same state. @returns the offload's run.
+run_result check_same_error(const char* text) {
+  const run_result want = run_program(text, nullptr);
+  run_result got = run_program(text, on_gpu());
+  REQUIRE_FALSE(want.ok);
+  REQUIRE_FALSE(got.ok);
+  CHECK(got.code == want.code);
+  CHECK(got.error == want.error);
+  CHECK(got.sizes == want.sizes);
+  return got;
+}
+
 //! Iterations that ran on the device (all of them, for an always-mode run of GPU rules).
 std::size_t on_device_iterations(const std::vector<eq::iteration_record>& iterations) {
   std::size_t n = 0;
@@ -501,6 +514,17 @@ TEST_CASE("gpu offload: a database the device cannot hold stays on the cpu", "[e
   CHECK(offload->backend() == nullptr);  // never needed: no CUDA call was made for it
 }
 
+//! Runs `text` on the CPU engine alone and with the GPU offload: `check_same`, and every
+//! iteration of the offload's run on the device. @returns both runs (the CPU engine's first).
+std::pair<run_result, run_result> check_on_device(const char* text) {
+  run_result want = run_program(text, nullptr);
+  run_result got = run_program(text, on_gpu());
+  check_same(want, got);
+  REQUIRE_FALSE(got.iterations.empty());
+  CHECK(on_device(got) == got.iterations.size());
+  return {std::move(want), std::move(got)};
+}
+
 TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the device, seminaive",
           "[eqsat][gpu]") {
   SECTION("a set that a naive search would apply again is applied once") {
@@ -516,11 +540,7 @@ TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the dev
 (check (= (tag $top) 30))
 (print-function tag)
 (print-size))";
-    const run_result want = run_program(text, nullptr);
-    const run_result got = run_program(text, on_gpu());
-    check_same(want, got);
-    REQUIRE_FALSE(got.iterations.empty());
-    CHECK(on_device(got) == got.iterations.size());
+    const auto [want, got] = check_on_device(text);
     // The same matches (no union: every row is new to both engines at the same iteration),
     // each found once, by the iteration whose rows made it.
     for (std::size_t i = 0; i < got.iterations.size(); ++i) {
@@ -545,11 +565,7 @@ TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the dev
 (check (= (dtype $c) (I32)))
 (print-function dtype)
 (print-size))";
-    const run_result want = run_program(text, nullptr);
-    const run_result got = run_program(text, on_gpu());
-    check_same(want, got);
-    REQUIRE_FALSE(got.iterations.empty());
-    CHECK(on_device(got) == got.iterations.size());
+    (void)check_on_device(text);
   }
   SECTION("a :no-merge function runs there until two values meet, which the CPU reports") {
     const char* agree = R"((datatype N (Z) (S N))
@@ -560,23 +576,14 @@ TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the dev
 (run 3)
 (print-function g)
 (print-size))";
-    const run_result want = run_program(agree, nullptr);
-    const run_result got = run_program(agree, on_gpu());
-    check_same(want, got);
-    CHECK(on_device(got) == got.iterations.size());
+    (void)check_on_device(agree);
     const char* conflict = R"((datatype N (Z) (S N))
 (function g (N) i64 :no-merge)
 (rule ((= e (S x))) ((set (g e) 1)))
 (rule ((= e (S x))) ((set (g e) 2)))
 (S (Z))
 (run 1))";
-    const run_result cpu = run_program(conflict, nullptr);
-    const run_result gpu = run_program(conflict, on_gpu());
-    REQUIRE_FALSE(cpu.ok);
-    REQUIRE_FALSE(gpu.ok);
-    CHECK(gpu.code == cpu.code);
-    CHECK(gpu.error == cpu.error);
-    CHECK(gpu.sizes == cpu.sizes);
+    (void)check_same_error(conflict);
   }
 }
 
@@ -594,12 +601,7 @@ TEST_CASE("gpu offload: deletes and panics run on the device as on the cpu", "[e
 (print-function Mark)
 (print-function cost)
 (print-size))";
-    const run_result want = run_program(text, nullptr);
-    const run_result got = run_program(text, on_gpu());
-    check_same(want, got);
-    REQUIRE(want.ok);
-    REQUIRE_FALSE(got.iterations.empty());
-    CHECK(on_device(got) == got.iterations.size());
+    const auto [want, got] = check_on_device(text);
     for (std::size_t i = 0; i < got.iterations.size(); ++i) {
       INFO("iteration " << i);
       CHECK(got.iterations[i].matches == want.iterations[i].matches);  // no unions
@@ -612,13 +614,8 @@ TEST_CASE("gpu offload: deletes and panics run on the device as on the cpu", "[e
 (run 2)
 (S (S (Z)))
 (run 1))";
-    const run_result want = run_program(text, nullptr);
-    const run_result got = run_program(text, on_gpu());
-    REQUIRE_FALSE(want.ok);
-    REQUIRE_FALSE(got.ok);
-    CHECK(got.error == want.error);
+    const run_result got = check_same_error(text);
     CHECK(got.error.find("too deep") != std::string::npos);
-    CHECK(got.sizes == want.sizes);
     REQUIRE_FALSE(got.iterations.empty());
     CHECK(got.iterations[0].device == "gpu");  // no match yet: the device ran it
   }
@@ -675,13 +672,7 @@ TEST_CASE("gpu offload: an analysis the device cannot decide goes to the cpu, ex
 (set (cval (Num 1)) 1)
 (Add (Num 1) (Num 2))
 (run 1))";
-    const run_result want = run_program(text, nullptr);
-    const run_result got = run_program(text, on_gpu());
-    REQUIRE_FALSE(want.ok);
-    REQUIRE_FALSE(got.ok);
-    CHECK(got.code == want.code);
-    CHECK(got.error == want.error);
-    CHECK(got.sizes == want.sizes);
+    (void)check_same_error(text);
   }
 }
 

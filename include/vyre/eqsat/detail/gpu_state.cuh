@@ -108,28 +108,24 @@ class gpu_state {
       for (std::uint32_t a = 0; a < fn.arity(); ++a)
         if (decl.sorts[fn.inputs[a]].is_id) t.class_mask |= 1u << a;
     }
-    // A function's subsumed keys: its key columns and a value of 0, merged by max (so rows of
-    // one key fold into one and never change its value).
+    // A function's subsumed (or deleted) keys: its key columns and a value of 0, merged by max
+    // (so rows of one key fold into one and never change its value).
     function_count_ = tables_.size();
-    subsumed_keys_.assign(function_count_, no_table);
-    for (std::size_t f = 0; f < function_count_; ++f) {
-      if (f >= subsumed.size() || subsumed[f] == 0 || !tables_[f].resident) continue;
-      table keys = tables_[f];
-      keys.class_mask &= ~(1u << (keys.width - 1));
-      keys.merge = device::device_merge::max;
-      subsumed_keys_[f] = static_cast<std::uint32_t>(tables_.size());
-      tables_.push_back(keys);
-    }
-    deleted_keys_.assign(function_count_, no_table);
-    for (std::size_t f = 0; f < function_count_; ++f) {
-      if (f >= deleted.size() || deleted[f] == 0 || !tables_[f].resident) continue;
-      table keys = tables_[f];
-      keys.class_mask &= ~(1u << (keys.width - 1));
-      keys.merge = device::device_merge::max;
-      keys.deleted_keys = true;
-      deleted_keys_[f] = static_cast<std::uint32_t>(tables_.size());
-      tables_.push_back(keys);
-    }
+    const auto keys_of = [&](const std::vector<std::uint8_t>& marked, bool deleted_keys,
+                             std::vector<std::uint32_t>& at) {
+      at.assign(function_count_, no_table);
+      for (std::size_t f = 0; f < function_count_; ++f) {
+        if (f >= marked.size() || marked[f] == 0 || !tables_[f].resident) continue;
+        table keys = tables_[f];
+        keys.class_mask &= ~(1u << (keys.width - 1));
+        keys.merge = device::device_merge::max;
+        keys.deleted_keys = deleted_keys;
+        at[f] = static_cast<std::uint32_t>(tables_.size());
+        tables_.push_back(keys);
+      }
+    };
+    keys_of(subsumed, false, subsumed_keys_);
+    keys_of(deleted, true, deleted_keys_);
   }
 
   static constexpr std::uint32_t no_table = 0xffffffffu;

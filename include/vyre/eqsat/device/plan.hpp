@@ -835,6 +835,24 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         if (o.is_reg() && temp_of[o.v] != ~0u) return true;
       return false;
     };
+    // Keys the device looks up before the rebuild: a global's class or one the match made is
+    // not yet the class the table holds.
+    const auto keyed_by_made = [&] {
+      for (const operand& o : a.args)
+        if (o.type == operand::kind::id) return true;
+      return reads_temp();
+    };
+    // The row a subsume or a delete names, `target(args...)`, where the device holds it.
+    const auto row_named = [&](bool held, const char* not_held) -> expected<make_node> {
+      if (!held || !table_fits(decl, a.target))
+        return fail(detail::function_refused(decl, rule, not_held, a.target));
+      if (a.args.size() != decl.functions[a.target].arity())
+        return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
+      make_node m;
+      m.table = a.target;
+      for (const operand& o : a.args) m.args.push_back(lower(o));
+      return m;
+    };
     switch (a.op) {
       case action_op::make: {
         if (!fresh_dst(a))
@@ -929,12 +947,11 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
                                                  "a lookup of a function the GPU engine does not "
                                                  "hold",
                                                  a.target));
-          for (const operand& o : a.args)
-            if (o.type == operand::kind::id || reads_temp())
-              return fail(detail::rule_refused(rule,
-                                               "a lookup keyed by a global or by a class the "
-                                               "same match made, which the GPU engine does not "
-                                               "look up"));
+          if (keyed_by_made())
+            return fail(detail::rule_refused(rule,
+                                             "a lookup keyed by a global or by a class the "
+                                             "same match made, which the GPU engine does not "
+                                             "look up"));
           c.kind = compute_kind::lookup;
           c.table = a.target;
         }
@@ -945,36 +962,23 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         break;
       }
       case action_op::subsume: {
-        if (decl.functions[a.target].kind != function_kind::constructor ||
-            !table_fits(decl, a.target))
-          return fail(detail::function_refused(
-              decl, rule, "a subsume of a row the GPU engine does not hold", a.target));
-        if (a.args.size() != decl.functions[a.target].arity())
-          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
-        make_node m;
-        m.table = a.target;
-        for (const operand& o : a.args) m.args.push_back(lower(o));
+        const bool held = decl.functions[a.target].kind == function_kind::constructor;
+        VYRE_TRY_ASSIGN(make_node m, row_named(held,
+                                               "a subsume of a row the GPU engine does "
+                                               "not hold"));
         plan.actions.push_back(m);  // a fresh class nothing reads: merged with the row there
         plan.subsumed.push_back(std::move(m));
         break;
       }
       case action_op::remove: {
-        if (!table_fits(decl, a.target))
-          return fail(detail::function_refused(
-              decl, rule, "a delete of a row the GPU engine does not hold", a.target));
-        if (a.args.size() != decl.functions[a.target].arity())
-          return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
         // The rows go before the rebuild, whose congruence would first give a class the match
         // made the class of the row it equals.
-        for (const operand& o : a.args)
-          if (o.type == operand::kind::id || reads_temp())
-            return fail(detail::rule_refused(rule,
-                                             "a delete keyed by a global or by a class the same "
-                                             "match made, which the GPU engine does not look "
-                                             "up"));
-        make_node m;
-        m.table = a.target;
-        for (const operand& o : a.args) m.args.push_back(lower(o));
+        if (keyed_by_made())
+          return fail(detail::rule_refused(rule,
+                                           "a delete keyed by a global or by a class the same "
+                                           "match made, which the GPU engine does not look up"));
+        VYRE_TRY_ASSIGN(make_node m,
+                        row_named(true, "a delete of a row the GPU engine does not hold"));
         plan.deleted.push_back(std::move(m));
         break;
       }

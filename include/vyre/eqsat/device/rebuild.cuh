@@ -335,7 +335,7 @@ __device__ inline bool last_of_run(const std::uint32_t* position, std::uint64_t 
 //! In a table merged by `replace`: `win[run]` = 1 + the last row of the run that the iteration
 //! wrote (appended, or changed by the rebuild: timestamp `*t.now`), or 0 when none did (the run
 //! is one row the table held). Without timestamps every row counts as written. `win` must be
-//! zero for every run first (`zero_runs_kernel`).
+//! zero for every run first (`start_runs_kernel`).
 template <int = 0>
 VYRE_KERNEL void last_written_kernel(table_ref t, const std::uint32_t* position,
                                      std::uint32_t* win) {
@@ -346,12 +346,15 @@ VYRE_KERNEL void last_written_kernel(table_ref t, const std::uint32_t* position,
   }
 }
 
-//! `out[run] = 0` for every run (`position` the scan of the keep flags; rows in use).
+//! `out[run]` = `*t.now` (`now`) or 0 for every run (`position` the scan of the keep flags;
+//! rows in use).
 template <int = 0>
-VYRE_KERNEL void zero_runs_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* out) {
+VYRE_KERNEL void start_runs_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* out,
+                                   bool now) {
   const std::uint32_t used = t.in_use();
+  const std::uint32_t start = now ? *t.now : 0u;
   VYRE_DETAIL_GRID_LOOP(i, used) {
-    if (i == 0 || position[i] != position[i - 1]) out[position[i] - 1] = 0;
+    if (i == 0 || position[i] != position[i - 1]) out[position[i] - 1] = start;
   }
 }
 
@@ -373,38 +376,24 @@ VYRE_KERNEL void replace_values_kernel(table_ref t, const std::uint32_t* positio
   }
 }
 
-//! In a table with `:no-merge` (`none`): `*conflict = 1` when a run holds two values (`tmp`
-//! holds each run's first).
-template <int = 0>
-VYRE_KERNEL void conflicts_kernel(table_ref t, const std::uint32_t* position,
-                                  const std::uint32_t* tmp, std::uint32_t* conflict) {
-  const std::uint32_t used = t.in_use();
-  const std::uint32_t last = t.width - 1;
-  VYRE_DETAIL_GRID_LOOP(i, used) {
-    if (t.cells[i * t.width + last] != tmp[position[i] - 1] && conflict != nullptr)
-      atomicOr(conflict, 1u);
-  }
-}
-
 //! A run's timestamp, as the CPU engine's merge leaves it: the oldest of its rows that hold
 //! the kept row exactly (a merge that changed nothing leaves the row and its timestamp), else
-//! `*t.now`. `tmp`: each run's kept value; `out[run]` must be `*t.now` first
-//! (`now_runs_kernel`).
+//! `*t.now`, into `out[run]` (null: none), which must be `*t.now` first (`start_runs_kernel`);
+//! and `*conflict = 1` (null: not asked, a table with `:no-merge` asks) where a run holds
+//! another value than its kept one. `tmp`: each run's kept value.
 template <int = 0>
-VYRE_KERNEL void now_runs_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* out) {
-  const std::uint32_t used = t.in_use();
-  VYRE_DETAIL_GRID_LOOP(i, used) {
-    if (i == 0 || position[i] != position[i - 1]) out[position[i] - 1] = *t.now;
-  }
-}
-template <int = 0>
-VYRE_KERNEL void fold_stamps_kernel(table_ref t, const std::uint32_t* position,
-                                    const std::uint32_t* tmp, std::uint32_t* out) {
+VYRE_KERNEL void settle_runs_kernel(table_ref t, const std::uint32_t* position,
+                                    const std::uint32_t* tmp, std::uint32_t* out,
+                                    std::uint32_t* conflict) {
   const std::uint32_t used = t.in_use();
   const std::uint32_t last = t.width - 1;
   VYRE_DETAIL_GRID_LOOP(i, used) {
     const std::uint32_t run = position[i] - 1;
-    if (t.cells[i * t.width + last] == tmp[run]) atomicMin(out + run, t.stamps[i]);
+    if (t.cells[i * t.width + last] != tmp[run]) {
+      if (conflict != nullptr) atomicOr(conflict, 1u);
+    } else if (out != nullptr) {
+      atomicMin(out + run, t.stamps[i]);
+    }
   }
 }
 
@@ -446,6 +435,30 @@ inline expected<void> put_column(const table_ref& t, std::uint32_t col, const st
                                  const std::uint32_t* count, cudaStream_t stream,
                                  const char* what) {
   put_column_kernel<><<<grid(t.rows), block, 0, stream>>>(t, col, tmp, count);
+  return vyre::detail::launched(what);
+}
+
+//! `keep[0, n)`, a flag per row, replaced by its inclusive scan: each kept row's position + 1.
+inline expected<void> scan_kept(device_resource_ref memory, std::uint32_t* keep, std::uint32_t n,
+                                cudaStream_t stream, const char* what) {
+  VYRE_TRY(cub_items(n, what));
+  return vyre::detail::cub_call(
+      runtime_for(memory),
+      [&](void* temp, std::size_t& bytes) {
+        return cub::DeviceScan::InclusiveSum(temp, bytes, keep, keep, static_cast<int>(n), stream);
+      },
+      stream, what);
+}
+
+//! The kept rows' timestamps (`position`: `scan_kept`'s) moved to the first `*count` rows
+//! through `tmp`, unless the table keeps none.
+inline expected<void> compact_stamps(const table_ref& t, const std::uint32_t* position,
+                                     std::uint32_t* tmp, const std::uint32_t* count,
+                                     cudaStream_t stream, const char* what) {
+  if (t.stamps == nullptr) return {};
+  compact_stamps_kernel<><<<grid(t.rows), block, 0, stream>>>(t, position, tmp);
+  VYRE_TRY(vyre::detail::launched(what));
+  put_stamps_kernel<><<<grid(t.rows), block, 0, stream>>>(t, tmp, count);
   return vyre::detail::launched(what);
 }
 
@@ -564,13 +577,7 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
   const unsigned grid = detail::grid(n);
   detail::first_of_run_kernel<><<<grid, detail::block, 0, stream>>>(t, p);
   VYRE_TRY(vyre::detail::launched(what));
-  VYRE_TRY(detail::cub_items(n, what));
-  VYRE_TRY(vyre::detail::cub_call(
-      detail::runtime_for(memory),
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream);
-      },
-      stream, what));
+  VYRE_TRY(detail::scan_kept(memory, p, n, stream, what));
   const std::uint32_t* count = p + n - 1;
   for (std::uint32_t col = 0; col < t.width; ++col) {
     detail::compact_column_kernel<><<<grid, detail::block, 0, stream>>>(t, col, p, tmp);
@@ -585,7 +592,7 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
           detail::fold_values_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, folded);
           break;
         case device_merge::replace:
-          detail::zero_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
+          detail::start_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs, false);
           VYRE_TRY(vyre::detail::launched(what));
           detail::last_written_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
           VYRE_TRY(vyre::detail::launched(what));
@@ -593,14 +600,17 @@ inline expected<void> drop_duplicates(device_resource_ref memory, const table_re
               <<<grid, detail::block, 0, stream>>>(t, p, runs, tmp, folded);
           break;
         case device_merge::none:
-          detail::conflicts_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, conflict);
-          break;
+          break;  // the one value, checked with the timestamps
       }
       VYRE_TRY(vyre::detail::launched(what));
-      if (t.stamps != nullptr) {
-        detail::now_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs);
-        VYRE_TRY(vyre::detail::launched(what));
-        detail::fold_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp, runs);
+      std::uint32_t* asks = t.merge == device_merge::none ? conflict : nullptr;
+      if (t.stamps != nullptr || asks != nullptr) {
+        if (t.stamps != nullptr) {
+          detail::start_runs_kernel<><<<grid, detail::block, 0, stream>>>(t, p, runs, true);
+          VYRE_TRY(vyre::detail::launched(what));
+        }
+        detail::settle_runs_kernel<><<<grid, detail::block, 0, stream>>>(
+            t, p, tmp, t.stamps != nullptr ? runs : nullptr, asks);
         VYRE_TRY(vyre::detail::launched(what));
       }
     }
@@ -634,25 +644,14 @@ inline expected<void> drop_deleted(device_resource_ref memory, const table_ref& 
   const unsigned grid = detail::grid(n);
   detail::keep_undeleted_kernel<><<<grid, detail::block, 0, stream>>>(t, keys, before, p);
   VYRE_TRY(vyre::detail::launched(what));
-  VYRE_TRY(detail::cub_items(n, what));
-  VYRE_TRY(vyre::detail::cub_call(
-      detail::runtime_for(memory),
-      [&](void* temp, std::size_t& bytes) {
-        return cub::DeviceScan::InclusiveSum(temp, bytes, p, p, static_cast<int>(n), stream);
-      },
-      stream, what));
+  VYRE_TRY(detail::scan_kept(memory, p, n, stream, what));
   const std::uint32_t* count = p + n - 1;
   for (std::uint32_t col = 0; col < t.width; ++col) {
     detail::compact_column_kernel<><<<grid, detail::block, 0, stream>>>(t, col, p, tmp);
     VYRE_TRY(vyre::detail::launched(what));
     VYRE_TRY(detail::put_column(t, col, tmp, count, stream, what));
   }
-  if (t.stamps != nullptr) {
-    detail::compact_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, p, tmp);
-    VYRE_TRY(vyre::detail::launched(what));
-    detail::put_stamps_kernel<><<<grid, detail::block, 0, stream>>>(t, tmp, count);
-    VYRE_TRY(vyre::detail::launched(what));
-  }
+  VYRE_TRY(detail::compact_stamps(t, p, tmp, count, stream, what));
   return vyre::detail::copy_on_device(kept, count, 1, stream, what);
 }
 
