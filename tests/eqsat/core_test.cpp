@@ -888,6 +888,32 @@ TEST_CASE("gpu_resident_check: the state moves when the device holds every value
   CHECK(summed.error().message().find("merged by min, max") != std::string::npos);
 }
 
+TEST_CASE("gpu engine: which programs keep timestamps on the device, and move with :merge new",
+          "[eqsat][core][device_plan]") {
+  const auto decl_of = [](const std::string& program, eq::session& s) -> const eq::declarations& {
+    REQUIRE(s.run_text(program, "t.egg"));
+    return s.decl();
+  };
+  namespace dev = eq::device;
+  // Constructors and rewrites alone match naively (no timestamps); a function, a relation or
+  // a delete makes the device keep them and search seminaively.
+  eq::session rewrites, relation, function, deleting;
+  CHECK_FALSE(dev::keeps_timestamps(
+      decl_of("(datatype M (Num i64) (Add M M))\n(rewrite (Add a b) (Add b a))\n", rewrites)));
+  CHECK(dev::keeps_timestamps(decl_of("(relation edge (i64 i64))\n", relation)));
+  CHECK(dev::keeps_timestamps(decl_of("(function f (i64) i64 :merge new)\n", function)));
+  CHECK(dev::keeps_timestamps(
+      decl_of("(datatype M (Num i64))\n(rule ((= e (Num 0))) ((delete (Num 0))))\n", deleting)));
+  // A function merged by `new` holds any value (the device compares its values for equality
+  // only): the state moves with a negative i64 in it, where a max-merged function's stays.
+  eq::session replaced;
+  const eq::declarations& decl = decl_of(
+      "(datatype M (Num i64))\n(function last (M) i64 :merge new)\n(set (last (Num 1)) -5)\n",
+      replaced);
+  CHECK(eq::gpu_resident_check(decl, replaced.db()));
+  CHECK_FALSE(dev::orders_i64(decl, static_cast<std::uint32_t>(decl.find_function("last"))));
+}
+
 namespace {
 
 //! An offload that refuses ruleset "held" (saying why) and takes every other ruleset only to
