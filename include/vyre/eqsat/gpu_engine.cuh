@@ -476,26 +476,31 @@ class gpu_engine : private detail::gpu_rebuild {
           if (r != rows) subsumed[r] = 1;
         }
       }
+      // Rows already in timestamp order (all of them where the engine keeps no timestamps) go
+      // as they are; the others are permuted into it.
       std::vector<std::uint32_t> order;
-      VYRE_TRY(try_resize(order, rows, what));
-      for (std::uint32_t r = 0; r < rows; ++r) order[r] = r;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](std::uint32_t a, std::uint32_t b) { return stamps[a] < stamps[b]; });
-      std::vector<value> by_stamp;
-      std::vector<std::uint32_t> sorted_stamps;
-      VYRE_TRY(try_resize(by_stamp, cells.size(), what));
-      VYRE_TRY(try_resize(sorted_stamps, rows, what));
-      for (std::uint32_t i = 0; i < rows; ++i) {
-        std::copy_n(cells.data() + std::size_t{order[i]} * width, width,
-                    by_stamp.data() + std::size_t{i} * width);
-        sorted_stamps[i] = stamps[order[i]];
+      if (!std::is_sorted(stamps.begin(), stamps.end())) {
+        VYRE_TRY(try_resize(order, rows, what));
+        for (std::uint32_t r = 0; r < rows; ++r) order[r] = r;
+        std::stable_sort(order.begin(), order.end(),
+                         [&](std::uint32_t a, std::uint32_t b) { return stamps[a] < stamps[b]; });
+        std::vector<value> by_stamp;
+        std::vector<std::uint32_t> sorted_stamps;
+        VYRE_TRY(try_resize(by_stamp, cells.size(), what));
+        VYRE_TRY(try_resize(sorted_stamps, rows, what));
+        for (std::uint32_t i = 0; i < rows; ++i) {
+          std::copy_n(cells.data() + std::size_t{order[i]} * width, width,
+                      by_stamp.data() + std::size_t{i} * width);
+          sorted_stamps[i] = stamps[order[i]];
+        }
+        cells = std::move(by_stamp);
+        stamps = std::move(sorted_stamps);
       }
-      cells = std::vector<value>{};
       eqsat::table& host = db.tables[f];
-      VYRE_TRY(host.assign(std::move(by_stamp), std::move(sorted_stamps)));
+      VYRE_TRY(host.assign(std::move(cells), std::move(stamps)));
       if (!subsumed.empty())
         for (std::uint32_t i = 0; i < rows; ++i)
-          if (subsumed[order[i]] != 0) host.mark_subsumed(i);
+          if (subsumed[order.empty() ? i : order[i]] != 0) host.mark_subsumed(i);
     }
     db.ids.assign(std::move(parent), unions_);
     db.now = (std::max)(db.now, keep_stamps_ ? now_ : now_ + 1);
@@ -844,18 +849,17 @@ class gpu_engine : private detail::gpu_rebuild {
           subsumed_keys_[f] == no_table ? device::table_ref{nullptr, 0} : view(subsumed_keys_[f]);
     device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
     for (std::size_t r = 0; r < rules; ++r) {
-      VYRE_TRY_ASSIGN(const device::flat_query q,
+      VYRE_TRY_ASSIGN(device::flat_query q,
                       device::flatten(
                           plans[r], std::span<const device::table_ref>(views),
                           [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
                             return index_of(indexes, f, column, column2);
                           },
                           outside_.get(), std::span<const device::table_ref>(subsumed)));
-      device::flat_query seminaive = q;
       const bool naive = decl_->rules[plans[r].rule].naive;
       const std::uint32_t mid = last_run.empty() || naive ? 0u : last_run[r];
-      seminaive.mid = mid != 0 && filters_new(plans[r], mid) ? mid : 0u;
-      VYRE_TRY(search.add(seminaive));
+      q.mid = mid != 0 && filters_new(plans[r], mid) ? mid : 0u;
+      VYRE_TRY(search.add(q));
     }
     // Under a node limit the join's candidates get the CPU engine's match budget, so that a
     // search the device runs to its end is one the CPU engine would have run to its end too.
