@@ -17,6 +17,7 @@
 
 #include "device_copy.cuh"
 #include "egraph_pack_support.hpp"
+#include "loop_drivers.hpp"
 #include "reference_support.hpp"
 #include "vyre/algorithms.cuh"
 
@@ -135,14 +136,9 @@ void check_build(const raw_rows& rows) {
   CHECK(words == vyre_test::egraph_pack_words(rows));  // the egraph layer's host pack
 }
 
-// Both loop drivers, unless VYRE_TEST_LOOP_DRIVERS=flag_readback: compute-sanitizer's racecheck
-// and synccheck fail on a CUB sort inside a conditional WHILE body, with or without vyre
-// (scripts/probes/conditional_while_sanitizers.cu, docs/sanitizers.md), so scripts/device.sh
-// runs those two tools on the flag-readback driver, whose rounds launch the same kernels.
+// Both loop drivers, unless a sanitizer cannot follow the captured one (`capture_loops`).
 std::vector<loop_driver> loop_drivers() {
-  const char* only = std::getenv("VYRE_TEST_LOOP_DRIVERS");
-  if (only != nullptr && std::string_view(only) == "flag_readback")
-    return {loop_driver::flag_readback};
+  if (!vyre_test::capture_loops()) return {loop_driver::flag_readback};
   return {loop_driver::flag_readback, loop_driver::conditional_graph};
 }
 
