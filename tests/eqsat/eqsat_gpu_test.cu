@@ -29,6 +29,8 @@
 #include <vyre/eqsat.cuh>
 #include <vyre/runtime.cuh>
 
+#include "loop_drivers.hpp"
+
 #ifndef VYRE_TEST_SKIP_CODE
 #define VYRE_TEST_SKIP_CODE 77
 #endif
@@ -39,20 +41,12 @@ using gpu_offload = eq::gpu_offload<gpu_backend>;
 
 namespace {
 
-//! Off under compute-sanitizer's racecheck and synccheck (scripts/reliability.sh sets
-//! VYRE_TEST_LOOP_DRIVERS=flag_readback): those tools cannot follow CUB's sorts inside the
-//! captured rebuild's conditional loop, so the rebuilds launch their rounds instead.
-bool capture_rebuilds() {
-  const char* only = std::getenv("VYRE_TEST_LOOP_DRIVERS");
-  return only == nullptr || std::string_view(only) != "flag_readback";
-}
-
 //! A gpu_offload on device 0 as the tests use it.
 std::shared_ptr<gpu_offload> make_offload(
     gpu_offload::backend_factory acquire, vyre::device_choice mode,
     std::uint64_t crossover = eq::default_gpu_crossover_enodes) {
   auto made = std::make_shared<gpu_offload>(std::move(acquire), mode, crossover);
-  made->capture_rebuilds(capture_rebuilds());
+  made->capture_rebuilds(vyre_test::capture_loops());
   return made;
 }
 
@@ -587,6 +581,43 @@ TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the dev
   }
 }
 
+TEST_CASE("gpu offload: rules and rows past the narrow kernels' arrays run on the device",
+          "[eqsat][gpu]") {
+  // `chain` joins 11 atoms (the narrow class holds 8) and makes a row of 11 columns (8);
+  // `swap` reads and writes those rows; `tower`, a query of 3 atoms, appends 18 rows per match
+  // (16). The wide class's kernels read their query and head from device memory, the rebuild keeps
+  // 32 columns a row for the wide table, and every iteration stays on the device.
+  const char* text = R"((datatype N (Z) (S N))
+(constructor Wide (N N N N N N N N N N) N)
+(rule ((= a (S b)) (= b (S c)) (= c (S d)) (= d (S e)) (= e (S f)) (= f (S g)) (= g (S h))
+       (= h (S i)) (= i (S j)) (= j (S k)) (= k (Z)))
+      ((let w (Wide a b c d e f g h i j)) (union w a)) :name "chain")
+(rewrite (Wide a b c d e f g h i j) (Wide b a c d e f g h i j) :name "swap")
+(rule ((= t (S (S (Z)))))
+      ((S (S (S (S (S (S (S (S (S (S (S (S (S (S (S (S (S (S t))))))))))))))))))) :name "tower")
+(let $top (S (S (S (S (S (S (S (S (S (S (S (S (Z))))))))))))))
+(run 4)
+(check (= (Wide (S (S (S (S (S (S (S (S (S (S (Z)))))))))))
+                (S (S (S (S (S (S (S (S (S (Z))))))))))
+                (S (S (S (S (S (S (S (S (Z))))))))) (S (S (S (S (S (S (S (Z))))))))
+                (S (S (S (S (S (S (Z))))))) (S (S (S (S (S (Z)))))) (S (S (S (S (Z)))))
+                (S (S (S (Z)))) (S (S (Z))) (S (Z)))
+          (S (S (S (S (S (S (S (S (S (S (Z)))))))))))))
+(print-function Wide)
+(print-size))";
+  const auto [want, got] = check_on_device(text);
+  REQUIRE_FALSE(got.outputs.empty());
+  CHECK(got.outputs.back().text.find("(Wide 2)") != std::string::npos);
+  // Automatic mode leaves them on the CPU engine, saying why, even past the crossover.
+  auto automatic =
+      make_offload([] { return gpu_backend::acquire(0); }, vyre::device_choice::automatic, 0);
+  const run_result kept = run_program(text, automatic);
+  check_same(want, kept);
+  CHECK(on_device(kept) == 0);
+  REQUIRE_FALSE(kept.iterations.empty());
+  CHECK(kept.iterations[0].cpu_reason.find("narrow kernels") != std::string::npos);
+}
+
 TEST_CASE("gpu offload: deletes and panics run on the device as on the cpu", "[eqsat][gpu]") {
   SECTION("a deleted row goes before the rebuild, and no match found again makes it again") {
     // `mark` matches every S row; `unmark` deletes the mark of (S (Z)) and the cost of the
@@ -1033,7 +1064,7 @@ TEST_CASE("gpu engine: create, run_iteration and download against cpu_engine", "
   eq::cpu_engine cpu(decl, cpu_db, 2);
   auto gpu = gpu_backend::acquire(0);
   auto engine = eq::gpu_engine<gpu_backend>::create(gpu, decl, gpu_db);  // throws on failure
-  engine.capture_rebuilds(capture_rebuilds());
+  engine.capture_rebuilds(vyre_test::capture_loops());
   CHECK(engine.class_id_count() == gpu_db.ids.size());
   for (int i = 0; i < 2; ++i) {
     auto want = cpu.run_iteration(0);

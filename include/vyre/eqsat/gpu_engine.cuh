@@ -594,13 +594,15 @@ class gpu_engine : private detail::gpu_rebuild {
     return built.back().view;
   }
 
-  //! `plan`'s head as the apply kernel takes it, its rows and classes not placed.
-  detail::gpu_actions actions_of(const device::rule_plan& plan) const noexcept {
-    detail::gpu_actions a{};
+  //! `a`: `plan`'s head as the apply kernel takes it, its rows and classes not placed.
+  //! @pre `plan.actions_fit<typename Actions::limits>()`
+  template <class Actions>
+  void actions_into(Actions& a, const device::rule_plan& plan) const noexcept {
+    a = Actions{};
     a.fresh_count = static_cast<std::uint32_t>(plan.actions.size());
     a.step_count = plan.step_count();
     a.saved_count = static_cast<std::uint32_t>(plan.saved.size());
-    const auto put = [&](detail::gpu_step& g, std::uint32_t f,
+    const auto put = [&](typename Actions::step_type& g, std::uint32_t f,
                          const std::vector<device::plan_operand>& args) {
       g.cells = tables_[f].cells;
       g.stamps = tables_[f].stamps;
@@ -613,7 +615,7 @@ class gpu_engine : private detail::gpu_rebuild {
     a.compute_count = static_cast<std::uint32_t>(plan.computes.size());
     for (std::size_t c = 0; c < plan.computes.size(); ++c) {
       const device::compute_step& step = plan.computes[c];
-      detail::gpu_compute& g = a.computes[c];
+      auto& g = a.computes[c];
       g.op = step.op;
       g.arg_count = step.arg_count;
       for (std::uint32_t i = 0; i < step.arg_count; ++i) {
@@ -634,7 +636,7 @@ class gpu_engine : private detail::gpu_rebuild {
     }
     for (std::size_t i = 0; i < plan.sets.size(); ++i) {
       const device::set_node& st = plan.sets[i];
-      detail::gpu_step& g = a.steps[plan.actions.size() + i];
+      auto& g = a.steps[plan.actions.size() + i];
       put(g, st.table, st.args);
       g.kind[g.width - 1] = static_cast<std::uint8_t>(st.value.kind);
       g.value[g.width - 1] = st.value.value;
@@ -642,15 +644,14 @@ class gpu_engine : private detail::gpu_rebuild {
     }
     for (std::size_t i = 0; i < plan.subsumed.size(); ++i) {
       const device::make_node& m = plan.subsumed[i];
-      detail::gpu_step& g = a.steps[plan.actions.size() + plan.sets.size() + i];
+      auto& g = a.steps[plan.actions.size() + plan.sets.size() + i];
       put(g, subsumed_keys_[m.table], m.args);
       g.kind[g.width - 1] = static_cast<std::uint8_t>(device::operand_kind::constant);
       g.value[g.width - 1] = 0;
     }
     for (std::size_t i = 0; i < plan.deleted.size(); ++i) {
       const device::make_node& m = plan.deleted[i];
-      detail::gpu_step& g =
-          a.steps[plan.actions.size() + plan.sets.size() + plan.subsumed.size() + i];
+      auto& g = a.steps[plan.actions.size() + plan.sets.size() + plan.subsumed.size() + i];
       put(g, deleted_keys_[m.table], m.args);
       g.kind[g.width - 1] = static_cast<std::uint8_t>(device::operand_kind::constant);
       g.value[g.width - 1] = 0;
@@ -661,7 +662,6 @@ class gpu_engine : private detail::gpu_rebuild {
         a.unite_kind[u][i] = static_cast<std::uint8_t>(plan.unites[u][i].kind);
         a.unite_value[u][i] = plan.unites[u][i].value;
       }
-    return a;
   }
 
   //! The table step `s` of `plan` appends to: its function's, or a subsumed or deleted row's
@@ -848,18 +848,29 @@ class gpu_engine : private detail::gpu_rebuild {
       subsumed[f] =
           subsumed_keys_[f] == no_table ? device::table_ref{nullptr, 0} : view(subsumed_keys_[f]);
     device::join_search search(runtime_.memory, stream(), runtime_.telemetry);
-    for (std::size_t r = 0; r < rules; ++r) {
-      VYRE_TRY_ASSIGN(device::flat_query q,
-                      device::flatten(
-                          plans[r], std::span<const device::table_ref>(views),
-                          [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
-                            return index_of(indexes, f, column, column2);
-                          },
-                          outside_.get(), std::span<const device::table_ref>(subsumed)));
+    // A rule within the narrow class passes its query by value; a wider one is flattened into
+    // this block and copied to the device by the search.
+    std::vector<device::wide_flat_query> wide;
+    const auto add = [&](std::size_t r, auto& q) -> expected<void> {
+      VYRE_TRY(device::flatten_into(
+          q, plans[r], std::span<const device::table_ref>(views),
+          [&](std::uint32_t f, std::uint32_t column, std::uint32_t column2) {
+            return index_of(indexes, f, column, column2);
+          },
+          outside_.get(), std::span<const device::table_ref>(subsumed)));
       const bool naive = decl_->rules[plans[r].rule].naive;
       const std::uint32_t mid = last_run.empty() || naive ? 0u : last_run[r];
       q.mid = mid != 0 && filters_new(plans[r], mid) ? mid : 0u;
-      VYRE_TRY(search.add(q));
+      return search.add(q);
+    };
+    for (std::size_t r = 0; r < rules; ++r) {
+      if (plans[r].query_fits<device::narrow_limits>()) {
+        device::flat_query q{};
+        VYRE_TRY(add(r, q));
+        continue;
+      }
+      if (wide.empty()) VYRE_TRY(try_resize(wide, 1, "eqsat: wide query"));
+      VYRE_TRY(add(r, wide[0]));
     }
     // Under a node limit the join's candidates get the CPU engine's match budget, so that a
     // search the device runs to its end is one the CPU engine would have run to its end too.
@@ -939,11 +950,12 @@ class gpu_engine : private detail::gpu_rebuild {
     VYRE_TRY(add_classes(std::uint64_t{ids_} + fresh));
     std::vector<std::uint32_t> cursor(tables_.size());
     for (std::size_t f = 0; f < tables_.size(); ++f) cursor[f] = tables_[f].rows;
-    for (std::size_t r = 0; r < rules; ++r) {
-      if (totals[r] == 0) continue;
-      const device::rule_plan& plan = plans[r];
-      const auto total = static_cast<std::uint32_t>(totals[r]);
-      detail::gpu_actions a = actions_of(plan);
+    // A head within the narrow class is a kernel parameter; a wider one is copied to the
+    // device (each kept until the apply's synchronize).
+    std::vector<detail::wide_gpu_actions> wide_actions;
+    std::vector<device_array<detail::wide_gpu_actions>> wide_on_device;
+    const auto place = [&](auto& a, const device::rule_plan& plan, std::uint32_t total) {
+      actions_into(a, plan);
       a.class_base = class_base;
       a.now = now_;
       for (std::size_t s = 0; s < plan.step_count(); ++s) {
@@ -951,9 +963,34 @@ class gpu_engine : private detail::gpu_rebuild {
         cursor[step_table(plan, s)] += total;
       }
       class_base += total * a.fresh_count;
-      detail::eqsat_apply_kernel<>
-          <<<grid(total), block, 0, stream()>>>(a, matches[r], total, parent_);
+    };
+    for (std::size_t r = 0; r < rules; ++r) {
+      if (totals[r] == 0) continue;
+      const device::rule_plan& plan = plans[r];
+      const auto total = static_cast<std::uint32_t>(totals[r]);
+      if (plan.actions_fit<device::narrow_limits>()) {
+        detail::gpu_actions a;
+        place(a, plan, total);
+        detail::eqsat_apply_kernel<<<grid(total), block, 0, stream()>>>(a, matches[r], total,
+                                                                        parent_);
+        VYRE_TRY(launched("eqsat: apply"));
+        continue;
+      }
+      if (wide_actions.empty()) VYRE_TRY(try_resize(wide_actions, 1, "eqsat: wide actions"));
+      place(wide_actions[0], plan, total);
+      VYRE_TRY(try_reserve(wide_on_device, wide_on_device.size() + 1, "eqsat: wide actions"));
+      VYRE_TRY_ASSIGN(device_array<detail::wide_gpu_actions> on_device,
+                      allocate<detail::wide_gpu_actions>(1, "eqsat: wide actions"));
+      // Pageable memory: the copy is staged before the call returns, so the block is reused.
+      VYRE_CUDA_TRY(
+          cudaMemcpyAsync(on_device.get(), wide_actions.data(), sizeof(detail::wide_gpu_actions),
+                          cudaMemcpyHostToDevice, stream()),
+          "eqsat: wide actions");
+      detail::eqsat_apply_kernel<<<grid(total), block, 0, stream()>>>(
+          static_cast<const detail::wide_gpu_actions*>(on_device.get()), matches[r], total,
+          parent_);
       VYRE_TRY(launched("eqsat: apply"));
+      wide_on_device.push_back(std::move(on_device));
     }
     for (std::size_t f = 0; f < tables_.size(); ++f) tables_[f].rows = cursor[f];
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: apply");

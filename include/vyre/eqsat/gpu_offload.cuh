@@ -15,11 +15,12 @@
 //! primitive calls, lookups, makes, sets, subsumes, deletes, panics and unions), the database
 //! can move (`gpu_resident_check`: the tables that hold ids are constructors' or functions'
 //! merged by new, min, max, and or or or with :no-merge, over eq and base sorts, no container
-//! of ids) and, in
-//! `device_choice::automatic`, the iteration starts on
-//! at least `crossover` rows (once on the device, the run stays there for every ruleset it accepts:
-//! moving back costs a download). Otherwise the session syncs the state back and runs the iteration
-//! on its CPU engine.
+//! of ids) and, in `device_choice::automatic`, the iteration starts on at least `crossover` rows
+//! and neither its rules nor the tables need the wide kernels (`device::wide_limits`: luminal's
+//! programs, whose iterations of hundreds of matches over rules of up to 126 atoms cost the
+//! device 2-6x the CPU engine's time; `docs/performance.md`). Once on the device, the run stays
+//! there for every ruleset it accepts: moving back costs a download. Otherwise the session
+//! syncs the state back and runs the iteration on its CPU engine.
 //!
 //! The backend is made by the factory on the first accepted iteration, so a program that never
 //! reaches the device makes no CUDA call. In automatic mode a factory that fails (no device)
@@ -116,6 +117,13 @@ class gpu_offload final : public iteration_offload {
       why = plans.refused;
       return false;
     }
+    if (!engine_ && where_ == device_choice::automatic && plans.wide) {
+      why =
+          "automatic mode keeps rules and rows past the narrow kernels' arrays on the CPU "
+          "engine, which runs them faster at the sizes such programs reach (--device gpu "
+          "moves them)";
+      return false;
+    }
     if (engine_) return true;  // the host's database is stale: the engine checked it
     if (auto fits = gpu_resident_check(decl, db); !fits) {
       why = fits.error().message();
@@ -208,6 +216,8 @@ class gpu_offload final : public iteration_offload {
     std::vector<std::string> names;  //!< the ruleset's rules' names
     std::vector<device::rule_plan> plans;
     std::string refused;
+    //! Whether a plan, or a table the state holds, needs the wide kernels.
+    bool wide = false;
   };
 
   static constexpr bool throws =
@@ -278,8 +288,13 @@ class gpu_offload final : public iteration_offload {
         made.plans.clear();
         break;
       }
+      made.wide = made.wide || !plan->query_fits<device::narrow_limits>() ||
+                  !plan->actions_fit<device::narrow_limits>();
       made.plans.push_back(std::move(*plan));
     }
+    for (std::uint32_t f = 0; f < decl.functions.size() && made.refused.empty(); ++f)
+      made.wide = made.wide || (device::device_resident(decl, f) &&
+                                decl.functions[f].arity() + 1 > device::narrow_limits::width);
     if (plans_.size() >= 64) plans_.clear();
     plans_.push_back(std::move(made));
     return plans_.back();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime_api.h>
 
@@ -30,22 +31,24 @@ static_assert(gpu_fresh > static_cast<std::uint8_t>(device::operand_kind::comput
 //! `stamps`); column c from operand (`kind[c]`, `value[c]`), the value column too (`gpu_fresh`
 //! for a make's). `inline_value`: a set of a function the device merges by min or max over i64,
 //! whose value must be one the device orders ([0, 2^31)).
+template <std::uint32_t Width>
 struct gpu_step {
   std::uint32_t* cells;
   std::uint32_t* stamps;
   std::uint32_t width;
   std::uint32_t row_base;
-  std::uint32_t value[device::max_width];
-  std::uint8_t kind[device::max_width];
+  std::uint32_t value[Width];
+  std::uint8_t kind[Width];
   bool inline_value;
 };
 
 //! One value of the head (`device::compute_step`): a primitive call, or a lookup of the value
 //! of the table at `cells` (its first `rows` rows, sorted by their keys) at the `arg_count`
 //! keys; operands as `gpu_step`'s.
+template <std::uint32_t Width>
 struct gpu_compute {
-  std::uint32_t value[device::max_width - 1];
-  std::uint8_t kind[device::max_width - 1];
+  std::uint32_t value[Width - 1];
+  std::uint8_t kind[Width - 1];
   std::uint32_t arg_count;
   device::device_prim op;
   bool lookup;
@@ -54,38 +57,47 @@ struct gpu_compute {
   std::uint32_t width;
 };
 
-struct gpu_actions {
-  gpu_compute computes[device::max_computes];
+//! A rule's head in the arrays of a size class (`device::narrow_limits`: the apply kernel takes
+//! it by value; `device::wide_limits`: from device memory).
+template <class Limits>
+struct basic_gpu_actions {
+  using limits = Limits;
+  using step_type = gpu_step<Limits::width>;
+  gpu_compute<Limits::width> computes[Limits::computes];
   std::uint32_t compute_count;
   //! Set (to 1) when a call fails or leaves the device's i64 range, a lookup misses or a set's
   //! value is outside it: the match writes nothing and the engine hands the iteration back.
   std::uint32_t* outside;
-  gpu_step steps[device::max_steps];
+  step_type steps[Limits::steps];
   std::uint32_t step_count;   //!< the makes, the sets, then the subsumed keys
   std::uint32_t fresh_count;  //!< the makes: step s < fresh_count makes class `fresh(s)`
   std::uint32_t saved_count;
   //! Step s of match m makes class `class_base + m * fresh_count + s`.
   std::uint32_t class_base;
-  std::uint32_t unite_value[device::max_unites][2];
-  std::uint8_t unite_kind[device::max_unites][2];
+  std::uint32_t unite_value[Limits::unites][2];
+  std::uint8_t unite_kind[Limits::unites][2];
   std::uint32_t unite_count;
   std::uint32_t now;  //!< the iteration's timestamp, every appended row's
 };
+using gpu_actions = basic_gpu_actions<device::narrow_limits>;
+using wide_gpu_actions = basic_gpu_actions<device::wide_limits>;
 
 // --- apply ----------------------------------------------------------------------------------
 
 //! Per match: evaluates the head's calls and lookups, appends its rows (no lookup of the rows
 //! themselves: the rebuild merges a fresh row into an identical existing one, and a set's row
 //! into the row of its key), then runs its unions.
-template <int = 0>
-VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
+template <class ActionsArg>
+VYRE_KERNEL void eqsat_apply_kernel(ActionsArg arg, const std::uint32_t* matches,
                                     std::uint32_t match_count, std::uint32_t* parent) {
+  const auto& a = device::detail::kernel_arg(arg);
+  using limits = typename std::remove_cvref_t<decltype(a)>::limits;
   VYRE_DETAIL_GRID_LOOP(m, match_count) {
     const std::uint32_t* saved = matches + m * a.saved_count;
     const auto fresh = [&](std::uint32_t step) {
       return static_cast<std::uint32_t>(a.class_base + m * a.fresh_count + step);
     };
-    std::uint32_t computed[device::max_computes] = {};
+    std::uint32_t computed[limits::computes] = {};
     const auto value = [&](std::uint8_t kind, std::uint32_t v) {
       switch (kind) {
         case 0:
@@ -100,9 +112,9 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
     };
     bool decided = true;
     for (std::uint32_t c = 0; c < a.compute_count && decided; ++c) {
-      const gpu_compute& g = a.computes[c];
+      const auto& g = a.computes[c];
       if (g.lookup) {
-        std::uint32_t key[device::max_width - 1];
+        std::uint32_t key[limits::width - 1];
         for (std::uint32_t k = 0; k < g.arg_count; ++k) key[k] = value(g.kind[k], g.value[k]);
         const std::uint32_t r = find_sorted_row(g.cells, g.rows, g.width, key);
         decided = r != g.rows;
@@ -114,7 +126,7 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
       }
     }
     for (std::uint32_t s = 0; s < a.step_count && decided; ++s) {
-      const gpu_step& step = a.steps[s];
+      const auto& step = a.steps[s];
       const std::uint32_t last = step.width - 1;
       decided =
           !step.inline_value || value(step.kind[last], step.value[last]) < device::inline_i64_end;
@@ -124,7 +136,7 @@ VYRE_KERNEL void eqsat_apply_kernel(gpu_actions a, const std::uint32_t* matches,
       continue;
     }
     for (std::uint32_t s = 0; s < a.step_count; ++s) {
-      const gpu_step& step = a.steps[s];
+      const auto& step = a.steps[s];
       std::uint32_t* row = step.cells + (step.row_base + m) * std::size_t{step.width};
       for (std::uint32_t c = 0; c < step.width; ++c)
         row[c] = step.kind[c] == gpu_fresh ? fresh(s) : value(step.kind[c], step.value[c]);

@@ -33,11 +33,13 @@
 //! i64 the device cannot decide sets `flat_query::outside`, and the engine hands the iteration
 //! to the CPU engine.
 //!
-//! Memory: the flat query is passed by value (about 1.3 KB of kernel parameters); a thread
-//! keeps `max_registers` registers and `max_atoms` row ids. An index of `n` rows uses `4 n`
-//! u32 of scratch (sort double buffers); it stays valid while the table is unchanged. Limits:
-//! `max_atoms` atoms, `max_registers` registers, `max_saved` saved registers per rule,
-//! `max_width` columns per table (checked by `flatten`); candidates per level below 2^31.
+//! Size classes. A query within `narrow_limits` (`flat_query`) is passed to the kernels by value
+//! (about 1.3 KB of kernel parameters) and a thread keeps 32 registers and 8 row ids; a wider
+//! one (`wide_flat_query`, `flatten_into`) is copied to device memory by `join_search::add`, and
+//! the same kernels, instantiated for `wide_limits`, read it there and keep 192 registers and
+//! 128 row ids in local memory. An index of `n` rows uses `4 n` u32 of scratch (sort double
+//! buffers); it stays valid while the table is unchanged. Limits: those of the class (checked
+//! by `flatten_into`); candidates per level below 2^31.
 //!
 //!     namespace dev = vyre::eqsat::device;
 //!     auto q = dev::flatten(plan, tables, [&](std::uint32_t table, std::uint32_t column) {
@@ -53,6 +55,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -96,8 +100,10 @@ struct column_index {
 #endif
 };
 
-//! One atom of a query: its table and, per column, `op` (a `column_op`) and its value.
-struct flat_atom {
+//! One atom of a query: its table and, per column, `op` (a `column_op`) and its value, for
+//! rows of at most `Width` columns.
+template <std::uint32_t Width>
+struct basic_flat_atom {
   const std::uint32_t* cells;
   const std::uint32_t* stamps;  //!< its rows' timestamps (null: none; `flat_query::mid` 0)
   //! By `key_column`; unused for atom 0 and for an atom without a key column, which scan
@@ -108,8 +114,8 @@ struct flat_atom {
   std::uint32_t width;
   std::uint32_t key_column;
   std::uint32_t key_column2;  //!< `no_column`, or the index is by the pair
-  std::uint32_t value[max_width];
-  std::uint8_t op[max_width];
+  std::uint32_t value[Width];
+  std::uint8_t op[Width];
   //! `flat_query::prims[prim_begin, prim_end)` run once this atom's row is bound.
   std::uint8_t prim_begin;
   std::uint8_t prim_end;
@@ -132,11 +138,16 @@ struct flat_prim {
   device_prim prim;
 };
 
-//! A `rule_plan` flattened against tables: what the count and write kernels take by value.
-struct flat_query {
-  flat_atom atoms[max_atoms];
-  flat_prim prims[max_prims];
-  std::uint32_t saved[max_saved];
+//! A `rule_plan` flattened against tables, in the arrays of a size class (`narrow_limits`,
+//! `wide_limits`): what the join kernels take, by value (`flat_query`, about 1.3 KB of kernel
+//! parameters) or from device memory (`wide_flat_query`, about 40 KB).
+template <class Limits>
+struct basic_flat_query {
+  using limits = Limits;
+  using atom_type = basic_flat_atom<Limits::width>;
+  atom_type atoms[Limits::atoms];
+  flat_prim prims[Limits::prims];
+  std::uint32_t saved[Limits::saved];
   std::uint32_t atom_count;
   std::uint32_t saved_count;
   //! Seminaive: a match must have a row stamped at or after `mid` (the rule's last run), as
@@ -147,45 +158,48 @@ struct flat_query {
   std::uint32_t* outside;
 };
 
-//! Whether `plan` fits the flat query's fixed arrays; the error names the counts and limits.
-inline expected<void> fits(const rule_plan& plan) {
+using flat_atom = basic_flat_atom<narrow_limits::width>;
+using flat_query = basic_flat_query<narrow_limits>;     //!< passed by value
+using wide_flat_query = basic_flat_query<wide_limits>;  //!< read from device memory
+
+//! Whether `plan` fits the arrays of `Limits`; the error names the counts and limits.
+template <class Limits = narrow_limits>
+expected<void> fits(const rule_plan& plan) {
+  if (plan.query_fits<Limits>() && !plan.atoms.empty()) return {};
   std::size_t widest = 0;
   for (const plan_atom& a : plan.atoms) widest = (std::max)(widest, a.columns.size());
-  if (plan.atoms.size() <= max_atoms && plan.register_count <= max_registers &&
-      plan.saved.size() <= max_saved && widest <= max_width && !plan.atoms.empty() &&
-      plan.prims.size() <= max_prims)
-    return {};
   return fail(error(errc::unsupported, "eqsat::device: rule too large for a flat query")
                   .with("atoms", plan.atoms.size())
-                  .with("max_atoms", max_atoms)
+                  .with("max_atoms", Limits::atoms)
                   .with("registers", plan.register_count)
-                  .with("max_registers", max_registers)
+                  .with("max_registers", Limits::registers)
                   .with("saved", plan.saved.size())
-                  .with("max_saved", max_saved)
+                  .with("max_saved", Limits::saved)
                   .with("width", widest)
-                  .with("max_width", max_width)
+                  .with("max_width", Limits::width)
                   .with("prims", plan.prims.size())
-                  .with("max_prims", max_prims)
+                  .with("max_prims", Limits::prims)
                   .fix("split the rule into smaller ones, or run it on the CPU engine"));
 }
 
 //! The atom `a` of a plan over table `t` whose subsumed keys are `excluded` (`cells` null:
 //! none), its index still unset.
-inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t,
-                              const table_ref& excluded = table_ref{nullptr, 0}) {
-  flat_atom g{.cells = t.cells,
-              .stamps = t.stamps,
-              .index = {},
-              .live = t.live,
-              .rows = t.rows,
-              .width = t.width,
-              .key_column = a.key_column,
-              .key_column2 = a.key_column2,
-              .value = {},
-              .op = {},
-              .prim_begin = 0,
-              .prim_end = 0,
-              .excluded = excluded};
+template <class Atom = flat_atom>
+Atom flatten_atom(const plan_atom& a, const table_ref& t,
+                  const table_ref& excluded = table_ref{nullptr, 0}) {
+  Atom g{.cells = t.cells,
+         .stamps = t.stamps,
+         .index = {},
+         .live = t.live,
+         .rows = t.rows,
+         .width = t.width,
+         .key_column = a.key_column,
+         .key_column2 = a.key_column2,
+         .value = {},
+         .op = {},
+         .prim_begin = 0,
+         .prim_end = 0,
+         .excluded = excluded};
   for (std::size_t c = 0; c < a.columns.size(); ++c) {
     g.op[c] = static_cast<std::uint8_t>(a.columns[c].op);
     g.value[c] = a.columns[c].value;
@@ -199,16 +213,16 @@ inline flat_atom flatten_atom(const plan_atom& a, const table_ref& t,
 //! a key column (`plan.index_keys()` lists them, to build them beforehand). `outside`: the
 //! device flag `flat_query::outside` (needed when the plan has primitives). `subsumed`:
 //! empty, or per function its subsumed keys (`cells` null: none), rows the atoms skip.
-template <class IndexOf>
-expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
-                             IndexOf&& index_of, std::uint32_t* outside = nullptr,
-                             std::span<const table_ref> subsumed = {}) {
-  VYRE_TRY(fits(plan));
+template <class Query = flat_query, class IndexOf>
+expected<void> flatten_into(Query& q, const rule_plan& plan, std::span<const table_ref> tables,
+                            IndexOf&& index_of, std::uint32_t* outside = nullptr,
+                            std::span<const table_ref> subsumed = {}) {
+  VYRE_TRY(fits<typename Query::limits>(plan));
   if (!plan.prims.empty() && outside == nullptr)
     return fail(error(errc::invalid_argument,
                       "eqsat::device::flatten: a plan with primitives needs the outside flag")
                     .fix("pass a device u32 as `outside`"));
-  flat_query q{};
+  q = Query{};
   q.outside = outside;
   for (std::size_t p = 0; p < plan.prims.size(); ++p) {
     const plan_prim& pp = plan.prims[p];
@@ -229,7 +243,7 @@ expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> t
                       .with("table", a.table)
                       .with("tables", tables.size())
                       .fix("pass one table_ref per function of the declarations"));
-    q.atoms[k] = flatten_atom(
+    q.atoms[k] = flatten_atom<typename Query::atom_type>(
         a, tables[a.table], a.table < subsumed.size() ? subsumed[a.table] : table_ref{nullptr, 0});
     // Prims are ascending by atom (`rule_plan::prims`).
     std::size_t p = 0;
@@ -241,13 +255,24 @@ expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> t
       VYRE_TRY_ASSIGN(q.atoms[k].index, index_of(a.table, a.key_column, a.key_column2));
     }
   }
+  return {};
+}
+
+//! `flatten_into` a narrow query (`fits`), returned.
+template <class IndexOf>
+expected<flat_query> flatten(const rule_plan& plan, std::span<const table_ref> tables,
+                             IndexOf&& index_of, std::uint32_t* outside = nullptr,
+                             std::span<const table_ref> subsumed = {}) {
+  flat_query q{};
+  VYRE_TRY(flatten_into(q, plan, tables, std::forward<IndexOf>(index_of), outside, subsumed));
   return q;
 }
 
 // --- device side ----------------------------------------------------------------------------
 
 //! Whether `row` of atom `a`'s table agrees with the registers; binds the atom's new ones.
-__device__ inline bool try_row(const flat_atom& a, std::uint32_t row, std::uint32_t* regs) {
+template <class Atom>
+__device__ bool try_row(const Atom& a, std::uint32_t row, std::uint32_t* regs) {
   const std::uint32_t* cells = a.cells + std::size_t{row} * a.width;
   for (std::uint32_t c = 0; c < a.width; ++c) {
     const std::uint32_t v = cells[c];
@@ -267,7 +292,8 @@ __device__ inline bool try_row(const flat_atom& a, std::uint32_t row, std::uint3
 }
 
 //! Whether primitive `p` holds on the registers; binds its result where it is the first to.
-__device__ inline bool try_prim(const flat_query& q, const flat_prim& p, std::uint32_t* regs) {
+template <class Query>
+__device__ bool try_prim(const Query& q, const flat_prim& p, std::uint32_t* regs) {
   const auto operand = [&](int c) { return p.op[c] == 2 ? p.value[c] : regs[p.value[c]]; };
   std::uint32_t out = 0;
   const prim_outcome r = device_prim_eval(p.prim, operand(0), operand(1), out);
@@ -284,9 +310,9 @@ __device__ inline bool try_prim(const flat_query& q, const flat_prim& p, std::ui
 }
 
 //! `try_row` of atom `j` on a row that is not subsumed, then the primitives that run after it.
-__device__ inline bool try_atom(const flat_query& q, std::uint32_t j, std::uint32_t row,
-                                std::uint32_t* regs) {
-  const flat_atom& a = q.atoms[j];
+template <class Query>
+__device__ bool try_atom(const Query& q, std::uint32_t j, std::uint32_t row, std::uint32_t* regs) {
+  const auto& a = q.atoms[j];
   if (!try_row(a, row, regs)) return false;
   if (a.excluded.cells != nullptr) {
     const std::uint32_t n = a.excluded.in_use();
@@ -349,8 +375,9 @@ struct join_level {
 //! Whether every candidate of atom `k` matches once it is found: each column but the keys its
 //! index searched binds (the lookup already gave those), at level 0 every row is in use, and
 //! no seminaive check waits at the last atom.
-inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
-  const flat_atom& a = q.atoms[k];
+template <class Query>
+bool join_filter_free(const Query& q, std::uint32_t k) noexcept {
+  const auto& a = q.atoms[k];
   if (q.mid != 0 && k + 1 == q.atom_count) return false;
   if ((k == 0 && a.live != nullptr) || a.prim_begin != a.prim_end || a.excluded.cells != nullptr)
     return false;
@@ -362,8 +389,9 @@ inline bool join_filter_free(const flat_query& q, std::uint32_t k) noexcept {
 }
 
 //! `[lo, hi)`: the positions of atom `k`'s candidate rows given the registers bound so far.
-__device__ inline void join_range(const flat_atom& a, const std::uint32_t* regs, std::uint32_t& lo,
-                                  std::uint32_t& hi) {
+template <class Atom>
+__device__ void join_range(const Atom& a, const std::uint32_t* regs, std::uint32_t& lo,
+                           std::uint32_t& hi) {
   if (a.key_column == no_column) {
     lo = 0;
     hi = a.in_use();
@@ -376,7 +404,8 @@ __device__ inline void join_range(const flat_atom& a, const std::uint32_t* regs,
 
 //! Whether the rows of a whole match hold one stamped at or after `q.mid` (seminaive; a table
 //! without timestamps counts as new).
-__device__ inline bool has_new_row(const flat_query& q, const std::uint32_t* rows) {
+template <class Query>
+__device__ bool has_new_row(const Query& q, const std::uint32_t* rows) {
   for (std::uint32_t j = 0; j < q.atom_count; ++j)
     if (q.atoms[j].stamps == nullptr || q.atoms[j].stamps[rows[j]] >= q.mid) return true;
   return false;
@@ -387,8 +416,9 @@ __device__ inline bool has_new_row(const flat_query& q, const std::uint32_t* row
 //! last level of a seminaive query, with a new row). A candidate finds its prefix by binary
 //! search over the scanned counts, so a prefix with a million candidates spreads over a million
 //! threads: the time follows the matches, not the heaviest key.
-__device__ inline bool join_candidate(const flat_query& q, const join_level& L, std::uint32_t t,
-                                      std::uint32_t* regs, std::uint32_t* rows) {
+template <class Query>
+__device__ bool join_candidate(const Query& q, const join_level& L, std::uint32_t t,
+                               std::uint32_t* regs, std::uint32_t* rows) {
   const bool last = L.k + 1 == q.atom_count;
   if (L.k == 0) {
     rows[0] = t;
@@ -408,7 +438,7 @@ __device__ inline bool join_candidate(const flat_query& q, const join_level& L, 
     rows[j] = L.prefixes != nullptr ? L.prefixes[std::size_t{p} * L.k + j] : p;
     if (!try_atom(q, j, rows[j], regs)) return false;
   }
-  const flat_atom& a = q.atoms[L.k];
+  const auto& a = q.atoms[L.k];
   const std::uint32_t at = L.first[p] + (t - L.offsets[p]);
   rows[L.k] = a.key_column != no_column && a.index.rows != nullptr ? a.index.rows[at] : at;
   return try_atom(q, L.k, rows[L.k], regs) && (!last || q.mid == 0 || has_new_row(q, rows));
@@ -419,14 +449,16 @@ namespace detail {
 //! Per prefix of level `L.k >= 1`: its candidates in atom `k` (`counts`) and the first one's
 //! position (`first`), and their sum added to `*total` (one atomic per block). Prefixes past
 //! those in use (and, at level 1, atom-0 rows that fail their own columns) get none.
-template <int = 0>
-VYRE_KERNEL void join_extent_kernel(flat_query q, join_level L, std::uint32_t* counts,
+template <class QueryArg>
+VYRE_KERNEL void join_extent_kernel(QueryArg arg, join_level L, std::uint32_t* counts,
                                     std::uint32_t* first, unsigned long long* total) {
+  const auto& q = kernel_arg(arg);
+  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
   const std::uint32_t used =
       L.live != nullptr ? *L.live : (L.prefixes == nullptr ? q.atoms[0].in_use() : L.count);
   unsigned long long sum = 0;
   VYRE_DETAIL_GRID_LOOP(i, L.count) {
-    std::uint32_t regs[max_registers];
+    std::uint32_t regs[limits::registers];
     bool ok = i < used;
     for (std::uint32_t j = 0; ok && j < L.k; ++j) {
       const std::uint32_t row =
@@ -446,11 +478,13 @@ VYRE_KERNEL void join_extent_kernel(flat_query q, join_level L, std::uint32_t* c
 }
 
 //! `flags[t]`: whether candidate `t` matches (then scanned into output positions).
-template <int = 0>
-VYRE_KERNEL void join_flags_kernel(flat_query q, join_level L, std::uint32_t total,
+template <class QueryArg>
+VYRE_KERNEL void join_flags_kernel(QueryArg arg, join_level L, std::uint32_t total,
                                    std::uint32_t* flags) {
+  const auto& q = kernel_arg(arg);
+  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
   VYRE_DETAIL_GRID_LOOP(t, total) {
-    std::uint32_t regs[max_registers], rows[max_atoms];
+    std::uint32_t regs[limits::registers], rows[limits::atoms];
     flags[t] = join_candidate(q, L, static_cast<std::uint32_t>(t), regs, rows) ? 1u : 0u;
   }
 }
@@ -459,9 +493,11 @@ VYRE_KERNEL void join_flags_kernel(flat_query q, join_level L, std::uint32_t tot
 //! u32), else its rows (the next level's prefix, `L.k + 1` u32). `inclusive`: the inclusive scan
 //! of `join_flags_kernel`'s flags, which places candidate t at `inclusive[t] - 1` when it
 //! matches; null: every candidate matches and goes to position t.
-template <bool Last>
-VYRE_KERNEL void join_write_kernel(flat_query q, join_level L, std::uint32_t total,
+template <bool Last, class QueryArg>
+VYRE_KERNEL void join_write_kernel(QueryArg arg, join_level L, std::uint32_t total,
                                    const std::uint32_t* inclusive, std::uint32_t* out) {
+  const auto& q = kernel_arg(arg);
+  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
   VYRE_DETAIL_GRID_LOOP(t, total) {
     std::size_t at = t;
     if (inclusive != nullptr) {
@@ -469,7 +505,7 @@ VYRE_KERNEL void join_write_kernel(flat_query q, join_level L, std::uint32_t tot
       if (inclusive[t] == before) continue;
       at = before;
     }
-    std::uint32_t regs[max_registers], rows[max_atoms];
+    std::uint32_t regs[limits::registers], rows[limits::atoms];
     if (!join_candidate(q, L, static_cast<std::uint32_t>(t), regs, rows)) continue;
     if constexpr (Last) {
       for (std::uint32_t s = 0; s < q.saved_count; ++s)
@@ -515,6 +551,22 @@ class join_search {
     VYRE_TRY(try_reserve(queries_, queries_.size() + 1, what));
     state s;
     s.q = q;
+    queries_.push_back(std::move(s));
+    return {};
+  }
+
+  //! Adds a wide query: kept, and copied to device memory, where its kernels read it.
+  expected<void> add(const wide_flat_query& q) {
+    VYRE_TRY(try_reserve(queries_, queries_.size() + 1, what));
+    state s;
+    VYRE_TRY(try_assign(s.wide, &q, 1, what));
+    VYRE_TRY_ASSIGN(s.wide_on_device, allocate<wide_flat_query>(1));
+    VYRE_CUDA_TRY(cudaMemcpyAsync(s.wide_on_device.get(), s.wide.data(), sizeof(wide_flat_query),
+                                  cudaMemcpyHostToDevice, stream_),
+                  what);
+    s.q.atom_count = q.atom_count;
+    s.q.saved_count = q.saved_count;
+    s.q.atoms[0].rows = q.atoms[0].rows;
     queries_.push_back(std::move(s));
     return {};
   }
@@ -582,7 +634,7 @@ class join_search {
       state& s = queries_[i];
       if (s.level.k == 0) s.candidates = s.q.atoms[0].rows;
       s.matches = s.candidates;
-      if (s.candidates == 0 || join_filter_free(s.q, s.level.k)) continue;
+      if (s.candidates == 0 || filter_free(s, s.level.k)) continue;
       VYRE_TRY(flag(s));
       VYRE_CUDA_TRY(cudaMemcpyAsync(exact.get() + i, s.inclusive.get() + s.candidates - 1,
                                     sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, stream_),
@@ -608,8 +660,10 @@ class join_search {
   expected<void> write(std::size_t i, std::uint32_t* out) {
     state& s = queries_[i];
     if (s.candidates == 0) return {};
-    detail::join_write_kernel<true><<<detail::grid(s.candidates), detail::block, 0, stream_>>>(
-        s.q, s.level, s.candidates, s.inclusive.size() != 0 ? s.inclusive.get() : nullptr, out);
+    launch(s, [&](const auto& arg) {
+      detail::join_write_kernel<true><<<detail::grid(s.candidates), detail::block, 0, stream_>>>(
+          arg, s.level, s.candidates, s.inclusive.size() != 0 ? s.inclusive.get() : nullptr, out);
+    });
     return vyre::detail::launched("eqsat::device::join_search::write");
   }
 
@@ -617,7 +671,11 @@ class join_search {
   static constexpr const char* what = "eqsat::device::join_search";
 
   struct state {
+    //! The query; for a wide one, only its counts and atom 0's rows (the host's reads).
     flat_query q{};
+    //! A wide query (its one element, kept while the copy may be read; empty: `q` is it).
+    std::vector<wide_flat_query> wide;
+    device_array<wide_flat_query> wide_on_device;
     join_level level;
     u32_array prefixes;   // the level's prefixes (none at level 0 and 1)
     u32_array counts;     // candidates per prefix, then their exclusive scan
@@ -627,6 +685,20 @@ class join_search {
     std::uint32_t candidates = 0;
     std::uint32_t matches = 0;
   };
+
+  //! Calls `f` with what `s`'s kernels take: the narrow query by value, or the wide one's
+  //! device copy.
+  template <class F>
+  static void launch(const state& s, F&& f) {
+    if (!s.wide.empty())
+      f(static_cast<const wide_flat_query*>(s.wide_on_device.get()));
+    else
+      f(s.q);
+  }
+  //! `join_filter_free` of `s`'s query at level `k`.
+  static bool filter_free(const state& s, std::uint32_t k) noexcept {
+    return s.wide.empty() ? join_filter_free(s.q, k) : join_filter_free(s.wide[0], k);
+  }
 
   template <class T>
   expected<device_array<T>> allocate(std::size_t n) const {
@@ -639,8 +711,10 @@ class join_search {
     VYRE_TRY(detail::cub_items(n, what));
     VYRE_TRY_ASSIGN(s.counts, allocate<std::uint32_t>(n));
     VYRE_TRY_ASSIGN(s.first, allocate<std::uint32_t>(n));
-    detail::join_extent_kernel<><<<detail::grid(n), detail::block, 0, stream_>>>(
-        s.q, s.level, s.counts.get(), s.first.get(), total);
+    launch(s, [&](const auto& arg) {
+      detail::join_extent_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(
+          arg, s.level, s.counts.get(), s.first.get(), total);
+    });
     s.level.offsets = s.counts.get();
     s.level.first = s.first.get();
     return vyre::detail::launched(what);
@@ -663,8 +737,10 @@ class join_search {
     const std::uint32_t n = s.candidates;
     VYRE_TRY(detail::cub_items(n, what));
     VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
-    detail::join_flags_kernel<>
-        <<<detail::grid(n), detail::block, 0, stream_>>>(s.q, s.level, n, s.inclusive.get());
+    launch(s, [&](const auto& arg) {
+      detail::join_flags_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(arg, s.level, n,
+                                                                                s.inclusive.get());
+    });
     VYRE_TRY(vyre::detail::launched(what));
     return scan(s.inclusive.get(), n, true);
   }
@@ -673,12 +749,14 @@ class join_search {
   //! count stays on the device when the level filters; `candidates` bounds it).
   expected<void> next_level(state& s) {
     const std::uint32_t n = s.candidates, k = s.level.k;
-    const bool filters = !join_filter_free(s.q, k);
+    const bool filters = !filter_free(s, k);
     if (filters && n != 0) VYRE_TRY(flag(s));
     VYRE_TRY_ASSIGN(u32_array next, allocate<std::uint32_t>(std::size_t{n} * (k + 1)));
     if (n != 0) {
-      detail::join_write_kernel<false><<<detail::grid(n), detail::block, 0, stream_>>>(
-          s.q, s.level, n, filters ? s.inclusive.get() : nullptr, next.get());
+      launch(s, [&](const auto& arg) {
+        detail::join_write_kernel<false><<<detail::grid(n), detail::block, 0, stream_>>>(
+            arg, s.level, n, filters ? s.inclusive.get() : nullptr, next.get());
+      });
       VYRE_TRY(vyre::detail::launched(what));
     }
     // The next level's exact count is the flags' inclusive total: it must outlive this level.

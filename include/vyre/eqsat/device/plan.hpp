@@ -58,10 +58,12 @@
 //! `panic` makes any match hand the iteration to the CPU engine, which stops with its message.
 //! Registers saved per match (`saved`): those the head reads.
 //!
-//! Limits (the flat query's and the apply's fixed arrays): `max_atoms` atoms, `max_registers`
-//! query variables, `max_saved` saved registers, `max_steps` appended rows per match,
-//! `max_width` columns per table, `max_prims` primitive atoms, `max_computes` head calls and
-//! lookups, `max_unites` unions per match.
+//! Limits (the flat query's and the apply's fixed arrays): those of `wide_limits` (atoms,
+//! query variables, saved registers, appended rows per match, columns per table, primitive
+//! atoms, head calls and lookups, unions per match). A rule within `narrow_limits`
+//! (`rule_plan::query_fits`, `actions_fit`: every rewrite of math.egg's kind) runs kernels
+//! whose query and head are kernel parameters and whose threads keep small arrays, a wider one
+//! (luminal's fusion rules) the same kernels, which then read them from device memory.
 #pragma once
 
 #include <algorithm>
@@ -81,16 +83,26 @@
 
 namespace vyre::eqsat::device {
 
-//! Columns of a row at the most: arity 7 plus the value column (the e-matching and apply
-//! kernels keep a row's operations in fixed arrays of this size).
-inline constexpr std::uint32_t max_width = 8;
-inline constexpr std::uint32_t max_atoms = 8;       //!< table atoms of a rule's body
-inline constexpr std::uint32_t max_registers = 32;  //!< query variables of a rule
-inline constexpr std::uint32_t max_saved = 16;      //!< saved registers per match
-inline constexpr std::uint32_t max_steps = 16;    //!< rows a match appends (makes, sets, subsumes)
-inline constexpr std::uint32_t max_prims = 8;     //!< primitive atoms of a rule's body
-inline constexpr std::uint32_t max_computes = 8;  //!< calls and lookups of a rule's head
-inline constexpr std::uint32_t max_unites = 4;    //!< unions of a rule's head
+//! A size class of the device's per-rule arrays: what a flat query (`ematch.cuh`) and a
+//! rule's flattened head (the apply) hold, and the arrays a thread keeps for them: columns of
+//! a row (arity + 1), table atoms of a rule's body, query variables, saved registers per match,
+//! rows a match appends, primitive atoms of the body, calls and lookups of the head, unions of
+//! the head.
+template <std::uint32_t Width, std::uint32_t Atoms, std::uint32_t Registers, std::uint32_t Saved,
+          std::uint32_t Steps, std::uint32_t Prims, std::uint32_t Computes, std::uint32_t Unites>
+struct size_class {
+  static constexpr std::uint32_t width = Width, atoms = Atoms, registers = Registers, saved = Saved,
+                                 steps = Steps, prims = Prims, computes = Computes, unites = Unites;
+};
+
+//! The narrow class: the query and head fit in kernel parameters (about 1.3 KB).
+using narrow_limits = size_class<8, 8, 32, 16, 16, 8, 8, 4>;
+//! The wide class: rules of up to 128 atoms over rows of up to 32 columns (a thread keeps
+//! about 1.3 KB of registers and row ids in local memory).
+using wide_limits = size_class<32, 128, 192, 64, 64, 16, 16, 8>;
+
+//! Columns of a row the device holds at the most: the wide class's.
+inline constexpr std::uint32_t max_width = wide_limits::width;
 
 enum class column_op : std::uint8_t {
   bind,     //!< store the row's value in register `value`
@@ -319,6 +331,31 @@ struct rule_plan {
   //! Whether step `s` appends a deleted key.
   bool deletes(std::size_t s) const noexcept {
     return s >= actions.size() + sets.size() + subsumed.size();
+  }
+  //! Whether the query fits the arrays of `Limits` (`narrow_limits`: its kernels take it as a
+  //! parameter); every plan fits `wide_limits`.
+  template <class Limits>
+  bool query_fits() const noexcept {
+    std::size_t widest = 0;
+    for (const plan_atom& a : atoms) widest = (std::max)(widest, a.columns.size());
+    return atoms.size() <= Limits::atoms && register_count <= Limits::registers &&
+           saved.size() <= Limits::saved && widest <= Limits::width &&
+           prims.size() <= Limits::prims;
+  }
+  //! Whether the head fits the arrays of `Limits`: its steps, rows of at most `Limits::width`
+  //! columns (a step's row is its key and one value), computes and unions.
+  template <class Limits>
+  bool actions_fit() const noexcept {
+    std::size_t widest = 0;
+    for (const make_node& m : actions) widest = (std::max)(widest, m.args.size() + 1);
+    for (const set_node& st : sets) widest = (std::max)(widest, st.args.size() + 1);
+    for (const make_node& m : subsumed) widest = (std::max)(widest, m.args.size() + 1);
+    for (const make_node& m : deleted) widest = (std::max)(widest, m.args.size() + 1);
+    for (const compute_step& c : computes)
+      widest = (std::max)(widest, c.arg_count + std::size_t{1});
+    return step_count() <= Limits::steps && widest <= Limits::width &&
+           saved.size() <= Limits::saved && computes.size() <= Limits::computes &&
+           unites.size() <= Limits::unites;
   }
   //! The indexes the plan looks rows up in: (table, key column, second key column or
   //! `no_column`).
@@ -609,22 +646,22 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
   const query& q = rule.body;
   const std::uint32_t variables = q.variable_count();
   if (q.never) return fail(detail::rule_refused(rule, "a rule whose query never holds"));
-  if (q.prims.size() > max_prims)
+  if (q.prims.size() > wide_limits::prims)
     return fail(detail::rule_refused(rule, "more primitive atoms than the GPU engine evaluates")
                     .with("primitives", q.prims.size())
-                    .with("max", max_prims));
+                    .with("max", wide_limits::prims));
   if (!q.equalities.empty())
     return fail(detail::rule_refused(rule, "the GPU engine matches no equality of globals"));
   if (q.atoms.empty())
     return fail(detail::rule_refused(rule, "the GPU engine matches no query without tables"));
-  if (q.atoms.size() > max_atoms)
+  if (q.atoms.size() > wide_limits::atoms)
     return fail(detail::rule_refused(rule, "more table atoms than the GPU engine joins")
                     .with("atoms", q.atoms.size())
-                    .with("max", max_atoms));
-  if (variables > max_registers)
+                    .with("max", wide_limits::atoms));
+  if (variables > wide_limits::registers)
     return fail(detail::rule_refused(rule, "more query variables than the GPU engine keeps")
                     .with("variables", variables)
-                    .with("max", max_registers));
+                    .with("max", wide_limits::registers));
   const auto canonical = [&](value v) { return v < db.ids.size() ? db.ids.find_const(v) : v; };
 
   rule_plan plan;
@@ -900,9 +937,9 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
       }
       case action_op::unite: {
         if (a.args.size() != 2) return fail(detail::rule_refused(rule, "a union of two values"));
-        if (plan.unites.size() == max_unites)
+        if (plan.unites.size() == wide_limits::unites)
           return fail(detail::rule_refused(rule, "more unions per match than the GPU engine runs")
-                          .with("max", max_unites));
+                          .with("max", wide_limits::unites));
         plan.unites.push_back({lower(a.args[0]), lower(a.args[1])});
         break;
       }
@@ -912,11 +949,11 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
           return fail(detail::rule_refused(rule,
                                            "a call or lookup writes a register the GPU engine "
                                            "does not expect"));
-        if (plan.computes.size() == max_computes)
+        if (plan.computes.size() == wide_limits::computes)
           return fail(detail::rule_refused(rule,
                                            "more primitive calls and lookups per match than "
                                            "the GPU engine evaluates")
-                          .with("max", max_computes));
+                          .with("max", wide_limits::computes));
         compute_step c;
         if (a.op == action_op::call) {
           if (a.target >= decl.prims.size() ||
@@ -989,16 +1026,16 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         return fail(detail::rule_refused(rule, "an action the GPU engine does not run"));
     }
   }
-  if (plan.step_count() > max_steps)
+  if (plan.step_count() > wide_limits::steps)
     return fail(detail::rule_refused(rule, "more rows per match than the GPU engine appends")
                     .with("steps", plan.step_count())
-                    .with("max", max_steps));
-  if (plan.saved.size() > max_saved)
+                    .with("max", wide_limits::steps));
+  if (plan.saved.size() > wide_limits::saved)
     return fail(detail::rule_refused(rule,
                                      "more saved registers per match than the GPU engine "
                                      "keeps")
                     .with("saved", plan.saved.size())
-                    .with("max", max_saved));
+                    .with("max", wide_limits::saved));
   return plan;
 }
 

@@ -147,8 +147,9 @@ VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
 //! sets its bit in `h.moved` (unless this round inserts every row), and a row that changed
 //! takes the timestamp `*t.now` (where the table keeps them). A warp takes 32 aligned rows a
 //! step (every lane steps alike, so the ballot names all of them) and writes their word whole,
-//! and counts them with one atomic.
-template <int = 0>
+//! and counts them with one atomic. `Width`: the most columns of `t` (`narrow_limits::width`, or
+//! `max_width` for a wider table), the row's old arguments kept per thread.
+template <std::uint32_t Width>
 VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_ref h) {
   const std::uint32_t used = t.in_use();
   const bool every_row = h.control[2] == 1;
@@ -160,7 +161,7 @@ VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_
     bool moved = false, changed = false;
     if (r < used) {
       std::uint32_t* row = t.cells + r * t.width;
-      std::uint32_t old[max_width];
+      std::uint32_t old[Width];
       for (std::uint32_t c = 0; c < last; ++c) old[c] = row[c];
       for (std::uint32_t c = 0; c < t.width; ++c) {
         if (!t.holds_class(c)) continue;
@@ -489,7 +490,12 @@ inline expected<void> congruence_round(const table_ref& t, union_find_ref uf,
   VYRE_TRY(vyre::detail::launched(what));
   detail::congruence_clear_kernel<><<<detail::grid(h.slot_count), detail::block, 0, stream>>>(h);
   VYRE_TRY(vyre::detail::launched(what));
-  detail::canonicalize_kernel<><<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h);
+  if (t.width <= narrow_limits::width)
+    detail::canonicalize_kernel<narrow_limits::width>
+        <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h);
+  else
+    detail::canonicalize_kernel<max_width>
+        <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h);
   VYRE_TRY(vyre::detail::launched(what));
   detail::congruence_insert_kernel<>
       <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h, merged);

@@ -88,6 +88,19 @@ inline unsigned grid(std::uint64_t items) noexcept {
 }
 inline constexpr unsigned block = vyre::detail::block_size;
 
+#if defined(__CUDACC__)
+//! What a kernel takes of a per-rule block: the block itself, passed by value (a narrow class's
+//! query or head, in kernel parameters), or a device pointer to it (a wide class's).
+template <class Block>
+__device__ const Block& kernel_arg(const Block& b) {
+  return b;
+}
+template <class Block>
+__device__ const Block& kernel_arg(const Block* b) {
+  return *b;
+}
+#endif
+
 //! The runtime services the CUB helpers need: only the device memory.
 inline vyre::detail::runtime_ref runtime_for(device_resource_ref memory) noexcept {
   vyre::detail::runtime_ref runtime;
