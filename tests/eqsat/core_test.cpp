@@ -888,6 +888,55 @@ TEST_CASE("gpu_resident_check: the state moves when the device holds every value
   CHECK(summed.error().message().find("merged by min, max") != std::string::npos);
 }
 
+TEST_CASE("device plan: the size class of a rule (narrow or wide) and the wide class's limit",
+          "[eqsat][core][device_plan]") {
+  namespace dev = eq::device;
+  // A rewrite; a chain of `n` atoms; a make of a 10-argument row from a narrow query; a rule
+  // appending 18 rows per match.
+  const auto chain = [](int n) {
+    std::string atoms, top = "(Z)";
+    for (int i = 0; i + 1 < n; ++i)
+      atoms += "(= x" + std::to_string(i) + " (S x" + std::to_string(i + 1) + ")) ";
+    return "(rule (" + atoms + "(= x" + std::to_string(n - 1) + " (Z))) ((S x0)))\n";
+  };
+  std::string tower = "t";
+  for (int i = 0; i < 18; ++i) tower = "(S " + tower + ")";
+  const std::string text =
+      "(datatype N (Z) (S N))\n(constructor W (N N N N N N N N N N) N)\n"
+      "(rewrite (S (S x)) (S x))\n" +
+      chain(11) + "(rule ((= t (S (Z)))) ((W t t t t t t t t t t)))\n" + "(rule ((= t (S (Z)))) (" +
+      tower + "))\n" + chain(129);
+  eq::session s;
+  REQUIRE(s.run_text(text, "t.egg"));
+  const eq::declarations& decl = s.decl();
+  REQUIRE(decl.rules.size() == 5);
+  static const eq::database no_ids;
+  const auto plan = [&](std::size_t r) { return dev::plan_rule(decl, no_ids, decl.rules[r]); };
+  const auto rewrite = plan(0), joined = plan(1), made = plan(2), appended = plan(3);
+  REQUIRE(rewrite);
+  CHECK(rewrite->query_fits<dev::narrow_limits>());
+  CHECK(rewrite->actions_fit<dev::narrow_limits>());
+  REQUIRE(joined);  // 11 atoms: the wide query, a narrow head
+  CHECK(joined->atoms.size() == 11);
+  CHECK_FALSE(joined->query_fits<dev::narrow_limits>());
+  CHECK(joined->query_fits<dev::wide_limits>());
+  CHECK(joined->actions_fit<dev::narrow_limits>());
+  REQUIRE(made);  // a row of 11 columns: a narrow query, the wide head
+  CHECK(made->query_fits<dev::narrow_limits>());
+  CHECK_FALSE(made->actions_fit<dev::narrow_limits>());
+  CHECK(made->actions_fit<dev::wide_limits>());
+  REQUIRE(appended);  // 18 rows per match
+  CHECK(appended->step_count() == 18);
+  CHECK_FALSE(appended->actions_fit<dev::narrow_limits>());
+  CHECK(appended->actions_fit<dev::wide_limits>());
+  // 129 atoms: refused, naming the count and the limit.
+  const auto refused = plan(4);
+  REQUIRE_FALSE(refused);
+  CHECK(refused.error().code() == vyre::errc::unsupported);
+  CHECK(refused.error().message().find("atoms=129") != std::string::npos);
+  CHECK(refused.error().message().find("max=128") != std::string::npos);
+}
+
 TEST_CASE("gpu engine: which programs keep timestamps on the device, and move with :merge new",
           "[eqsat][core][device_plan]") {
   const auto decl_of = [](const std::string& program, eq::session& s) -> const eq::declarations& {
