@@ -111,6 +111,18 @@ struct iteration_report : iteration_counts {
 
 namespace detail {
 
+//! Scratch for one row's values or one call's operands: 64 on the stack, more (a function or
+//! primitive of that many) on the heap.
+struct row_buffer {
+  value small[64];
+  std::vector<value> large;
+  value* get(std::size_t n) {
+    if (n <= 64) return small;
+    large.resize(n);
+    return large.data();
+  }
+};
+
 //! An error of a running program (a failed lookup or primitive in an action, a panic, a
 //! merge conflict): `errc::invalid_argument` with the action's span, as `lang::syntax_error`
 //! gives compile errors (`errc::parse`), so `(fail ...)` can tell the two apart.
@@ -415,15 +427,10 @@ class cpu_engine {
     //! Runs `block` on `regs`; errors (a failed lookup or primitive, a panic) stop the
     //! iteration with the action's span.
     expected<void> run(const action_block& block, value* regs) {
-      value args[64];
-      std::vector<value> wide;
+      detail::row_buffer args;
       for (const action& a : block.actions) {
         const std::size_t n = a.args.size();
-        value* in = args;
-        if (n > 64) {
-          wide.resize(n);
-          in = wide.data();
-        }
+        value* in = args.get(n);
         for (std::size_t i = 0; i < n; ++i) {
           const operand& o = a.args[i];
           in[i] = o.is_reg() ? regs[o.v]
@@ -1466,13 +1473,8 @@ class cpu_engine {
       lv.lo = s.range == detail::row_range::newer ? t.first_row_at(mid) : 0;
       lv.hi = s.range == detail::row_range::older ? t.first_row_at(mid) : t.rows();
       if (s.by_key) {
-        value key[64];
-        std::vector<value> wide;
-        value* k = key;
-        if (t.arity() > 64) {
-          wide.resize(t.arity());
-          k = wide.data();
-        }
+        detail::row_buffer key;
+        value* k = key.get(t.arity());
         for (std::uint32_t c = 0; c < t.arity(); ++c) k[c] = term_value(s.terms[c]);
         const std::uint32_t r = t.find(k);
         lv.pos = r == table::no_row ? 0 : r;
@@ -1481,13 +1483,8 @@ class cpu_engine {
       }
       const detail::column_index* idx = (*probes)[i];
       if (idx != nullptr) {
-        value row_image[64];
-        std::vector<value> wide;
-        value* img = row_image;
-        if (t.width() > 64) {
-          wide.resize(t.width());
-          img = wide.data();
-        }
+        detail::row_buffer row_image;
+        value* img = row_image.get(t.width());
         for (const std::uint32_t c : s.probe) img[c] = term_value(s.terms[c]);
         const std::uint64_t b = detail::hash_columns(img, idx->columns) & idx->mask;
         lv.list = idx->rows.data();
@@ -1513,13 +1510,8 @@ class cpu_engine {
         lv.pos = lv.end;
         const prim_atom& pa = q->prims[s.index];
         const std::size_t n = pa.args.size();
-        value args[64];
-        std::vector<value> wide;
-        value* in = args;
-        if (n > 64) {
-          wide.resize(n);
-          in = wide.data();
-        }
+        detail::row_buffer args;
+        value* in = args.get(n);
         for (std::size_t a = 0; a < n; ++a) in[a] = term_value(s.terms[a]);
         value_context ctx = engine->values(prim_context::read);
         ctx.tables = &engine->reader_;

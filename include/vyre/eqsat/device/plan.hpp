@@ -633,6 +633,17 @@ inline error function_refused(const declarations& decl, const rule_decl& rule, c
       rule.name);
 }
 
+//! A refusal of `rule`, which reads or sets function `f`, a table the device does not hold
+//! (`table_fits`).
+inline error unheld_function(const declarations& decl, const rule_decl& rule, std::uint32_t f) {
+  return function_refused(decl, rule,
+                          "a rule reads or sets a function the GPU engine does not hold "
+                          "(constructors, functions merged by new or with :no-merge, and "
+                          "functions of i64 or bool merged by min, max, and or or, in at most "
+                          "32 columns)",
+                          f);
+}
+
 }  // namespace detail
 
 //! Rule `rule` of `decl` lowered to a device plan (see the file comment); its id constants
@@ -679,12 +690,7 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
     if (ta.function >= decl.functions.size())
       return fail(detail::rule_refused(rule, "an atom names no function"));
     if (!table_fits(decl, ta.function))
-      return fail(detail::function_refused(decl, rule,
-                                           "a query reads a function the GPU engine does not hold "
-                                           "(constructors, functions merged by new or with "
-                                           ":no-merge, and functions of i64 or bool merged by "
-                                           "min, max, and or or)",
-                                           ta.function));
+      return fail(detail::unheld_function(decl, rule, ta.function));
     if (ta.terms.size() != decl.functions[ta.function].arity() + 1u)
       return fail(detail::rule_refused(rule, "an atom's columns do not fit its table"));
     pattern[i].table = ta.function;
@@ -910,13 +916,7 @@ inline expected<rule_plan> plan_rule(const declarations& decl, const database& d
         break;
       }
       case action_op::set: {
-        if (!table_fits(decl, a.target))
-          return fail(detail::function_refused(decl, rule,
-                                               "a set of a function the GPU engine does not hold "
-                                               "(constructors, functions merged by new or with "
-                                               ":no-merge, and functions of i64 or bool merged "
-                                               "by min, max, and or or)",
-                                               a.target));
+        if (!table_fits(decl, a.target)) return fail(detail::unheld_function(decl, rule, a.target));
         if (a.args.size() != decl.functions[a.target].arity() + 1u)
           return fail(detail::rule_refused(rule, "an action's arguments do not fit its table"));
         // The device orders the i64 values it holds inline; a constant it does not is refused
