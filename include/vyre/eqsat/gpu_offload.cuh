@@ -18,9 +18,9 @@
 //! of ids) and, in `device_choice::automatic`, the iteration starts on at least `crossover` rows
 //! and neither its rules nor the tables need the wide kernels (`device::wide_limits`: luminal's
 //! programs, whose iterations of hundreds of matches over rules of up to 126 atoms cost the
-//! device 2-6x the CPU engine's time; `docs/performance.md`). Once on the device, the run stays
-//! there for every ruleset it accepts: moving back costs a download. Otherwise the session
-//! syncs the state back and runs the iteration on its CPU engine.
+//! device several times the CPU engine's time; `docs/performance.md`). Once on the device, the
+//! run stays there for every ruleset it accepts: moving back costs a download. Otherwise the
+//! session syncs the state back and runs the iteration on its CPU engine.
 //!
 //! The backend is made by the factory on the first accepted iteration, so a program that never
 //! reaches the device makes no CUDA call. In automatic mode a factory that fails (no device)
