@@ -584,9 +584,9 @@ TEST_CASE("gpu offload: functions merged by new or with :no-merge run on the dev
 TEST_CASE("gpu offload: rules and rows past the narrow kernels' arrays run on the device",
           "[eqsat][gpu]") {
   // `chain` joins 11 atoms (the narrow class holds 8) and makes a row of 11 columns (8);
-  // `swap` reads and writes those rows; `tower`, a query of 3 atoms, appends 18 rows per match
-  // (16). The wide class's kernels read their query and head from device memory, the rebuild keeps
-  // 32 columns a row for the wide table, and every iteration stays on the device.
+  // `swap` reads and writes those rows; `tower`, a query of 3 atoms, appends 18 rows per
+  // match (16). The wide class's kernels read their query and head from device memory, the
+  // rebuild keeps 32 columns a row for the wide table, and every iteration stays on the device.
   const char* text = R"((datatype N (Z) (S N))
 (constructor Wide (N N N N N N N N N N) N)
 (rule ((= a (S b)) (= b (S c)) (= c (S d)) (= d (S e)) (= e (S f)) (= f (S g)) (= g (S h))
