@@ -462,12 +462,11 @@ class json_scanner {
 
   //! A key whose opening quote was just read, when it is `word` written plainly (then the key
   //! is read); false leaves it to `string`. `word` ends with the closing quote.
-  template <std::size_t N>
-  bool plain_key(const char (&word)[N]) noexcept {
-    // At most N - 1 bytes are compared, stopping at the first difference (the sentinel ends the
-    // document, and `padding` bytes follow it).
-    if (std::memcmp(p_, word, N - 1) != 0) return false;
-    p_ += N - 1;
+  bool plain_key(std::string_view word) noexcept {
+    // At most `word.size()` bytes are compared, stopping at the first difference (the sentinel
+    // ends the document, and `padding` bytes follow it).
+    if (std::memcmp(p_, word.data(), word.size()) != 0) return false;
+    p_ += word.size();
     return true;
   }
 
@@ -522,47 +521,29 @@ class json_scanner {
   //! The fields of a node the scanner reads; `other` is any other key.
   enum class field { op, eclass, cost, children, other };
 
+  //! A node key the scanner knows, with its closing quote (as `plain_key` matches it).
+  struct known_key {
+    std::string_view quoted;
+    field which;
+  };
+  static constexpr known_key node_keys[] = {{"op\"", field::op},
+                                            {"eclass\"", field::eclass},
+                                            {"subsumed\"", field::other},  // egglog's, ignored
+                                            {"cost\"", field::cost},
+                                            {"children\"", field::children}};
+
   //! A node field's key, its opening quote read (known keys without a `string` call).
   bool node_key(field& which) {
-    switch (*p_) {
-      case 'o':
-        if (plain_key("op\"")) {
-          which = field::op;
-          return true;
-        }
-        break;
-      case 'e':
-        if (plain_key("eclass\"")) {
-          which = field::eclass;
-          return true;
-        }
-        break;
-      case 's':
-        if (plain_key("subsumed\"")) {  // egglog's, ignored
-          which = field::other;
-          return true;
-        }
-        break;
-      case 'c':
-        if (plain_key("cost\"")) {
-          which = field::cost;
-          return true;
-        }
-        if (plain_key("children\"")) {
-          which = field::children;
-          return true;
-        }
-        break;
-      default:
-        break;
-    }
+    for (const known_key& k : node_keys)
+      if (*p_ == k.quoted.front() && plain_key(k.quoted)) {
+        which = k.which;
+        return true;
+      }
     std::string_view key;
     if (!string(key)) return false;
-    which = key == "op"         ? field::op
-            : key == "eclass"   ? field::eclass
-            : key == "cost"     ? field::cost
-            : key == "children" ? field::children
-                                : field::other;
+    which = field::other;
+    for (const known_key& k : node_keys)
+      if (key == k.quoted.substr(0, k.quoted.size() - 1)) which = k.which;
     return true;
   }
 
