@@ -22,14 +22,16 @@
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
-//!    A rule whose actions only make rows and unite, or end in a set of a constructor row (a
-//!    rewrite), first probes its matches on every thread: a match whose rows all exist needs
-//!    only its union (a set of an existing constructor row unites its class with the set
-//!    value), which is dropped when its two classes are one already; the others run in order
-//!    as above. Hits make no id and stage nothing, and unions keep the smaller representative
-//!    whatever their order, so the result is the serial one. A key that holds an id the apply
-//!    made is in no table: it is not looked up there, and a set of it that nothing staged
-//!    before is staged as a new row.
+//!    A rule of many matches whose head only makes rows and unites, or ends in a set of a
+//!    constructor row (a rewrite), runs an action at a time over all its matches instead, on
+//!    every thread: each match looks its row up in the table and the staged rows; the keys
+//!    found in neither are grouped by key (in fixed hash buckets), each gets one fresh id in
+//!    the order of its first match, and their rows are appended to the table at once, where
+//!    later actions and rules find them. A set of a row that exists only unites (dropped when
+//!    its classes are one already), unless it would lower the row's id or the row is staged:
+//!    then it is staged as above. Which ids are made does not depend on the threads. A key
+//!    that holds an id the apply made is in no table the apply did not append to: it is not
+//!    looked up there, and a set of it that nothing staged before is staged as a new row.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
 //!    appended, an existing key's value is merged (constructors: the ids are united and the
 //!    smaller kept; `:merge`: its expression over `old` and `new`; `:no-merge`: must be equal).
@@ -288,20 +290,27 @@ class cpu_engine {
     }
     apply_state state(*this, prim_context::write);
     state.trust_fresh = true;
-    const bool probe_sets = !can_delete(rules);
+    const bool sets_by_level = !can_delete(rules);
     for (std::size_t i = 0; i < rules.size(); ++i) {
       const rule_decl& rule = decl_->rules[rules[i]];
       state.context = rule.naive ? prim_context::full : prim_context::write;
-      std::vector<value> regs(rule.head.register_count(), 0);
       const std::uint32_t width = rule.body.variable_count();
-      // The serial pass: the probe's misses, then the matches it did not probe, in order.
-      std::vector<std::uint64_t> misses;
-      const std::uint64_t probed =
-          probe_rows(rule.head, matches[i], width, probe_sets, state, misses);
-      const std::uint64_t serial = misses.size() + (matches[i].count - probed);
-      for (std::uint64_t k = 0; k < serial; ++k) {
-        const std::uint64_t m = k < misses.size() ? misses[k] : probed + (k - misses.size());
-        if (width != 0) std::copy_n(matches[i].at(m, width), width, regs.data());
+      const std::uint64_t count = matches[i].count;
+      if (count >= level_apply_matches && runs_by_level(rule.head, sets_by_level)) {
+        for (std::uint64_t begin = 0; begin < count; begin += apply_state::level_piece) {
+          const std::uint64_t end = (std::min)(count, begin + apply_state::level_piece);
+          VYRE_TRY(state.run_levels(rule.head, matches[i], width, begin, end, threads_));
+          if (over_node_limit(state.staged_rows())) {
+            report.stopped = iteration_stop::node_limit;
+            return report;
+          }
+        }
+        matches[i] = match_buffer{};
+        continue;
+      }
+      std::vector<value> regs(rule.head.register_count(), 0);
+      for (std::uint64_t k = 0; k < count; ++k) {
+        if (width != 0) std::copy_n(matches[i].at(k, width), width, regs.data());
         VYRE_TRY(state.run(rule.head, regs.data()));
         if (state.panicked) break;
         if ((k & 0xfff) == 0xfff && over_node_limit(state.staged_rows())) {
@@ -391,6 +400,7 @@ class cpu_engine {
     apply_state(cpu_engine& engine, prim_context ctx)
         : context(ctx), engine_(engine), first_made_(static_cast<value>(engine.db_->ids.size())) {
       staged_.resize(engine.db_->tables.size());
+      appended_to_.resize(engine.db_->tables.size(), 0);
     }
 
     prim_context context;
@@ -413,7 +423,8 @@ class cpu_engine {
 
     //! Whether the merge writes function `f`'s table (rows staged, or deletions).
     bool writes(std::uint32_t f) const noexcept {
-      return f < staged_.size() && (!staged_[f].cells.empty() || staged_[f].removed_count != 0);
+      return f < staged_.size() &&
+             (!staged_[f].cells.empty() || staged_[f].removed_count != 0 || appended_to_[f] != 0);
     }
 
     //! Rows staged so far (for the node limit inside an iteration).
@@ -490,13 +501,122 @@ class cpu_engine {
       return {};
     }
 
+    //! Matches a level-at-a-time apply takes in one piece: its buffers are a few words per
+    //! match and register, and the pieces run in match order.
+    static constexpr std::uint64_t level_piece = std::uint64_t{1} << 20;
+
+    //! Runs a rewrite's `head` (`cpu_engine::runs_by_level`) on matches [begin, end) of
+    //! `found` an action at a time, each action for every match on up to `threads` threads
+    //! (the file comment, step 2): a row that exists or is staged gives its value; the rows
+    //! that do not are grouped by key, each key gets one fresh id (in the order of its first
+    //! match) and is appended to its table at once, so later actions and rules find it there.
+    //! A set of a row that exists unites the classes, or (where it would lower the row's id, or
+    //! the row is staged) is staged as a serial apply stages it.
+    expected<void> run_levels(const action_block& head, const match_buffer& found,
+                              std::uint32_t width, std::uint64_t begin, std::uint64_t end,
+                              unsigned threads) {
+      database& db = *engine_.db_;
+      const auto n = static_cast<std::size_t>(end - begin);
+      const std::uint32_t regs_per = head.register_count();
+      const unsigned chunks = (std::max)(1u, vyre::detail::chunk_count(threads, n, 4096));
+      std::vector<value> regs(n * regs_per, 0);
+      if (width != 0)
+        vyre::detail::parallel_chunks(chunks, n, [&](unsigned, std::size_t from, std::size_t to) {
+          for (std::size_t m = from; m < to; ++m)
+            std::copy_n(found.at(begin + m, width), width, &regs[m * regs_per]);
+        });
+      const auto operands = [&](const action& a, const value* r, value* in) {
+        for (std::size_t k = 0; k < a.args.size(); ++k) {
+          const operand& o = a.args[k];
+          in[k] =
+              o.is_reg() ? r[o.v] : (o.type == operand::kind::id ? db.ids.find_const(o.v) : o.v);
+        }
+      };
+      std::vector<std::vector<std::pair<value, value>>> unions(chunks);
+      const auto hand_over_unions = [&] {
+        for (auto& list : unions) {
+          unions_.insert(unions_.end(), list.begin(), list.end());
+          list.clear();
+        }
+      };
+      level_scratch& w = level_;
+      for (const action& a : head.actions) {
+        if (a.op == action_op::unite) {
+          vyre::detail::parallel_chunks(
+              chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+                value in[2];
+                for (std::size_t m = from; m < to; ++m) {
+                  operands(a, &regs[m * regs_per], in);
+                  if (db.ids.find_const(in[0]) != db.ids.find_const(in[1]))
+                    unions[c].emplace_back(in[0], in[1]);
+                }
+              });
+          hand_over_unions();
+          continue;
+        }
+        // A make (keys; the row's value is the result) or the final set (keys, then the value).
+        const bool is_set = a.op == action_op::set;
+        const table& t = db.tables[a.target];
+        const std::uint32_t arity = t.arity();
+        w.keys.resize(n * arity);
+        w.values.resize(n);
+        w.hashes.resize(n);
+        w.kinds.resize(n);
+        w.counts.assign(std::size_t{chunks} * level_buckets, 0);
+        vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+          detail::row_buffer buffer;
+          value* in = buffer.get(a.args.size());
+          for (std::size_t m = from; m < to; ++m) {
+            operands(a, &regs[m * regs_per], in);
+            value* keys = &w.keys[m * arity];
+            std::copy_n(in, arity, keys);
+            w.kinds[m] = level_done;
+            const std::uint32_t r = t.find(keys);
+            if (is_set) {
+              const value v = in[arity];
+              w.values[m] = v;
+              if (r != table::no_row) {
+                const value cur = t.value_of(r);
+                if (v < cur)  // the merge rewrites the row with the smaller id: staged
+                  w.kinds[m] = level_staged;
+                else if (cur != v)
+                  unions[c].emplace_back(cur, v);
+                continue;
+              }
+              if (pending_key(a.target, keys)) {
+                w.kinds[m] = level_staged;
+                continue;
+              }
+            } else {
+              value& out = regs[m * regs_per + a.dst];
+              if (r != table::no_row) {
+                out = t.value_of(r);
+                continue;
+              }
+              if (pending(a.target, keys, out)) continue;
+            }
+            w.kinds[m] = level_new;
+            w.hashes[m] = vyre::eqsat::detail::row_hash(keys, arity);
+            ++w.counts[std::size_t{c} * level_buckets + bucket_of(w.hashes[m])];
+          }
+        });
+        VYRE_TRY(make_level_rows(a, is_set, n, chunks, threads, regs, regs_per, unions));
+        hand_over_unions();
+        if (is_set)
+          for (std::size_t m = 0; m < n; ++m)
+            if (w.kinds[m] == level_staged)
+              VYRE_TRY(stage(a.target, &w.keys[m * arity], w.values[m], merged_row));
+      }
+      return {};
+    }
+
     // table_access: what primitives (`unstable-app`, `vec-union`, ...) may do.
     bool is_constructor(std::uint32_t function) override {
       return engine_.decl_->functions[function].kind == function_kind::constructor;
     }
     bool lookup(std::uint32_t function, const value* keys, value& out) override {
       const table& t = engine_.db_->tables[function];
-      const std::uint32_t r = made_here(t, keys) ? table::no_row : t.find(keys);
+      const std::uint32_t r = made_here(function, keys) ? table::no_row : t.find(keys);
       if (r != table::no_row) {
         out = t.value_of(r);
         return true;
@@ -533,6 +653,8 @@ class cpu_engine {
       database& db = *engine_.db_;
       const declarations& decl = *engine_.decl_;
       merging_ = true;  // the tables take rows with the ids made so far
+      if (std::find(appended_to_.begin(), appended_to_.end(), 1) != appended_to_.end())
+        changed = true;
       while (any_staged_ || !unions_.empty()) {
         any_staged_ = false;
         for (const auto& [a, b] : unions_) {
@@ -618,11 +740,12 @@ class cpu_engine {
       return true;
     }
 
-    //! Whether `keys` (of a row of `t`) hold an id this apply made, which no table holds yet:
-    //! only while nothing but the merge writes the tables and it has not begun
-    //! (`trust_fresh`).
-    bool made_here(const table& t, const value* keys) const noexcept {
-      if (!trust_fresh || merging_) return false;
+    //! Whether `keys` (of a row of `function`'s table) hold an id this apply made, which no
+    //! table holds yet: only while nothing but the merge writes the tables and it has not
+    //! begun (`trust_fresh`), and not in a table `run_levels` appended to.
+    bool made_here(std::uint32_t function, const value* keys) const noexcept {
+      if (!trust_fresh || merging_ || appended_to_[function] != 0) return false;
+      const table& t = engine_.db_->tables[function];
       for (std::uint32_t c = 0; c < t.arity(); ++c)
         if (t.id_column(c) && keys[c] >= first_made_) return true;
       return false;
@@ -633,7 +756,7 @@ class cpu_engine {
       const table& t = engine_.db_->tables[function];
       // A set of a key that holds an id this apply made and that nothing staged before: the
       // merge appends it as a fresh row, with no lookup (no table holds the key).
-      if (flag == merged_row && made_here(t, keys) && !pending_key(function, keys))
+      if (flag == merged_row && made_here(function, keys) && !pending_key(function, keys))
         flag = fresh_row;
       const auto row = static_cast<std::uint32_t>(s.flags.size());
       if (row >= 0xfffffff0u)
@@ -668,10 +791,128 @@ class cpu_engine {
       return {};
     }
 
+    //! `run_levels`' buffers, a word or a few per match of a piece (kept for the next action).
+    static constexpr std::uint8_t level_done = 0, level_staged = 1, level_new = 2;
+    //! Buckets the new keys of one action are grouped in: fixed, so the grouping (and the ids
+    //! it gives) do not depend on the threads.
+    static constexpr std::size_t level_buckets = 256;
+    static std::size_t bucket_of(std::uint64_t h) noexcept {
+      return (h >> 24) & (level_buckets - 1);
+    }
+    struct level_scratch {
+      std::vector<value> keys;            // per match: the action's keys
+      std::vector<value> values;          // per match: a set's value
+      std::vector<std::uint64_t> hashes;  // per new key: its hash
+      std::vector<std::uint8_t> kinds;    // per match: level_done, level_staged or level_new
+      std::vector<std::size_t> counts;    // per chunk and bucket: new keys, then their places
+      std::vector<std::uint32_t> order;   // the new keys' matches by bucket, in match order
+      std::vector<std::uint32_t> first;   // per new key: the first match with its key
+      std::vector<std::uint32_t> made;    // per first match: its row's place among the new rows
+      std::vector<value> least;           // per first match of a set: the least value set
+      std::vector<value> rows;            // the new rows (keys, value)
+    };
+
+    //! The rows of the keys `run_levels` found new for action `a`: grouped by key (the first
+    //! match of a key stands for it), one row per key appended to the table, and each match's
+    //! result (a make's fresh id) or union (a set's value with the key's first) handed out.
+    expected<void> make_level_rows(const action& a, bool is_set, std::size_t n, unsigned chunks,
+                                   unsigned threads, std::vector<value>& regs,
+                                   std::uint32_t regs_per,
+                                   std::vector<std::vector<std::pair<value, value>>>& unions) {
+      database& db = *engine_.db_;
+      table& t = db.tables[a.target];
+      const std::uint32_t arity = t.arity(), row_width = t.width();
+      level_scratch& w = level_;
+      // Each bucket's new keys in match order: chunk by chunk, as the chunks found them.
+      std::size_t total = 0;
+      for (std::size_t b = 0; b < level_buckets; ++b)
+        for (unsigned c = 0; c < chunks; ++c) {
+          const std::size_t count = w.counts[std::size_t{c} * level_buckets + b];
+          w.counts[std::size_t{c} * level_buckets + b] = total;
+          total += count;
+        }
+      if (total == 0) return {};
+      std::vector<std::size_t> bucket_begin(level_buckets + 1, total);
+      for (std::size_t b = level_buckets; b-- > 0;)
+        bucket_begin[b] = w.counts[b];  // chunk 0's place is the bucket's first
+      w.order.resize(total);
+      w.first.resize(n);
+      vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+        std::size_t* at = &w.counts[std::size_t{c} * level_buckets];
+        for (std::size_t m = from; m < to; ++m)
+          if (w.kinds[m] == level_new)
+            w.order[at[bucket_of(w.hashes[m])]++] = static_cast<std::uint32_t>(m);
+      });
+      // Per bucket, on every thread: the first match of each key (an open-addressing set).
+      if (is_set) w.least.resize(n);
+      const unsigned bucket_chunks = (std::max)(1u, (std::min)(chunks, unsigned{level_buckets}));
+      vyre::detail::parallel_chunks(
+          bucket_chunks, level_buckets, [&](unsigned, std::size_t from, std::size_t to) {
+            std::vector<std::uint32_t> slots;
+            for (std::size_t b = from; b < to; ++b) {
+              const std::size_t lo = bucket_begin[b], hi = bucket_begin[b + 1];
+              if (lo == hi) continue;
+              std::size_t size = 16;
+              while (size < 2 * (hi - lo)) size <<= 1;
+              slots.assign(size, 0);  // 0 empty; else the first match + 1
+              for (std::size_t i = lo; i < hi; ++i) {
+                const std::uint32_t m = w.order[i];
+                const value* keys = &w.keys[std::size_t{m} * arity];
+                for (std::size_t s = w.hashes[m] & (size - 1);; s = (s + 1) & (size - 1)) {
+                  if (slots[s] == 0) {
+                    slots[s] = m + 1;
+                    w.first[m] = m;
+                    if (is_set) w.least[m] = w.values[m];
+                    break;
+                  }
+                  const std::uint32_t f = slots[s] - 1;
+                  if (w.hashes[f] == w.hashes[m] &&
+                      vyre::eqsat::detail::same_row(&w.keys[std::size_t{f} * arity], keys, arity)) {
+                    w.first[m] = f;
+                    if (is_set) w.least[f] = (std::min)(w.least[f], w.values[m]);
+                    break;
+                  }
+                }
+              }
+            }
+          });
+      // The keys' places among the new rows, in the order of their first matches.
+      w.made.resize(n);
+      std::size_t rows = 0;
+      for (std::size_t m = 0; m < n; ++m)
+        if (w.kinds[m] == level_new && w.first[m] == m)
+          w.made[m] = static_cast<std::uint32_t>(rows++);
+      value base = 0;
+      if (!is_set) {
+        VYRE_TRY_ASSIGN(base, db.ids.make_many(rows));
+      }
+      w.rows.resize(rows * row_width);
+      vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+        for (std::size_t m = from; m < to; ++m) {
+          if (w.kinds[m] != level_new) continue;
+          const std::uint32_t f = w.first[m];
+          if (f == m) {
+            value* row = &w.rows[std::size_t{w.made[m]} * row_width];
+            std::copy_n(&w.keys[m * arity], arity, row);
+            row[arity] = is_set ? w.least[m] : base + w.made[m];
+          }
+          if (!is_set)
+            regs[m * regs_per + a.dst] = base + w.made[f];
+          else if (w.values[m] != w.values[f])
+            unions[c].emplace_back(w.values[f], w.values[m]);
+        }
+      });
+      VYRE_TRY(t.append_distinct(w.rows.data(), rows, db.now, threads));
+      appended_to_[a.target] = 1;
+      return {};
+    }
+
+    level_scratch level_;
     cpu_engine& engine_;
     value first_made_;      // the first id this apply made (ids.size() when it began)
     bool merging_ = false;  // the merge has begun
     std::vector<staged> staged_;
+    std::vector<std::uint8_t> appended_to_;  // per table: `run_levels` appended rows to it
     std::vector<std::pair<value, value>> unions_;
     bool any_staged_ = false;
     std::uint64_t staged_count_ = 0;
@@ -681,8 +922,8 @@ class cpu_engine {
   //! Whether the apply of `rules` may stage a deletion: a `delete` in a head, or a call of a
   //! primitive that may write tables (`unstable-multiset-clear-index` deletes) or apply one
   //! (`unstable-app`), in a head or in a `:merge`. The merge applies deletions first, so a set
-  //! of a row the table holds may write back a row deleted in the same apply: the probe then
-  //! leaves sets to the serial pass.
+  //! of a row the table holds may write back a row deleted in the same apply: a set then runs
+  //! match by match.
   bool can_delete(const std::vector<std::uint32_t>& rules) const {
     const auto deletes = [&](const action_block& block) {
       for (const action& a : block.actions) {
@@ -700,93 +941,27 @@ class cpu_engine {
     return false;
   }
 
-  //! The parallel probe of a rewrite's matches (the file comment, step 2): when `head` only
-  //! makes rows and unites, or ends in a set of a constructor row (a rewrite's head: the row
-  //! of the right side set to the matched class; `sets`: only where no deletion can be staged,
-  //! `can_delete`), and there are enough matches for the threads, the matches' rows
-  //! are looked up on every thread; a match whose rows all exist hands its union to `state`
-  //! (unless its classes are one already), the others go to `misses` in match order for the
-  //! serial pass. A sample (the first sixteenth) goes first: when fewer than a quarter of it
-  //! hit, the rest is left to the serial pass, which would look the rows up again.
-  //! @returns the matches probed (a prefix; 0 when the probe does not apply).
-  std::uint64_t probe_rows(const action_block& head, const match_buffer& found, std::uint32_t width,
-                           bool sets, apply_state& state, std::vector<std::uint64_t>& misses) {
+  //! Matches of one rule from which a rewrite's head runs an action at a time
+  //! (`apply_state::run_levels`); fewer run match by match. A count, not a share of the
+  //! threads: which ids the apply makes must not depend on them.
+  static constexpr std::uint64_t level_apply_matches = 4096;
+
+  //! Whether `head` can run an action at a time: it only makes constructor rows and unites,
+  //! or ends in a set of a constructor row (a rewrite's head: the row of the right side set to
+  //! the matched class; `sets`: only where no deletion can be staged, `can_delete`).
+  bool runs_by_level(const action_block& head, bool sets) const {
     for (std::size_t k = 0; k < head.actions.size(); ++k) {
       const action& a = head.actions[k];
-      if (a.op == action_op::make || a.op == action_op::unite) continue;
-      // A rewrite's head ends in a set of the matched class: on a constructor row that
-      // exists, that is a union of its class with the matched one. (`target` names a function
-      // only for a set: checked first.)
-      if (!sets || a.op != action_op::set || k + 1 != head.actions.size()) return 0;
+      if (a.op == action_op::unite) continue;
+      if (a.op != action_op::make &&
+          (!sets || a.op != action_op::set || k + 1 != head.actions.size()))
+        return false;
+      // (`target` names a function only for a make or a set: checked first.)
       const function_decl& fn = decl_->functions[a.target];
       if (fn.kind != function_kind::constructor || fn.relation || fn.merge != merge_kind::unite)
-        return 0;
+        return false;
     }
-    const std::uint64_t n = found.count;
-    if (vyre::detail::chunk_count(threads_, n, 4096) < 2) return 0;
-    const std::uint64_t sample = (std::max)(n / 16, (std::min)(n, std::uint64_t{8192}));
-    probe_range(head, found, width, 0, sample, state, misses);
-    if ((sample - misses.size()) * 4 < sample) return sample;
-    probe_range(head, found, width, sample, n, state, misses);
-    return n;
-  }
-
-  //! `probe_rows` over matches [begin, end).
-  void probe_range(const action_block& head, const match_buffer& found, std::uint32_t width,
-                   std::uint64_t begin, std::uint64_t end, apply_state& state,
-                   std::vector<std::uint64_t>& misses) {
-    std::size_t most_args = 0;
-    for (const action& a : head.actions) most_args = (std::max)(most_args, a.args.size());
-    const std::uint64_t n = end - begin;
-    const unsigned chunks = (std::max)(1u, vyre::detail::chunk_count(threads_, n, 4096));
-    const database& db = *db_;
-    std::vector<std::vector<std::pair<value, value>>> unions(chunks);
-    std::vector<std::vector<std::uint64_t>> missed(chunks);
-    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
-      std::vector<value> regs(head.register_count(), 0), in(most_args, 0);
-      for (std::size_t m = begin + from; m < begin + to; ++m) {
-        if (width != 0) std::copy_n(found.at(m, width), width, regs.data());
-        const std::size_t kept = unions[c].size();  // a miss's unions go with it
-        bool hit = true;
-        for (const action& a : head.actions) {
-          for (std::size_t k = 0; k < a.args.size(); ++k) {
-            const operand& o = a.args[k];
-            in[k] = o.is_reg() ? regs[o.v]
-                               : (o.type == operand::kind::id ? db.ids.find_const(o.v) : o.v);
-          }
-          if (a.op == action_op::unite) {
-            if (db.ids.find_const(in[0]) != db.ids.find_const(in[1]))
-              unions[c].emplace_back(in[0], in[1]);
-            continue;
-          }
-          const table& t = db.tables[a.target];
-          const std::uint32_t r = t.find(in.data());
-          if (r == table::no_row) {
-            hit = false;
-            break;
-          }
-          if (a.op == action_op::set) {  // the last action: keys, then the class
-            // The merge keeps the smaller id in the row: a set that would lower it rewrites
-            // the row, which only the serial pass does in order.
-            const value cur = t.value_of(r), v = in[a.args.size() - 1];
-            if (v < cur) {
-              hit = false;
-              break;
-            }
-            if (cur != v) unions[c].emplace_back(cur, v);
-            continue;
-          }
-          regs[a.dst] = t.value_of(r);
-        }
-        if (hit) continue;
-        unions[c].resize(kept);
-        missed[c].push_back(m);
-      }
-    });
-    for (unsigned c = 0; c < chunks; ++c) {
-      for (const auto& [a, b] : unions[c]) (void)state.unite(a, b);
-      misses.insert(misses.end(), missed[c].begin(), missed[c].end());
-    }
+    return true;
   }
 
   //! Writes (keys, v) into `t` at timestamp `ts`: appended when the key is new, else merged

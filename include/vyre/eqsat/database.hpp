@@ -29,6 +29,7 @@
 
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
+#include "vyre/detail/parallel.hpp"
 #include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/ir.hpp"
 #include "vyre/eqsat/primitives.hpp"
@@ -154,6 +155,32 @@ class table {
     else
       insert_slot(detail::row_hash(keys, arity_), r);
     return r;
+  }
+
+  //! Appends `n` live rows `cells` (`width()` words each) stamped `ts`, whose keys are distinct
+  //! and held by no live row (the fresh rows of an apply), and indexes them on up to `threads`
+  //! threads. @returns `errc::abi_limit`, with nothing appended, past `max_rows`.
+  expected<void> append_distinct(const value* cells, std::size_t n, std::uint32_t ts,
+                                 unsigned threads) {
+    if (n == 0) return {};
+    if (n > max_rows - rows())
+      return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
+                      .with("rows", rows())
+                      .with("appended", n)
+                      .fix("stop earlier with --node-limit"));
+    const std::size_t first = rows();
+    cells_.insert(cells_.end(), cells, cells + n * width_);
+    stamps_.resize(first + n, ts);
+    states_.resize(first + n, static_cast<std::uint8_t>(row_state::live));
+    changed_ = true;
+    present_ += n;
+    if ((used_slots_ + n) * 2 > slots_.size()) {
+      reset_index(present_ + 1);
+      index_range(0, rows(), threads);
+    } else {
+      index_range(first, rows(), threads);
+    }
+    return {};
   }
 
   //! Room in the key index for `more` appends without growing it again: a batch of appends
@@ -305,6 +332,38 @@ class table {
         return;
       }
     }
+  }
+  //! Puts rows [begin, end) that are not stale into the key index (which has room for them)
+  //! on up to `threads` threads: a slot is claimed by a compare-and-swap from empty, so the
+  //! slots a key lands in vary between runs, never what `find` answers.
+  void index_range(std::size_t begin, std::size_t end, unsigned threads) {
+    const unsigned chunks = vyre::detail::chunk_count(threads, end - begin, std::size_t{1} << 16);
+    if (chunks < 2) {
+      for (std::size_t r = begin; r < end; ++r)
+        if (state(r) != row_state::stale)
+          insert_slot(detail::row_hash(row(r), arity_), static_cast<std::uint32_t>(r));
+      return;
+    }
+    std::vector<std::size_t> inserted(chunks, 0);
+    vyre::detail::parallel_chunks(
+        chunks, end - begin, [&](unsigned c, std::size_t from, std::size_t to) {
+          std::size_t count = 0;
+          for (std::size_t r = begin + from; r < begin + to; ++r) {
+            if (state(r) == row_state::stale) continue;
+            const std::uint64_t h = detail::row_hash(row(r), arity_);
+            const std::uint64_t entry = ((h >> 32) << 32) | (std::uint64_t{r} + 1);
+            for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+              std::atomic_ref<std::uint64_t> slot(slots_[i]);
+              std::uint64_t empty = 0;
+              if (slot.load(std::memory_order_relaxed) == 0 &&
+                  slot.compare_exchange_strong(empty, entry, std::memory_order_relaxed))
+                break;
+            }
+            ++count;
+          }
+          inserted[c] = count;
+        });
+    for (const std::size_t count : inserted) used_slots_ += count;
   }
   void reindex() { index_rows((std::max)(present_ + 1, std::size_t{8})); }
   //! A key index for `capacity` rows holding every row that is not stale.

@@ -255,6 +255,20 @@ class id_space {
     parent_.push_back(id);
     return id;
   }
+  //! `n` fresh ids, consecutive. @returns the first, or `errc::abi_limit` (nothing made) when
+  //! they would pass 2^32 - 1 ids.
+  expected<value> make_many(std::size_t n) {
+    const std::size_t first = parent_.size();
+    if (n > no_value - first)
+      return fail(error(errc::abi_limit, "more e-class and container ids than a u32 holds")
+                      .with("ids", first)
+                      .with("asked", n)
+                      .fix("stop earlier with --node-limit, or split the program"));
+    united_away_.resize((first + n + 63) / 64, 0);  // first: a failing resize leaves them whole
+    parent_.resize(first + n);
+    for (std::size_t i = first; i < first + n; ++i) parent_[i] = static_cast<value>(i);
+    return static_cast<value>(first);
+  }
   std::size_t size() const noexcept { return parent_.size(); }
 
   //! The representative of `x`, halving the path on the way (not thread safe).
