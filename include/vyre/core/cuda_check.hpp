@@ -22,19 +22,34 @@ inline error cuda_error(cudaError_t status, const char* context) noexcept {
       .cuda(status_source::cuda_runtime, static_cast<int>(status), cudaGetErrorName(status));
 }
 
+namespace detail {
+//! Success, or the failure `to_error(status, context)` makes of a status other than `success`:
+//! `cuda_check` and the driver's `cuda_driver_check` are this for their status type.
+template <class Status, class ToError>
+expected<void> check_status(Status status, Status success, ToError to_error,
+                            const char* context) noexcept {
+  if (status == success) [[likely]]
+    return {};
+  return fail(to_error(status, context));
+}
+}  // namespace detail
+
 //! Checks a runtime status: success, or the error described above.
 inline expected<void> cuda_check(cudaError_t status, const char* context) noexcept {
-  if (status == cudaSuccess) [[likely]]
-    return {};
-  return fail(cuda_error(status, context));
+  return detail::check_status(status, cudaSuccess, cuda_error, context);
 }
 
 }  // namespace vyre
 
+//! Evaluates `call`, which returns a `Status`, and returns `to_error(status, context)` from the
+//! enclosing function when the status is not `success` (`VYRE_CUDA_TRY`, `VYRE_CU_TRY`).
+#define VYRE_DETAIL_STATUS_TRY(Status, success, to_error, call, context) \
+  do {                                                                   \
+    if (const Status vyre_status_ = (call); vyre_status_ != (success))   \
+      return ::vyre::fail(to_error(vyre_status_, context));              \
+  } while (false)
+
 //! Evaluates a CUDA runtime call and returns its error from the enclosing function (which must
 //! return `vyre::expected<...>`) when it fails.
-#define VYRE_CUDA_TRY(call, context)                                          \
-  do {                                                                        \
-    if (const cudaError_t vyre_status_ = (call); vyre_status_ != cudaSuccess) \
-      return ::vyre::fail(::vyre::cuda_error(vyre_status_, context));         \
-  } while (false)
+#define VYRE_CUDA_TRY(call, context) \
+  VYRE_DETAIL_STATUS_TRY(cudaError_t, cudaSuccess, ::vyre::cuda_error, call, context)

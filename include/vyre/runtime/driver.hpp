@@ -94,17 +94,12 @@ inline error cuda_driver_error(CUresult status, const char* context) noexcept {
 
 //! Checks a driver status: success, or the error described above.
 inline expected<void> cuda_driver_check(CUresult status, const char* context) noexcept {
-  if (status == CUDA_SUCCESS) [[likely]]
-    return {};
-  return fail(cuda_driver_error(status, context));
+  return detail::check_status(status, CUDA_SUCCESS, cuda_driver_error, context);
 }
 
 }  // namespace vyre
 
 //! Evaluates a CUDA driver call and returns its error from the enclosing function (which must
 //! return `vyre::expected<...>`) when it fails.
-#define VYRE_CU_TRY(call, context)                                                \
-  do {                                                                            \
-    if (const CUresult vyre_cu_status_ = (call); vyre_cu_status_ != CUDA_SUCCESS) \
-      return ::vyre::fail(::vyre::cuda_driver_error(vyre_cu_status_, context));   \
-  } while (false)
+#define VYRE_CU_TRY(call, context) \
+  VYRE_DETAIL_STATUS_TRY(CUresult, CUDA_SUCCESS, ::vyre::cuda_driver_error, call, context)
