@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 
+from script_checks import check, exit_status
+
 NO_DEVICE = 3  # vyre-eqsat's exit status for --device gpu without a usable device
 BAD_USAGE = 2
 
@@ -28,15 +30,6 @@ PROGRAM = """(datatype E (Lit i64) (Plus E E) (Times E E))
 (Times (Lit 2) $x)
 (extract (Times (Lit 2) $x))
 (print-size)"""
-
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-
 
 def run(tool, *args):
     out = subprocess.run([tool, *args], capture_output=True, text=True, timeout=300)
@@ -129,11 +122,7 @@ def main(tool, work):
         check(rc == BAD_USAGE and err.count("\n") == 0,
               f"--crossover {bad}: exit {rc} (want {BAD_USAGE}, one line on stderr): {err}")
 
-    if failures:
-        print(f"{len(failures)} check(s) failed", file=sys.stderr)
-        return 1
-    print("ok")
-    return 0
+    return exit_status("ok")
 
 
 if __name__ == "__main__":

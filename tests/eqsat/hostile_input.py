@@ -33,16 +33,10 @@ import sys
 import tempfile
 import time
 
+from script_checks import check, exit_status
+
 SKIP = 77
 CONTRACT = {0, 1, 2, 3}
-failures = []
-
-
-def check(condition, message):
-    if not condition:
-        failures.append(message)
-        print("FAIL: " + message, file=sys.stderr)
-    return condition
 
 
 class Runner:
@@ -284,11 +278,7 @@ def main():
     r = Runner(args.tool, args.work, args.device, args.sanitized)
     for step in (nesting, wide, limits, options, lambda x: emit(x, args.egraph), terms, reading):
         step(r)
-    if failures:
-        print(f"{len(failures)} failures", file=sys.stderr)
-        return 1
-    print("hostile input: every run kept the contract")
-    return 0
+    return exit_status("hostile input: every run kept the contract")
 
 
 if __name__ == "__main__":
