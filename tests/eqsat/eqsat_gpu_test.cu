@@ -182,23 +182,41 @@ std::size_t on_device(const run_result& r) {
   return on_device_iterations(r.iterations);
 }
 
-//! math.egg from VYRE_EGGLOG_DATA_DIR; empty (and the run marked SKIPPED) when it is missing.
-std::string math_program() {
-  const std::string path = std::string(VYRE_EGGLOG_DATA_DIR) + "/math.egg";
+//! The text of the file at `path`; nothing when it cannot be opened.
+std::optional<std::string> file_text(const std::string& path) {
   std::ifstream file(path);
-  if (!file) {
-    WARN("no " << path << " (set VYRE_EGGLOG_DATA_DIR): this math.egg test is SKIPPED");
-    data_missing = true;
-    return {};
-  }
+  if (!file) return std::nullopt;
   std::stringstream text;
   text << file.rdbuf();
   return text.str();
 }
 
-const char* const small_programs[] = {
-    // repeated variables, literals, a nullary constructor, commutativity
-    R"((datatype M (Add M M) (Mul M M) (Num i64) (V String) (Zero))
+//! math.egg from VYRE_EGGLOG_DATA_DIR; empty (and the run marked SKIPPED) when it is missing.
+std::string math_program() {
+  const std::string path = std::string(VYRE_EGGLOG_DATA_DIR) + "/math.egg";
+  std::optional<std::string> text = file_text(path);
+  if (!text) {
+    WARN("no " << path << " (set VYRE_EGGLOG_DATA_DIR): this math.egg test is SKIPPED");
+    data_missing = true;
+    return {};
+  }
+  return *std::move(text);
+}
+
+//! The program `name` of tests/eqsat/programs (which the Python tests run too, through
+//! rewrite_programs.py), then `runs`: what to run and print after it.
+std::string shared_program(const char* name, const char* runs) {
+  const std::string path = std::string(VYRE_EQSAT_PROGRAMS_DIR) + "/" + name + ".egg";
+  std::optional<std::string> text = file_text(path);
+  if (!text) FAIL("no " << path);
+  return *text + runs;
+}
+
+//! Built on first use (a shared program is read from its file).
+const std::vector<std::string>& small_programs() {
+  static const std::vector<std::string> programs = {
+      // repeated variables, literals, a nullary constructor, commutativity
+      R"((datatype M (Add M M) (Mul M M) (Num i64) (V String) (Zero))
 (rewrite (Add x x) (Mul (Num 2) x))
 (rewrite (Mul a b) (Mul b a))
 (rewrite (Add a (Num 0)) a)
@@ -209,20 +227,12 @@ const char* const small_programs[] = {
 (run 6)
 (extract (Add (V "a") (V "a")))
 (print-size))",
-    // literals in patterns, a rule that only adds a row
-    R"((datatype M (Add M M) (Num i64) (V String))
-(rewrite (Add a (Num 0)) a)
-(rewrite (Add (Num 1) (Num 1)) (Num 2))
-(rewrite (Add a b) (Add b a))
-(rewrite (V "zero") (Num 0))
-(Add (V "x") (Num 0))
-(Add (Num 1) (Num 1))
-(Add (V "y") (V "zero"))
-(run 6)
+      // literals in patterns, a rule that only adds a row
+      shared_program("literals_in_patterns", R"((run 6)
 (extract (Add (V "y") (V "zero")))
-(print-size Add))",
-    // birewrite, depth 3, a rule that never matches
-    R"((datatype M (Add M M) (Mul M M) (Neg M) (V String) (G M))
+(print-size Add))"),
+      // birewrite, depth 3, a rule that never matches
+      R"((datatype M (Add M M) (Mul M M) (Neg M) (V String) (G M))
 (birewrite (Mul a (Add b c)) (Add (Mul a b) (Mul a c)))
 (rewrite (Neg (Add (Mul a b) c)) (Add (Neg (Mul a b)) (Neg c)))
 (rewrite (Neg (Neg (Neg a))) (Neg a))
@@ -233,8 +243,8 @@ const char* const small_programs[] = {
 (run 6)
 (extract (Neg (Neg (Neg (V "q")))))
 (extract (Add (Mul (V "x") (V "y")) (Mul (V "x") (V "z"))) 3))",
-    // globals (id literals in a rule's query and actions), two datatypes, growth
-    R"((datatype E (Lit i64) (Plus E E) (Times E E) (Neg E))
+      // globals (id literals in a rule's query and actions), two datatypes, growth
+      R"((datatype E (Lit i64) (Plus E E) (Times E E) (Neg E))
 (datatype S (Assign String E) (Seq S S))
 (let $x (Plus (Lit 0) (Plus (Lit 5) (Lit 7))))
 (let $two (Lit 2))
@@ -250,8 +260,8 @@ const char* const small_programs[] = {
 (check (= (Neg (Neg (Lit 9))) $x))
 (extract (Times $two $x))
 (print-size))",
-    // relations: a rule whose head only adds a relation's row, a rule matching it
-    R"((datatype N (Z) (S N) (P N N))
+      // relations: a rule whose head only adds a relation's row, a rule matching it
+      R"((datatype N (Z) (S N) (P N N))
 (relation le (N N))
 (rule ((S x)) ((le x (S x))))
 (rule ((le a b) (le b c)) ((le a c)))
@@ -259,8 +269,8 @@ const char* const small_programs[] = {
 (P (S (S (S (Z)))) (S (Z)))
 (run 8)
 (print-size le))",
-    // atoms that share no column (the second scans its table), a literal key
-    R"((datatype M (V String) (N i64) (P M M))
+      // atoms that share no column (the second scans its table), a literal key
+      R"((datatype M (V String) (N i64) (P M M))
 (rule ((= a (V s)) (= b (V t))) ((P a b)))
 (rule ((P a (V "y")) (N 3)) ((union a (N 3))))
 (V "x")
@@ -269,10 +279,10 @@ const char* const small_programs[] = {
 (N 3)
 (run 4)
 (print-size))",
-    // primitives on the device: constant folding (two calls, the second reading the first), a
-    // filter and a binding primitive whose result a later atom looks up, `!=` of two classes,
-    // a division by zero and a remainder by zero that drop their matches
-    R"((datatype M (Num i64) (Add M M) (Mul M M) (Half M) (V String))
+      // primitives on the device: constant folding (two calls, the second reading the first), a
+      // filter and a binding primitive whose result a later atom looks up, `!=` of two classes,
+      // a division by zero and a remainder by zero that drop their matches
+      R"((datatype M (Num i64) (Add M M) (Mul M M) (Half M) (V String))
 (rewrite (Add (Num a) (Num b)) (Num (+ a b)))
 (rewrite (Mul (Num a) (Num b)) (Num (* (+ a 0) b)))
 (rewrite (Add a b) (Add b a))
@@ -290,10 +300,10 @@ const char* const small_programs[] = {
 (check (= (Half (Num 20)) (Num 10)))
 (extract $e)
 (print-size))",
-    // analyses on the device: functions merged by min, max and or, read by the query and by a
-    // lookup in the actions of a :naive rule, two sets in one head, a set and a union in one
-    // head
-    R"((datatype E (Num i64) (Var String) (Add E E) (Mul E E))
+      // analyses on the device: functions merged by min, max and or, read by the query and by a
+      // lookup in the actions of a :naive rule, two sets in one head, a set and a union in one
+      // head
+      R"((datatype E (Num i64) (Var String) (Add E E) (Mul E E))
 (function cval (E) i64 :merge (min old new))
 (function depth (E) i64 :merge (max old new))
 (function known (E) bool :merge (or old new))
@@ -315,9 +325,9 @@ const char* const small_programs[] = {
 (check (= (cval (Add (Num 1) (Mul (Num 2) (Num 3)))) 7))
 (print-function cval 40)
 (print-size))",
-    // shortest paths to a fixpoint: the last iterations only lower values (no row is added),
-    // which must count as a change, or saturate would stop early
-    R"((datatype N (V i64))
+      // shortest paths to a fixpoint: the last iterations only lower values (no row is added),
+      // which must count as a change, or saturate would stop early
+      R"((datatype N (V i64))
 (function w (N N) i64 :merge (min old new))
 (function dist (N) i64 :merge (min old new))
 (relation reached (N))
@@ -335,10 +345,10 @@ const char* const small_programs[] = {
 (check (= (dist (V 3)) 3))
 (print-function dist 10)
 (print-size))",
-    // subsumption on the device: folded sums and products subsumed (a rule's subsume and a
-    // :subsume rewrite), so commutativity no longer matches them; a row subsumed before the
-    // device takes the state
-    R"((datatype M (Num i64) (Add M M) (Mul M M) (V String))
+      // subsumption on the device: folded sums and products subsumed (a rule's subsume and a
+      // :subsume rewrite), so commutativity no longer matches them; a row subsumed before the
+      // device takes the state
+      R"((datatype M (Num i64) (Add M M) (Mul M M) (V String))
 (rule ((= e (Add (Num a) (Num b))) (= s (+ a b)))
       ((union e (Num s)) (subsume (Add (Num a) (Num b)))))
 (rewrite (Mul (Num a) (Num b)) (Num (* a b)) :subsume)
@@ -353,7 +363,9 @@ const char* const small_programs[] = {
 (check (= (Add (Num 1) (Num 2)) (Num 3)))
 (extract $e)
 (print-size))",
-};
+  };
+  return programs;
+}
 
 //! One term and a rule that adds a G row and an F row per match, one match per F row: the
 //! tables grow by one row each per iteration, so they keep their capacity classes (the rebuild's
@@ -399,7 +411,7 @@ const char* const mixed_program = R"((datatype M (Num i64) (Add M M) (Mul M M) (
 }  // namespace
 
 TEST_CASE("gpu offload: equal to the cpu session on small programs", "[eqsat][gpu]") {
-  for (const char* text : small_programs) {
+  for (const std::string& text : small_programs()) {
     INFO(text);
     const run_result want = run_program(text, nullptr);
     const run_result got = run_program(text, on_gpu());
@@ -888,7 +900,7 @@ TEST_CASE("gpu offload: math.egg, 10 iterations", "[eqsat][gpu]") {
 
 TEST_CASE("gpu offload: an iteration that could cross the node limit runs on the CPU engine",
           "[eqsat][gpu]") {
-  const std::string text = small_programs[3];
+  const std::string text = small_programs()[3];
   const run_result unlimited = run_program(text, nullptr);
   REQUIRE(unlimited.ok);
   REQUIRE(unlimited.iterations.size() >= 5);
@@ -969,7 +981,7 @@ TEST_CASE("gpu offload: device memory under a node limit stays near the e-graph 
 
 TEST_CASE("gpu offload: automatic mode moves at the crossover, or stays without a device",
           "[eqsat][gpu]") {
-  const std::string text = std::string(small_programs[3]);
+  const std::string text = small_programs()[3];
   const run_result want = run_program(text, nullptr);
   REQUIRE(want.iterations.size() >= 4);
   // Mid-run: the first iteration that starts on at least the rows after iteration 2.
@@ -1001,7 +1013,8 @@ TEST_CASE("gpu offload: a failed device allocation keeps the last committed iter
           "[eqsat][gpu][fault_sweep]") {
   using vyre::testing::allocation_kind;
   using vyre::testing::scoped_allocation_fault;
-  const std::string text = GENERATE(std::string(small_programs[3]), chain_program(6));
+  // A copy: from an lvalue first, GENERATE would hold references (one to a dead temporary).
+  const std::string text = GENERATE(std::string(small_programs()[3]), chain_program(6));
   CAPTURE(text);
   const run_result want = run_program(text, nullptr);
   REQUIRE(want.ok);
