@@ -28,8 +28,8 @@
 //!    found in neither are grouped by key (in fixed hash buckets), each gets one fresh id in
 //!    the order of its first match, and their rows are appended to the table at once, where
 //!    later actions and rules find them. A set of a row that exists only unites (dropped when
-//!    its classes are one already), unless it would lower the row's id or the row is staged:
-//!    then it is staged as above. Which ids are made does not depend on the threads. A key
+//!    its classes are one already; the rebuild writes the row with its class's id); a set of
+//!    a staged row is staged as above. Which ids are made does not depend on the threads. A key
 //!    that holds an id the apply made is in no table the apply did not append to: it is not
 //!    looked up there, and a set of it that nothing staged before is staged as a new row.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
@@ -510,8 +510,8 @@ class cpu_engine {
     //! (the file comment, step 2): a row that exists or is staged gives its value; the rows
     //! that do not are grouped by key, each key gets one fresh id (in the order of its first
     //! match) and is appended to its table at once, so later actions and rules find it there.
-    //! A set of a row that exists unites the classes, or (where it would lower the row's id, or
-    //! the row is staged) is staged as a serial apply stages it.
+    //! A set of a row that exists only unites the classes (the rebuild then writes the row
+    //! with its class's id); a set of a staged row is staged as a serial apply stages it.
     expected<void> run_levels(const action_block& head, const match_buffer& found,
                               std::uint32_t width, std::uint64_t begin, std::uint64_t end,
                               unsigned threads) {
@@ -576,11 +576,9 @@ class cpu_engine {
               const value v = in[arity];
               w.values[m] = v;
               if (r != table::no_row) {
+                // Only the union: the rebuild writes the row again with its class's id.
                 const value cur = t.value_of(r);
-                if (v < cur)  // the merge rewrites the row with the smaller id: staged
-                  w.kinds[m] = level_staged;
-                else if (cur != v)
-                  unions[c].emplace_back(cur, v);
+                if (db.ids.find_const(cur) != db.ids.find_const(v)) unions[c].emplace_back(cur, v);
                 continue;
               }
               if (pending_key(a.target, keys)) {
@@ -898,7 +896,7 @@ class cpu_engine {
           }
           if (!is_set)
             regs[m * regs_per + a.dst] = base + w.made[f];
-          else if (w.values[m] != w.values[f])
+          else if (db.ids.find_const(w.values[m]) != db.ids.find_const(w.values[f]))
             unions[c].emplace_back(w.values[f], w.values[m]);
         }
       });

@@ -175,7 +175,7 @@ class table {
     changed_ = true;
     present_ += n;
     if ((used_slots_ + n) * 2 > slots_.size()) {
-      reset_index(present_ + 1);
+      reset_index(2 * present_);  // room for as many again: batches grow it by doubling
       index_range(0, rows(), threads);
     } else {
       index_range(first, rows(), threads);
