@@ -177,6 +177,82 @@ inline std::uint64_t hash_columns(const value* row, const std::vector<std::uint3
   return h ^ row_hash(key, static_cast<std::uint32_t>(n));
 }
 
+//! Groups items by key on up to `chunks` threads, for the apply and the rebuild that write
+//! rows in batches: for every item i that `take(i)` selects, `first[i]` becomes the first
+//! selected item (in item order) whose key (`arity` values at `keys + i * stride`, with hash
+//! `hashes[i]`) equals item i's. Items are spread over a fixed number of hash buckets, each
+//! grouped by one thread, so the answer does not depend on the threads.
+class key_groups {
+ public:
+  static constexpr std::size_t buckets = 256;
+
+  //! @returns how many items `take` selected.
+  template <class Take>
+  std::size_t group(const value* keys, std::size_t stride, std::uint32_t arity,
+                    const std::uint64_t* hashes, std::size_t n, unsigned chunks, Take&& take,
+                    std::vector<std::uint32_t>& first) {
+    counts_.assign(std::size_t{chunks} * buckets, 0);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      std::size_t* count = &counts_[std::size_t{c} * buckets];
+      for (std::size_t i = from; i < to; ++i)
+        if (take(i)) ++count[bucket_of(hashes[i])];
+    });
+    // Each bucket's items in item order: chunk by chunk, as the chunks found them.
+    std::size_t total = 0;
+    for (std::size_t b = 0; b < buckets; ++b)
+      for (unsigned c = 0; c < chunks; ++c) {
+        const std::size_t count = counts_[std::size_t{c} * buckets + b];
+        counts_[std::size_t{c} * buckets + b] = total;
+        total += count;
+      }
+    if (total == 0) return 0;
+    std::vector<std::size_t> bucket_begin(buckets + 1, total);
+    for (std::size_t b = 0; b < buckets; ++b) bucket_begin[b] = counts_[b];  // chunk 0's place
+    order_.resize(total);
+    first.resize(n);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      std::size_t* at = &counts_[std::size_t{c} * buckets];
+      for (std::size_t i = from; i < to; ++i)
+        if (take(i)) order_[at[bucket_of(hashes[i])]++] = static_cast<std::uint32_t>(i);
+    });
+    const unsigned bucket_chunks = (std::max)(1u, (std::min)(chunks, unsigned{buckets}));
+    vyre::detail::parallel_chunks(
+        bucket_chunks, buckets, [&](unsigned, std::size_t from, std::size_t to) {
+          std::vector<std::uint32_t> slots;  // an open-addressing set: 0 empty, else an item + 1
+          for (std::size_t b = from; b < to; ++b) {
+            const std::size_t lo = bucket_begin[b], hi = bucket_begin[b + 1];
+            if (lo == hi) continue;
+            std::size_t size = 16;
+            while (size < 2 * (hi - lo)) size <<= 1;
+            slots.assign(size, 0);
+            for (std::size_t k = lo; k < hi; ++k) {
+              const std::uint32_t i = order_[k];
+              const value* key = keys + std::size_t{i} * stride;
+              for (std::size_t at = hashes[i] & (size - 1);; at = (at + 1) & (size - 1)) {
+                if (slots[at] == 0) {
+                  slots[at] = i + 1;
+                  first[i] = i;
+                  break;
+                }
+                const std::uint32_t f = slots[at] - 1;
+                if (hashes[f] == hashes[i] &&
+                    same_row(keys + std::size_t{f} * stride, key, arity)) {
+                  first[i] = f;
+                  break;
+                }
+              }
+            }
+          }
+        });
+    return total;
+  }
+
+ private:
+  static std::size_t bucket_of(std::uint64_t h) noexcept { return (h >> 24) & (buckets - 1); }
+  std::vector<std::size_t> counts_;   // per chunk and bucket: items, then their places
+  std::vector<std::uint32_t> order_;  // the items by bucket, in item order
+};
+
 }  // namespace detail
 
 class cpu_engine {
@@ -562,7 +638,6 @@ class cpu_engine {
         w.values.resize(n);
         w.hashes.resize(n);
         w.kinds.resize(n);
-        w.counts.assign(std::size_t{chunks} * level_buckets, 0);
         vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
           detail::row_buffer buffer;
           value* in = buffer.get(a.args.size());
@@ -595,7 +670,6 @@ class cpu_engine {
             }
             w.kinds[m] = level_new;
             w.hashes[m] = vyre::eqsat::detail::row_hash(keys, arity);
-            ++w.counts[std::size_t{c} * level_buckets + bucket_of(w.hashes[m])];
           }
         });
         VYRE_TRY(make_level_rows(a, is_set, n, chunks, threads, regs, regs_per, unions));
@@ -791,19 +865,12 @@ class cpu_engine {
 
     //! `run_levels`' buffers, a word or a few per match of a piece (kept for the next action).
     static constexpr std::uint8_t level_done = 0, level_staged = 1, level_new = 2;
-    //! Buckets the new keys of one action are grouped in: fixed, so the grouping (and the ids
-    //! it gives) do not depend on the threads.
-    static constexpr std::size_t level_buckets = 256;
-    static std::size_t bucket_of(std::uint64_t h) noexcept {
-      return (h >> 24) & (level_buckets - 1);
-    }
     struct level_scratch {
       std::vector<value> keys;            // per match: the action's keys
       std::vector<value> values;          // per match: a set's value
       std::vector<std::uint64_t> hashes;  // per new key: its hash
       std::vector<std::uint8_t> kinds;    // per match: level_done, level_staged or level_new
-      std::vector<std::size_t> counts;    // per chunk and bucket: new keys, then their places
-      std::vector<std::uint32_t> order;   // the new keys' matches by bucket, in match order
+      detail::key_groups groups;          // the new keys by key
       std::vector<std::uint32_t> first;   // per new key: the first match with its key
       std::vector<std::uint32_t> made;    // per first match: its row's place among the new rows
       std::vector<value> least;           // per first match of a set: the least value set
@@ -821,59 +888,18 @@ class cpu_engine {
       table& t = db.tables[a.target];
       const std::uint32_t arity = t.arity(), row_width = t.width();
       level_scratch& w = level_;
-      // Each bucket's new keys in match order: chunk by chunk, as the chunks found them.
-      std::size_t total = 0;
-      for (std::size_t b = 0; b < level_buckets; ++b)
-        for (unsigned c = 0; c < chunks; ++c) {
-          const std::size_t count = w.counts[std::size_t{c} * level_buckets + b];
-          w.counts[std::size_t{c} * level_buckets + b] = total;
-          total += count;
-        }
+      const std::size_t total = w.groups.group(
+          w.keys.data(), arity, arity, w.hashes.data(), n, chunks,
+          [&](std::size_t m) { return w.kinds[m] == level_new; }, w.first);
       if (total == 0) return {};
-      std::vector<std::size_t> bucket_begin(level_buckets + 1, total);
-      for (std::size_t b = level_buckets; b-- > 0;)
-        bucket_begin[b] = w.counts[b];  // chunk 0's place is the bucket's first
-      w.order.resize(total);
-      w.first.resize(n);
-      vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
-        std::size_t* at = &w.counts[std::size_t{c} * level_buckets];
-        for (std::size_t m = from; m < to; ++m)
-          if (w.kinds[m] == level_new)
-            w.order[at[bucket_of(w.hashes[m])]++] = static_cast<std::uint32_t>(m);
-      });
-      // Per bucket, on every thread: the first match of each key (an open-addressing set).
-      if (is_set) w.least.resize(n);
-      const unsigned bucket_chunks = (std::max)(1u, (std::min)(chunks, unsigned{level_buckets}));
-      vyre::detail::parallel_chunks(
-          bucket_chunks, level_buckets, [&](unsigned, std::size_t from, std::size_t to) {
-            std::vector<std::uint32_t> slots;
-            for (std::size_t b = from; b < to; ++b) {
-              const std::size_t lo = bucket_begin[b], hi = bucket_begin[b + 1];
-              if (lo == hi) continue;
-              std::size_t size = 16;
-              while (size < 2 * (hi - lo)) size <<= 1;
-              slots.assign(size, 0);  // 0 empty; else the first match + 1
-              for (std::size_t i = lo; i < hi; ++i) {
-                const std::uint32_t m = w.order[i];
-                const value* keys = &w.keys[std::size_t{m} * arity];
-                for (std::size_t s = w.hashes[m] & (size - 1);; s = (s + 1) & (size - 1)) {
-                  if (slots[s] == 0) {
-                    slots[s] = m + 1;
-                    w.first[m] = m;
-                    if (is_set) w.least[m] = w.values[m];
-                    break;
-                  }
-                  const std::uint32_t f = slots[s] - 1;
-                  if (w.hashes[f] == w.hashes[m] &&
-                      vyre::eqsat::detail::same_row(&w.keys[std::size_t{f} * arity], keys, arity)) {
-                    w.first[m] = f;
-                    if (is_set) w.least[f] = (std::min)(w.least[f], w.values[m]);
-                    break;
-                  }
-                }
-              }
-            }
-          });
+      if (is_set) {  // the least value set of each key (a key's first match comes first)
+        w.least.resize(n);
+        for (std::size_t m = 0; m < n; ++m) {
+          if (w.kinds[m] != level_new) continue;
+          const std::uint32_t f = w.first[m];
+          w.least[f] = f == m ? w.values[m] : (std::min)(w.least[f], w.values[m]);
+        }
+      }
       // The keys' places among the new rows, in the order of their first matches.
       w.made.resize(n);
       std::size_t rows = 0;
@@ -1054,6 +1080,12 @@ class cpu_engine {
           dirty.insert(dirty.end(), found[c].begin(), found[c].end());
         if (dirty.empty()) continue;
         round_changed = true;
+        const function_decl& fn = decl_->functions[f];
+        if (dirty.size() >= level_apply_matches && fn.kind == function_kind::constructor &&
+            !fn.relation && fn.merge == merge_kind::unite) {
+          VYRE_TRY(rebuild_rows(t, dirty, ts, state.united));
+          continue;
+        }
         scratch.resize(width);
         for (const std::uint32_t r : dirty) {
           if (t.state(r) == row_state::stale) continue;
@@ -1075,6 +1107,114 @@ class cpu_engine {
       state.united = false;
     }
     for (table& t : db.tables) t.compact_if_sparse();
+    return {};
+  }
+
+  //! `rebuild_rows`' buffers, per dirty row (kept for the next table and round).
+  struct rebuild_scratch {
+    std::vector<value> cells;            // the row, canonical
+    std::vector<std::uint64_t> hashes;   // its key's hash
+    std::vector<row_state> states;       // its state (live or subsumed)
+    std::vector<std::uint32_t> kept;     // the kept row holding its key, or table::no_row
+    std::vector<std::uint32_t> first;    // the first dirty row of its key
+    std::vector<std::uint32_t> made;     // a key's first: its row's place among the new rows
+    std::vector<value> least;            // a key's first: the least class of the key's rows
+    std::vector<std::uint8_t> subsumed;  // a key's first: whether one of the key's rows was
+    std::vector<value> rows;             // the new rows
+    std::vector<row_state> row_states;   // their states
+    detail::key_groups groups;
+  };
+
+  //! Writes `dirty` (rows of constructor table `t` holding a non-root id, in row order, at
+  //! least `level_apply_matches` of them) again with canonical ids at once, on every thread,
+  //! where one by one each would go through the merge: a canonical key that a row the rebuild
+  //! keeps holds unites their classes (and subsumes that row where a dirty one was); dirty
+  //! rows that become one key become one row, of the least of their classes, the others united
+  //! with it. These unions are seen by the next round, where one by one the rows after a union
+  //! see it; the rounds end with the same classes. `united`: set when a union joined two.
+  expected<void> rebuild_rows(table& t, const std::vector<std::uint32_t>& dirty, std::uint32_t ts,
+                              bool& united) {
+    database& db = *db_;
+    const std::uint32_t arity = t.arity(), width = t.width();
+    const std::size_t n = dirty.size();
+    const unsigned chunks = (std::max)(1u, vyre::detail::chunk_count(threads_, n, 4096));
+    rebuild_scratch& w = rebuild_;
+    w.cells.resize(n * width);
+    w.hashes.resize(n);
+    w.states.resize(n);
+    w.kept.resize(n);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned, std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        const value* src = t.row(dirty[i]);
+        value* dst = &w.cells[i * width];
+        for (std::uint32_t c = 0; c < width; ++c)
+          dst[c] = t.id_column(c) ? db.ids.find_const(src[c]) : src[c];
+        w.states[i] = t.state(dirty[i]);
+        w.hashes[i] = detail::row_hash(dst, arity);
+      }
+    });
+    t.retire_distinct(dirty, threads_);
+    std::vector<std::vector<std::pair<value, value>>> unions(chunks);
+    std::vector<std::vector<std::uint32_t>> subsume(chunks);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        const value* cells = &w.cells[i * width];
+        const std::uint32_t r = t.find(cells);
+        w.kept[i] = r;
+        if (r == table::no_row) continue;
+        const value cur = t.value_of(r);
+        if (db.ids.find_const(cur) != db.ids.find_const(cells[arity]))
+          unions[c].emplace_back(cur, cells[arity]);
+        if (w.states[i] == row_state::subsumed && t.state(r) == row_state::live)
+          subsume[c].push_back(r);
+      }
+    });
+    const std::size_t grouped = w.groups.group(
+        w.cells.data(), width, arity, w.hashes.data(), n, chunks,
+        [&](std::size_t i) { return w.kept[i] == table::no_row; }, w.first);
+    // Per key, in the order of its first row: its place, least class and state.
+    w.made.resize(n);
+    w.least.resize(n);
+    w.subsumed.resize(n);
+    std::size_t rows = 0;
+    for (std::size_t i = 0; grouped != 0 && i < n; ++i) {
+      if (w.kept[i] != table::no_row) continue;
+      const std::uint32_t f = w.first[i];
+      const value v = w.cells[i * width + arity];
+      const bool was_subsumed = w.states[i] == row_state::subsumed;
+      if (f == i) {
+        w.made[i] = static_cast<std::uint32_t>(rows++);
+        w.least[i] = v;
+        w.subsumed[i] = was_subsumed ? 1 : 0;
+      } else {
+        w.least[f] = (std::min)(w.least[f], v);
+        w.subsumed[f] = (w.subsumed[f] != 0 || was_subsumed) ? 1 : 0;
+      }
+    }
+    w.rows.resize(rows * width);
+    w.row_states.resize(rows);
+    vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      for (std::size_t i = from; i < to; ++i) {
+        if (w.kept[i] != table::no_row) continue;
+        const std::uint32_t f = w.first[i];
+        const value v = w.cells[i * width + arity];
+        if (f == i) {
+          value* row = &w.rows[std::size_t{w.made[i]} * width];
+          std::copy_n(&w.cells[i * width], arity, row);
+          row[arity] = w.least[i];
+          w.row_states[w.made[i]] = w.subsumed[i] != 0 ? row_state::subsumed : row_state::live;
+          continue;
+        }
+        const value first_v = w.cells[std::size_t{f} * width + arity];
+        if (db.ids.find_const(v) != db.ids.find_const(first_v)) unions[c].emplace_back(first_v, v);
+      }
+    });
+    VYRE_TRY(t.append_distinct(w.rows.data(), rows, ts, threads_, w.row_states.data()));
+    for (const auto& list : subsume)
+      for (const std::uint32_t r : list) t.mark_subsumed(r);
+    for (const auto& list : unions)
+      for (const auto& [a, b] : list)
+        if (db.ids.unite(a, b)) united = true;
     return {};
   }
 
@@ -1772,6 +1912,7 @@ class cpu_engine {
   const declarations* decl_;
   database* db_;
   unsigned threads_ = 1;
+  rebuild_scratch rebuild_;
   read_access reader_{*this};
   std::unordered_multimap<std::uint64_t, detail::column_index> indexes_;
   //! Per (rule << 32 | variant), its kept plan (`plan_for`); dropped when the declarations

@@ -157,11 +157,12 @@ class table {
     return r;
   }
 
-  //! Appends `n` live rows `cells` (`width()` words each) stamped `ts`, whose keys are distinct
-  //! and held by no live row (the fresh rows of an apply), and indexes them on up to `threads`
-  //! threads. @returns `errc::abi_limit`, with nothing appended, past `max_rows`.
+  //! Appends `n` rows `cells` (`width()` words each) stamped `ts`, whose keys are distinct and
+  //! held by no live row (the fresh rows of an apply, the canonical rows of a rebuild), and
+  //! indexes them on up to `threads` threads. `states`: row i's state (null: all live).
+  //! @returns `errc::abi_limit`, with nothing appended, past `max_rows`.
   expected<void> append_distinct(const value* cells, std::size_t n, std::uint32_t ts,
-                                 unsigned threads) {
+                                 unsigned threads, const row_state* states = nullptr) {
     if (n == 0) return {};
     if (n > max_rows - rows())
       return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
@@ -172,6 +173,8 @@ class table {
     cells_.insert(cells_.end(), cells, cells + n * width_);
     stamps_.resize(first + n, ts);
     states_.resize(first + n, static_cast<std::uint8_t>(row_state::live));
+    if (states != nullptr)
+      for (std::size_t i = 0; i < n; ++i) states_[first + i] = static_cast<std::uint8_t>(states[i]);
     changed_ = true;
     present_ += n;
     if ((used_slots_ + n) * 2 > slots_.size()) {
@@ -199,17 +202,29 @@ class table {
     if (state(r) == row_state::stale) return;
     changed_ = true;
     if (undoing_ && r < undo_rows_) undo_.emplace_back(r, states_[r]);
-    const std::uint64_t h = detail::row_hash(row(r), arity_);
-    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
-      const std::uint64_t slot = slots_[i];
-      if (slot == 0) break;
-      if (static_cast<std::uint32_t>(slot) == r + 1) {
-        slots_[i] = (slot & ~std::uint64_t{0xffffffffu}) | tombstone;
-        break;
-      }
-    }
+    drop_slot(r);
     states_[r] = static_cast<std::uint8_t>(row_state::stale);
     --present_;
+  }
+
+  //! `retire` of every row of `rows` (distinct, none stale), their key index entries dropped on
+  //! up to `threads` threads (each row's own slot: no two threads write one).
+  void retire_distinct(const std::vector<std::uint32_t>& rows, unsigned threads) {
+    if (rows.empty()) return;
+    changed_ = true;
+    if (undoing_)
+      for (const std::uint32_t r : rows)
+        if (r < undo_rows_) undo_.emplace_back(r, states_[r]);
+    const unsigned chunks = vyre::detail::chunk_count(threads, rows.size(), std::size_t{1} << 14);
+    vyre::detail::parallel_chunks((std::max)(1u, chunks), rows.size(),
+                                  [&](unsigned, std::size_t from, std::size_t to) {
+                                    for (std::size_t i = from; i < to; ++i) {
+                                      const std::uint32_t r = rows[i];
+                                      drop_slot(r);
+                                      states_[r] = static_cast<std::uint8_t>(row_state::stale);
+                                    }
+                                  });
+    present_ -= rows.size();
   }
 
   //! Marks live row `r` subsumed: kept for lookups, not matched (a state coming back from the
@@ -364,6 +379,20 @@ class table {
           inserted[c] = count;
         });
     for (const std::size_t count : inserted) used_slots_ += count;
+  }
+  //! Marks row `r`'s key index slot a tombstone; atomic, for `retire_distinct`'s threads, which
+  //! read slots other threads write.
+  void drop_slot(std::uint32_t r) noexcept {
+    const std::uint64_t h = detail::row_hash(row(r), arity_);
+    for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
+      std::atomic_ref<std::uint64_t> slot(slots_[i]);
+      const std::uint64_t held = slot.load(std::memory_order_relaxed);
+      if (held == 0) return;
+      if (static_cast<std::uint32_t>(held) == r + 1) {
+        slot.store((held & ~std::uint64_t{0xffffffffu}) | tombstone, std::memory_order_relaxed);
+        return;
+      }
+    }
   }
   void reindex() { index_rows((std::max)(present_ + 1, std::size_t{8})); }
   //! A key index for `capacity` rows holding every row that is not stale.
