@@ -40,7 +40,9 @@
 //! 4. **Rebuild** (when ids were united): containers holding ids are canonicalized (two that
 //!    become equal are united), then every row with a non-canonical id is written again
 //!    canonical through the merge, which unites colliding constructor rows (congruence); rounds
-//!    until one changes nothing.
+//!    until one changes nothing. A constructor table with many such rows writes them at once
+//!    on every thread instead (`rebuild_rows`): their canonical keys grouped as the apply
+//!    groups new keys, one row per key, the unions seen by the next round.
 //! The iteration changed the database when a row was added or changed or ids were united
 //! (deletions alone do not count, as in egglog).
 #pragma once
