@@ -337,24 +337,20 @@ __device__ inline void index_range(const column_index& ix, std::uint32_t value,
     const std::uint32_t k2 = ix.keys2[std::size_t{m} * ix.stride];
     return upper ? k2 <= value2 : k2 < value2;
   };
-  std::uint32_t l = 0, h = count;
-  while (l < h) {
-    const std::uint32_t m = l + (h - l) / 2;
-    if (before(m, false))
-      l = m + 1;
-    else
-      h = m;
-  }
-  lo = l;
-  h = count;
-  while (l < h) {
-    const std::uint32_t m = l + (h - l) / 2;
-    if (before(m, true))
-      l = m + 1;
-    else
-      h = m;
-  }
-  hi = l;
+  // The first position from `l` on that does not sort before it (`upper`: nor at it).
+  const auto first_after = [&](std::uint32_t l, bool upper) {
+    std::uint32_t h = count;
+    while (l < h) {
+      const std::uint32_t m = l + (h - l) / 2;
+      if (before(m, upper))
+        l = m + 1;
+      else
+        h = m;
+    }
+    return l;
+  };
+  lo = first_after(0, false);
+  hi = first_after(lo, true);
 }
 
 //! Level `k` of a query's join: the partial matches over atoms `[0, k)` (the prefixes) and, once
