@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -788,6 +789,114 @@ TEST_CASE("table: rows assigned with their timestamps keep them, ascending only"
   CHECK(unordered.error().message().find("ascending") != std::string::npos);
   CHECK_FALSE(t.assign({1, 10, 2, 20}, std::vector<std::uint32_t>{4}));
   CHECK(t.rows() == 3);
+}
+
+TEST_CASE("core: a table appends and retires batches of distinct rows on several threads",
+          "[eqsat][core]") {
+  eq::table t;
+  t.configure(2, {1, 1, 1});
+  const auto row_of = [](eq::value i, eq::value v) {
+    return std::vector<eq::value>{i, i * 7 + 1, v};
+  };
+  const auto batch = [&](eq::value from, eq::value to, eq::value plus, bool evens_only) {
+    std::vector<eq::value> cells;
+    for (eq::value i = from; i < to; ++i)
+      if (!evens_only || i % 2 == 0) {
+        const auto r = row_of(i, i + plus);
+        cells.insert(cells.end(), r.begin(), r.end());
+      }
+    return cells;
+  };
+  // A small batch, then one that outgrows the key index: indexed again on 3 threads.
+  const std::vector<eq::value> small = batch(0, 1000, 0, false),
+                               large = batch(1000, 200000, 0, false);
+  REQUIRE(t.append_distinct(small.data(), 1000, 1, 3));
+  REQUIRE(t.append_distinct(large.data(), 199000, 1, 3));
+  REQUIRE(t.size() == 200000);
+  const auto value_at = [&](eq::value i) {
+    const auto keys = row_of(i, 0);
+    const std::uint32_t r = t.find(keys.data());
+    return r == eq::table::no_row ? eq::no_value : t.value_of(r);
+  };
+  std::size_t wrong = 0;
+  for (eq::value i = 0; i < 200000; ++i) wrong += value_at(i) == i ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(value_at(200000) == eq::no_value);
+  CHECK(t.stamp(199999) == 1);
+  // Retire the even rows together, write them again with other values, then roll it all back.
+  t.begin_undo();
+  std::vector<std::uint32_t> evens;
+  for (std::uint32_t r = 0; r < 200000; r += 2) evens.push_back(r);
+  t.retire_distinct(evens, 3);
+  CHECK(t.size() == 100000);
+  CHECK(value_at(4) == eq::no_value);
+  CHECK(value_at(5) == 5);
+  const std::vector<eq::value> again = batch(0, 200000, 1, true);
+  const std::vector<eq::row_state> states(100000, eq::row_state::subsumed);
+  REQUIRE(t.append_distinct(again.data(), 100000, 2, 3, states.data()));
+  CHECK(t.size() == 200000);
+  CHECK(value_at(4) == 5);
+  CHECK(t.state(t.find(row_of(4, 0).data())) == eq::row_state::subsumed);
+  t.roll_back();
+  wrong = 0;
+  for (eq::value i = 0; i < 200000; ++i) wrong += value_at(i) == i ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(t.rows() == 200000);
+  CHECK(t.state(4) == eq::row_state::live);
+  // Past the rows a table indexes: refused, nothing appended.
+  CHECK_FALSE(t.append_distinct(large.data(), eq::table::max_rows, 3, 1));
+  CHECK(t.rows() == 200000);
+}
+
+TEST_CASE("core: a batch of fresh ids is consecutive and each id its own class", "[eqsat][core]") {
+  eq::id_space ids;
+  for (int i = 0; i < 3; ++i) REQUIRE(ids.make());
+  auto first = ids.make_many(100);
+  REQUIRE(first);
+  CHECK(*first == 3);
+  REQUIRE(ids.size() == 103);
+  CHECK(*ids.make() == 103);
+  std::size_t wrong = 0;
+  for (eq::value x = 0; x < 104; ++x) wrong += ids.find_const(x) == x && ids.is_root(x) ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(ids.unite(70, 5));
+  CHECK(ids.find_const(70) == 5);
+  CHECK_FALSE(ids.is_root(70));
+  CHECK_FALSE(ids.make_many(std::size_t{eq::no_value}));  // past 2^32 - 1 ids: refused
+  CHECK(ids.size() == 104);
+}
+
+TEST_CASE("core: key groups give each key its first item whatever the threads", "[eqsat][core]") {
+  // 50,000 two-column keys drawn from 6,000 (so most repeat), a third of the items left out.
+  std::vector<eq::value> keys;
+  std::vector<std::uint64_t> hashes;
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 50000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    const auto k = static_cast<eq::value>((x >> 33) % 6000);
+    keys.push_back(k % 100);
+    keys.push_back(k / 100);
+    hashes.push_back(eq::detail::row_hash(&keys[keys.size() - 2], 2));
+  }
+  const auto taken = [](std::size_t i) { return i % 3 != 1; };
+  std::vector<std::uint32_t> expected(50000, 0);
+  std::map<std::pair<eq::value, eq::value>, std::uint32_t> seen;
+  std::size_t count = 0;
+  for (std::uint32_t i = 0; i < 50000; ++i) {
+    if (!taken(i)) continue;
+    ++count;
+    expected[i] = seen.try_emplace({keys[2 * i], keys[2 * i + 1]}, i).first->second;
+  }
+  for (const unsigned chunks : {1u, 2u, 5u}) {
+    INFO(chunks << " chunks");
+    eq::detail::key_groups groups;
+    std::vector<std::uint32_t> first;
+    CHECK(groups.group(keys.data(), 2, 2, hashes.data(), 50000, chunks, taken, first) == count);
+    std::size_t wrong = 0;
+    for (std::uint32_t i = 0; i < 50000; ++i)
+      if (taken(i)) wrong += first[i] == expected[i] ? 0 : 1;
+    CHECK(wrong == 0);
+  }
 }
 
 TEST_CASE("cpu engine: a table no rule writes keeps its search index between iterations",
