@@ -643,15 +643,24 @@ class cpu_engine {
         vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
           detail::row_buffer buffer;
           value* in = buffer.get(a.args.size());
-          for (std::size_t m = from; m < to; ++m) {
+          // Each match's keys (and a set's value) are read `ahead` matches early and their
+          // slot fetched: the lookups are random reads of indexes far larger than the caches.
+          constexpr std::size_t ahead = 16;
+          const auto fetch = [&](std::size_t m) {
             operands(a, &regs[m * regs_per], in);
+            std::copy_n(in, arity, &w.keys[m * arity]);
+            if (is_set) w.values[m] = in[arity];
+            w.hashes[m] = vyre::eqsat::detail::row_hash(in, arity);
+            t.prefetch(w.hashes[m]);
+          };
+          for (std::size_t m = from; m < to && m < from + ahead; ++m) fetch(m);
+          for (std::size_t m = from; m < to; ++m) {
+            if (m + ahead < to) fetch(m + ahead);
             value* keys = &w.keys[m * arity];
-            std::copy_n(in, arity, keys);
             w.kinds[m] = level_done;
-            const std::uint32_t r = t.find(keys);
+            const std::uint32_t r = t.find(keys, w.hashes[m]);
             if (is_set) {
-              const value v = in[arity];
-              w.values[m] = v;
+              const value v = w.values[m];
               if (r != table::no_row) {
                 // Only the union: the rebuild writes the row again with its class's id.
                 const value cur = t.value_of(r);
@@ -671,7 +680,6 @@ class cpu_engine {
               if (pending(a.target, keys, out)) continue;
             }
             w.kinds[m] = level_new;
-            w.hashes[m] = vyre::eqsat::detail::row_hash(keys, arity);
           }
         });
         VYRE_TRY(make_level_rows(a, is_set, n, chunks, threads, regs, regs_per, unions));
@@ -870,7 +878,7 @@ class cpu_engine {
     struct level_scratch {
       std::vector<value> keys;            // per match: the action's keys
       std::vector<value> values;          // per match: a set's value
-      std::vector<std::uint64_t> hashes;  // per new key: its hash
+      std::vector<std::uint64_t> hashes;  // per match: its keys' hash
       std::vector<std::uint8_t> kinds;    // per match: level_done, level_staged or level_new
       detail::key_groups groups;          // the new keys by key
       std::vector<std::uint32_t> first;   // per new key: the first match with its key

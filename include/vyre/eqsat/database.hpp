@@ -125,7 +125,10 @@ class table {
 
   //! The live or subsumed row of `keys`, or `no_row`.
   std::uint32_t find(const value* keys) const noexcept {
-    const std::uint64_t h = detail::row_hash(keys, arity_);
+    return find(keys, detail::row_hash(keys, arity_));
+  }
+  //! `find` of `keys` whose `detail::row_hash` is `h`.
+  std::uint32_t find(const value* keys, std::uint64_t h) const noexcept {
     const std::uint64_t tag = h >> 32;
     for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
       const std::uint64_t slot = slots_[i];
@@ -185,6 +188,10 @@ class table {
     }
     return {};
   }
+
+  //! Starts fetching the first key index slot of a key whose hash is `h` (a `find` of it soon
+  //! after, among many random ones, then does not wait for memory alone).
+  void prefetch(std::uint64_t h) const noexcept { __builtin_prefetch(&slots_[h & mask_]); }
 
   //! Room in the key index for `more` appends without growing it again: a batch of appends
   //! (an iteration's merge) rehashes the rows once instead of at every doubling.
@@ -362,10 +369,21 @@ class table {
     std::vector<std::size_t> inserted(chunks, 0);
     vyre::detail::parallel_chunks(
         chunks, end - begin, [&](unsigned c, std::size_t from, std::size_t to) {
+          // Each row's first slot is fetched `ahead` rows early: the inserts are random reads
+          // of an array far larger than the caches, and one at a time they would wait in turn.
+          constexpr std::size_t ahead = 16;
+          std::uint64_t hashes[ahead];
+          const std::size_t lo = begin + from, hi = begin + to;
+          const auto fetch = [&](std::size_t r) {
+            hashes[r % ahead] = detail::row_hash(row(r), arity_);
+            __builtin_prefetch(&slots_[hashes[r % ahead] & mask_], 1);
+          };
+          for (std::size_t r = lo; r < hi && r < lo + ahead; ++r) fetch(r);
           std::size_t count = 0;
-          for (std::size_t r = begin + from; r < begin + to; ++r) {
+          for (std::size_t r = lo; r < hi; ++r) {
+            const std::uint64_t h = hashes[r % ahead];
+            if (r + ahead < hi) fetch(r + ahead);
             if (state(r) == row_state::stale) continue;
-            const std::uint64_t h = detail::row_hash(row(r), arity_);
             const std::uint64_t entry = ((h >> 32) << 32) | (std::uint64_t{r} + 1);
             for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
               std::atomic_ref<std::uint64_t> slot(slots_[i]);
