@@ -1167,9 +1167,12 @@ class cpu_engine {
     std::vector<std::vector<std::pair<value, value>>> unions(chunks);
     std::vector<std::vector<std::uint32_t>> subsume(chunks);
     vyre::detail::parallel_chunks(chunks, n, [&](unsigned c, std::size_t from, std::size_t to) {
+      constexpr std::size_t ahead = 16;  // as `run_levels` fetches its lookups' slots
+      for (std::size_t i = from; i < to && i < from + ahead; ++i) t.prefetch(w.hashes[i]);
       for (std::size_t i = from; i < to; ++i) {
+        if (i + ahead < to) t.prefetch(w.hashes[i + ahead]);
         const value* cells = &w.cells[i * width];
-        const std::uint32_t r = t.find(cells);
+        const std::uint32_t r = t.find(cells, w.hashes[i]);
         w.kept[i] = r;
         if (r == table::no_row) continue;
         const value cur = t.value_of(r);
