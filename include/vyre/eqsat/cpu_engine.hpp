@@ -597,7 +597,9 @@ class cpu_engine {
       const auto n = static_cast<std::size_t>(end - begin);
       const std::uint32_t regs_per = head.register_count();
       const unsigned chunks = (std::max)(1u, vyre::detail::chunk_count(threads, n, 4096));
-      std::vector<value> regs(n * regs_per, 0);
+      level_scratch& w = level_;
+      std::vector<value>& regs = w.regs;
+      regs.assign(n * regs_per, 0);
       if (width != 0)
         vyre::detail::parallel_chunks(chunks, n, [&](unsigned, std::size_t from, std::size_t to) {
           for (std::size_t m = from; m < to; ++m)
@@ -617,7 +619,6 @@ class cpu_engine {
           list.clear();
         }
       };
-      level_scratch& w = level_;
       for (const action& a : head.actions) {
         if (a.op == action_op::unite) {
           vyre::detail::parallel_chunks(
@@ -876,6 +877,7 @@ class cpu_engine {
     //! `run_levels`' buffers, a word or a few per match of a piece (kept for the next action).
     static constexpr std::uint8_t level_done = 0, level_staged = 1, level_new = 2;
     struct level_scratch {
+      std::vector<value> regs;            // per match: the head's registers
       std::vector<value> keys;            // per match: the action's keys
       std::vector<value> values;          // per match: a set's value
       std::vector<std::uint64_t> hashes;  // per match: its keys' hash
