@@ -30,6 +30,7 @@
 #include "vyre/core/error.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/detail/parallel.hpp"
+#include "vyre/detail/zero_pages.hpp"
 #include "vyre/eqsat/detail/row_hash.hpp"
 #include "vyre/eqsat/ir.hpp"
 #include "vyre/eqsat/primitives.hpp"
@@ -342,7 +343,9 @@ class table {
   void reset_index(std::size_t capacity) {
     std::size_t size = 16;
     while (size < capacity * 2) size <<= 1;
-    slots_.assign(size, 0);
+    // Fresh zero pages, not a fill: an index of a gigabyte would otherwise be written once on
+    // one thread before the threads that fill it touch it again.
+    slots_ = slot_vector(size);
     mask_ = size - 1;
     used_slots_ = 0;
   }
@@ -432,7 +435,8 @@ class table {
   std::vector<std::uint32_t> stamps_;
   std::vector<std::uint8_t> states_;
   std::size_t present_ = 0;
-  std::vector<std::uint64_t> slots_;  // 0 empty; else (hash tag << 32) | (row + 1 or tombstone)
+  using slot_vector = std::vector<std::uint64_t, vyre::detail::zero_page_allocator<std::uint64_t>>;
+  slot_vector slots_;  // 0 empty; else (hash tag << 32) | (row + 1 or tombstone)
   std::uint64_t mask_ = 0;
   std::size_t used_slots_ = 0;  // occupied slots, tombstones included
   // The undo record: rows at `begin_undo`, and (row, state before) of rows retired below it.

@@ -16,38 +16,15 @@
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/detail/zero_pages.hpp"
 
 namespace vyre::io {
 
 namespace detail {
 
-//! Asks Linux to back the 2 MiB-aligned part of [data, data + bytes) with transparent huge pages
-//! when it is first touched (advice only: ignored elsewhere, for small ranges or when refused).
-//! Freshly faulted 4 KiB pages cost the loaders a large share of their time on big inputs.
-inline void advise_huge_pages(const void* data, std::size_t bytes) noexcept {
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-  constexpr std::uintptr_t huge = std::uintptr_t{2} << 20;
-  const auto begin = (reinterpret_cast<std::uintptr_t>(data) + huge - 1) & ~(huge - 1);
-  const auto end = (reinterpret_cast<std::uintptr_t>(data) + bytes) & ~(huge - 1);
-  if (data != nullptr && end > begin)
-    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-#else
-  (void)data;
-  (void)bytes;
-#endif
-}
-
-//! `advise_huge_pages` over the capacity of `v`.
-template <class Vector>
-void advise_huge_pages(const Vector& v) noexcept {
-  advise_huge_pages(v.data(), v.capacity() * sizeof(typename Vector::value_type));
-}
+using vyre::detail::advise_huge_pages;
 
 }  // namespace detail
 

@@ -15,21 +15,17 @@
 #include <string_view>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "vyre/core/error.hpp"
+#include "vyre/detail/zero_pages.hpp"
 #include "vyre/egraph/row.hpp"
 #include "vyre/io/detail/egraph_json_scan.hpp"
 #include "vyre/io/name_table.hpp"
 
 namespace vyre::io::detail {
 
-//! A zero-filled array of trivially copyable `T` for large random-access tables: on Linux its
-//! own anonymous mapping, marked for transparent huge pages, so that random look-ups into it
-//! miss the TLB less and its pages fault in 2 MiB at a time; elsewhere 64-byte aligned `operator
-//! new`, zeroed.
+//! A zero-filled array of trivially copyable `T` for large random-access tables, over
+//! `vyre::detail::allocate_zero_pages` (fresh pages that fault in 2 MiB at a time where Linux
+//! grants huge pages, so random look-ups into it miss the TLB less).
 template <class T>
 class zeroed_array {
  public:
@@ -52,15 +48,7 @@ class zeroed_array {
   static expected<zeroed_array> make(std::size_t count, const char* what) {
     zeroed_array out;
     const std::size_t bytes = count * sizeof(T);
-#if defined(__linux__)
-    void* memory =
-        ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (memory == MAP_FAILED) memory = nullptr;
-    if (memory != nullptr) advise_huge_pages(memory, bytes);
-#else
-    void* memory = ::operator new (bytes, std::align_val_t{64}, std::nothrow);
-    if (memory != nullptr) std::memset(memory, 0, bytes);
-#endif
+    void* memory = count == 0 ? nullptr : vyre::detail::allocate_zero_pages(bytes);
     if (memory == nullptr && count != 0)
       return fail(error(errc::out_of_memory, what).with("bytes", bytes).fix("free host memory"));
     out.data_ = static_cast<T*>(memory);
@@ -68,39 +56,18 @@ class zeroed_array {
     return out;
   }
 
-  std::size_t size() const noexcept {
-    return size_;
-  }
-  bool empty() const noexcept {
-    return size_ == 0;
-  }
-  T& operator[](std::size_t i) noexcept {
-    return data_[i];
-  }
-  const T& operator[](std::size_t i) const noexcept {
-    return data_[i];
-  }
-  T* begin() noexcept {
-    return data_;
-  }
-  T* end() noexcept {
-    return data_ + size_;
-  }
-  const T* begin() const noexcept {
-    return data_;
-  }
-  const T* end() const noexcept {
-    return data_ + size_;
-  }
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  T& operator[](std::size_t i) noexcept { return data_[i]; }
+  const T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  T* begin() noexcept { return data_; }
+  T* end() noexcept { return data_ + size_; }
+  const T* begin() const noexcept { return data_; }
+  const T* end() const noexcept { return data_ + size_; }
 
  private:
   void release() noexcept {
-    if (data_ == nullptr) return;
-#if defined(__linux__)
-    ::munmap(data_, size_ * sizeof(T));
-#else
-    ::operator delete (data_, std::align_val_t{64});
-#endif
+    vyre::detail::release_zero_pages(data_, size_ * sizeof(T));
     data_ = nullptr;
     size_ = 0;
   }
