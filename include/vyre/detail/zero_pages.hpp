@@ -7,6 +7,7 @@
 //! huge pages. Plain C++20 (compiles with g++ alone).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,6 +40,19 @@ inline void advise_huge_pages(const void* data, std::size_t bytes) noexcept {
 template <class Vector>
 void advise_huge_pages(const Vector& v) noexcept {
   advise_huge_pages(v.data(), v.capacity() * sizeof(typename Vector::value_type));
+}
+
+//! Makes room in `v` for `need` elements: past its capacity, it moves to a fresh allocation
+//! of at least twice the capacity, advised as huge pages before the copy touches it (a large
+//! vector's growth otherwise faults its new memory in 4 KiB at a time).
+template <class Vector>
+void reserve_on_huge_pages(Vector& v, std::size_t need) {
+  if (need <= v.capacity()) return;
+  Vector grown;
+  grown.reserve((std::max)(need, 2 * v.capacity()));
+  advise_huge_pages(grown);
+  grown.insert(grown.end(), v.begin(), v.end());
+  v.swap(grown);
 }
 
 //! Allocations of at least this many bytes get an anonymous mapping of their own; smaller ones

@@ -757,7 +757,7 @@ class cpu_engine {
             if (r != table::no_row) t.retire(r);
           }
           const std::uint32_t width = t.width();
-          t.reserve(s.flags.size());
+          t.reserve(s.flags.size(), engine_.threads_);
           for (std::size_t row = 0; row < s.flags.size(); ++row) {
             const value* cells = &s.cells[row * width];
             if (trust_fresh && s.flags[row] == fresh_row) {
@@ -1118,7 +1118,7 @@ class cpu_engine {
       if (!round_changed && !state.united) break;
       state.united = false;
     }
-    for (table& t : db.tables) t.compact_if_sparse();
+    for (table& t : db.tables) t.compact_if_sparse(threads_);
     return {};
   }
 

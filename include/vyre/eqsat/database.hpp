@@ -174,6 +174,9 @@ class table {
                       .with("appended", n)
                       .fix("stop earlier with --node-limit"));
     const std::size_t first = rows();
+    vyre::detail::reserve_on_huge_pages(cells_, cells_.size() + n * width_);
+    vyre::detail::reserve_on_huge_pages(stamps_, first + n);
+    vyre::detail::reserve_on_huge_pages(states_, first + n);
     cells_.insert(cells_.end(), cells, cells + n * width_);
     stamps_.resize(first + n, ts);
     states_.resize(first + n, static_cast<std::uint8_t>(row_state::live));
@@ -182,8 +185,10 @@ class table {
     changed_ = true;
     present_ += n;
     if ((used_slots_ + n) * 2 > slots_.size()) {
-      reset_index(2 * present_);  // room for as many again: batches grow it by doubling
-      index_range(0, rows(), threads);
+      // Room for half as many again, rounded up to a power of two: the batches of an apply
+      // regrow it every 1.5x to 3x of growth, at a fourth to a sixth of the memory an index
+      // for twice the rows held (its fresh pages are most of a growth's cost).
+      index_rows(present_ + present_ / 2, threads);
     } else {
       index_range(first, rows(), threads);
     }
@@ -195,13 +200,14 @@ class table {
   void prefetch(std::uint64_t h) const noexcept { __builtin_prefetch(&slots_[h & mask_]); }
 
   //! Room in the key index for `more` appends without growing it again: a batch of appends
-  //! (an iteration's merge) rehashes the rows once instead of at every doubling.
-  void reserve(std::size_t more) {
+  //! (an iteration's merge) rehashes the rows once, on up to `threads` threads, instead of at
+  //! every doubling.
+  void reserve(std::size_t more, unsigned threads = 1) {
     if ((used_slots_ + more) * 2 <= slots_.size()) return;
-    cells_.reserve(cells_.size() + more * width_);
-    stamps_.reserve(stamps_.size() + more);
-    states_.reserve(states_.size() + more);
-    index_rows(present_ + more);
+    vyre::detail::reserve_on_huge_pages(cells_, cells_.size() + more * width_);
+    vyre::detail::reserve_on_huge_pages(stamps_, stamps_.size() + more);
+    vyre::detail::reserve_on_huge_pages(states_, states_.size() + more);
+    index_rows(present_ + more, threads);
   }
 
   //! Marks row `r` stale and drops it from the key index (remembered for `roll_back` while an
@@ -255,8 +261,9 @@ class table {
     undo_ = {};
   }
   //! Puts the rows back as they were at `begin_undo`: the rows retired below its row count
-  //! come back in their old state, the rows appended since are dropped. Ends the record.
-  void roll_back() {
+  //! come back in their old state, the rows appended since are dropped. Ends the record; the
+  //! key index is rebuilt on up to `threads` threads.
+  void roll_back(unsigned threads = 1) {
     for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) states_[it->first] = it->second;
     changed_ = true;
     cells_.resize(undo_rows_ * width_);
@@ -267,17 +274,18 @@ class table {
           return st != static_cast<std::uint8_t>(row_state::stale);
         }));
     end_undo();
-    reindex();
+    reindex(threads);
   }
 
   //! Compacts the table once more than half its live rows (and 1024) are stale; not while an
   //! undo record is kept (it names rows by their place).
-  void compact_if_sparse() {
-    if (!undoing_ && stale() > size() / 2 + 1024) compact();
+  void compact_if_sparse(unsigned threads = 1) {
+    if (!undoing_ && stale() > size() / 2 + 1024) compact(threads);
   }
 
-  //! Drops the stale rows (keeping the others' order) and rebuilds the key index.
-  void compact() {
+  //! Drops the stale rows (keeping the others' order) and rebuilds the key index on up to
+  //! `threads` threads.
+  void compact(unsigned threads = 1) {
     if (stale() == 0) return;
     changed_ = true;
     std::size_t out = 0;
@@ -293,19 +301,20 @@ class table {
     cells_.resize(out * width_);
     stamps_.resize(out);
     states_.resize(out);
-    reindex();
+    reindex(threads);
   }
 
   //! Replaces every row with `cells` (`width()` words per row, distinct keys), all live and
-  //! stamped `ts`, and indexes them once.
-  expected<void> assign(std::vector<value> cells, std::uint32_t ts) {
+  //! stamped `ts`, and indexes them once on up to `threads` threads.
+  expected<void> assign(std::vector<value> cells, std::uint32_t ts, unsigned threads = 1) {
     std::vector<std::uint32_t> stamps(cells.size() / width_, ts);
-    return assign(std::move(cells), std::move(stamps));
+    return assign(std::move(cells), std::move(stamps), threads);
   }
   //! Replaces every row with `cells` (`width()` words per row, distinct keys), all live, row r
-  //! stamped `stamps[r]` (ascending), and indexes them once (a whole table coming back from
-  //! the device).
-  expected<void> assign(std::vector<value> cells, std::vector<std::uint32_t> stamps) {
+  //! stamped `stamps[r]` (ascending), and indexes them once on up to `threads` threads (a
+  //! whole table coming back from the device).
+  expected<void> assign(std::vector<value> cells, std::vector<std::uint32_t> stamps,
+                        unsigned threads = 1) {
     const std::size_t n = cells.size() / width_;
     if (n > max_rows)
       return fail(error(errc::abi_limit, "a table would hold more rows than vyre indexes")
@@ -323,7 +332,7 @@ class table {
     stamps_ = std::move(stamps);
     states_.assign(n, static_cast<std::uint8_t>(row_state::live));
     present_ = n;
-    reindex();
+    reindex(threads);
     return {};
   }
 
@@ -415,13 +424,14 @@ class table {
       }
     }
   }
-  void reindex() { index_rows((std::max)(present_ + 1, std::size_t{8})); }
-  //! A key index for `capacity` rows holding every row that is not stale.
-  void index_rows(std::size_t capacity) {
+  void reindex(unsigned threads = 1) {
+    index_rows((std::max)(present_ + 1, std::size_t{8}), threads);
+  }
+  //! A key index for `capacity` rows holding every row that is not stale, filled on up to
+  //! `threads` threads.
+  void index_rows(std::size_t capacity, unsigned threads) {
     reset_index(capacity);
-    for (std::size_t r = 0; r < rows(); ++r)
-      if (state(r) != row_state::stale)
-        insert_slot(detail::row_hash(row(r), arity_), static_cast<std::uint32_t>(r));
+    index_range(0, rows(), threads);
   }
 
   // `version`: assigned when asked after a change (a store per write, not a counter's atomic).
@@ -502,23 +512,25 @@ struct database {
     for (table& t : tables) t.begin_undo();
     undo_.active = true;
   }
-  //! Ends the undo record, keeping the writes, and compacts the tables it kept sparse.
-  void keep() {
+  //! Ends the undo record, keeping the writes, and compacts the tables it kept sparse (their
+  //! key indexes rebuilt on up to `threads` threads).
+  void keep(unsigned threads = 1) {
     if (!undo_.active) return;
     drop_undo();
-    for (table& t : tables) t.compact_if_sparse();
+    for (table& t : tables) t.compact_if_sparse(threads);
   }
   //! Ends the undo record, keeping the writes as they are (after an error).
   void drop_undo() noexcept {
     undo_ = detail::database_undo{};
     for (table& t : tables) t.end_undo();
   }
-  //! Restores the database as it was at `begin_undo`.
-  void roll_back() {
+  //! Restores the database as it was at `begin_undo` (key indexes rebuilt on up to `threads`
+  //! threads).
+  void roll_back(unsigned threads = 1) {
     if (!undo_.active) return;
     for (std::size_t f = 0; f < tables.size(); ++f) {
       if (f < undo_.tables)
-        tables[f].roll_back();
+        tables[f].roll_back(threads);
       else
         tables[f].clear();
     }

@@ -497,7 +497,7 @@ class gpu_engine : private detail::gpu_rebuild {
         stamps = std::move(sorted_stamps);
       }
       eqsat::table& host = db.tables[f];
-      VYRE_TRY(host.assign(std::move(cells), std::move(stamps)));
+      VYRE_TRY(host.assign(std::move(cells), std::move(stamps), vyre::detail::resolve_threads(0)));
       if (!subsumed.empty())
         for (std::uint32_t i = 0; i < rows; ++i)
           if (subsumed[order.empty() ? i : order[i]] != 0) host.mark_subsumed(i);

@@ -889,9 +889,9 @@ class session {
           clock::now() > limits.deadline)
         r.stopped = iteration_stop::time_limit;
       if (r.stopped != iteration_stop::none)
-        db.roll_back();
+        db.roll_back(engine_->threads());
       else
-        db.keep();
+        db.keep(engine_->threads());
     }
     if (r.stopped != iteration_stop::none) {
       runs_stopped_ = true;
