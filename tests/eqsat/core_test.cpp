@@ -837,15 +837,25 @@ TEST_CASE("core: a table appends and retires batches of distinct rows on several
   CHECK(t.size() == 200000);
   CHECK(value_at(4) == 5);
   CHECK(t.state(t.find(row_of(4, 0).data())) == eq::row_state::subsumed);
-  t.roll_back();
+  t.roll_back(3);  // the key index rebuilt on 3 threads
   wrong = 0;
   for (eq::value i = 0; i < 200000; ++i) wrong += value_at(i) == i ? 0 : 1;
   CHECK(wrong == 0);
   CHECK(t.rows() == 200000);
   CHECK(t.state(4) == eq::row_state::live);
+  // Retired for good and compacted on 3 threads: the odd rows keep their order and keys.
+  t.retire_distinct(evens, 3);
+  t.compact(3);
+  REQUIRE(t.rows() == 100000);
+  wrong = 0;
+  for (eq::value i = 0; i < 200000; ++i)
+    wrong += value_at(i) == (i % 2 == 1 ? i : eq::no_value) ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(t.row(0)[0] == 1);
+  CHECK(t.row(99999)[0] == 199999);
   // Past the rows a table indexes: refused, nothing appended.
   CHECK_FALSE(t.append_distinct(large.data(), eq::table::max_rows, 3, 1));
-  CHECK(t.rows() == 200000);
+  CHECK(t.rows() == 100000);
 }
 
 TEST_CASE("core: a batch of fresh ids is consecutive and each id its own class", "[eqsat][core]") {
