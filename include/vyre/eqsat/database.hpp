@@ -232,9 +232,22 @@ class table {
     const unsigned chunks = vyre::detail::chunk_count(threads, rows.size(), std::size_t{1} << 14);
     vyre::detail::parallel_chunks((std::max)(1u, chunks), rows.size(),
                                   [&](unsigned, std::size_t from, std::size_t to) {
+                                    // Each row's first slot is fetched `ahead` rows early, as
+                                    // `index_range` does: the drops are random reads of an index
+                                    // far larger than the caches.
+                                    constexpr std::size_t ahead = 16;
+                                    std::uint64_t hashes[ahead];
+                                    const auto fetch = [&](std::size_t i) {
+                                      hashes[i % ahead] = detail::row_hash(row(rows[i]), arity_);
+                                      __builtin_prefetch(&slots_[hashes[i % ahead] & mask_], 1);
+                                    };
+                                    for (std::size_t i = from; i < to && i < from + ahead; ++i)
+                                      fetch(i);
                                     for (std::size_t i = from; i < to; ++i) {
+                                      const std::uint64_t h = hashes[i % ahead];
+                                      if (i + ahead < to) fetch(i + ahead);
                                       const std::uint32_t r = rows[i];
-                                      drop_slot(r);
+                                      drop_slot(r, h);
                                       states_[r] = static_cast<std::uint8_t>(row_state::stale);
                                     }
                                   });
@@ -412,8 +425,9 @@ class table {
   }
   //! Marks row `r`'s key index slot a tombstone; atomic, for `retire_distinct`'s threads, which
   //! read slots other threads write.
-  void drop_slot(std::uint32_t r) noexcept {
-    const std::uint64_t h = detail::row_hash(row(r), arity_);
+  void drop_slot(std::uint32_t r) noexcept { drop_slot(r, detail::row_hash(row(r), arity_)); }
+  //! `drop_slot` of row `r`, whose key's `detail::row_hash` is `h`.
+  void drop_slot(std::uint32_t r, std::uint64_t h) noexcept {
     for (std::uint64_t i = h & mask_;; i = (i + 1) & mask_) {
       std::atomic_ref<std::uint64_t> slot(slots_[i]);
       const std::uint64_t held = slot.load(std::memory_order_relaxed);
