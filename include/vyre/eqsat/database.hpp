@@ -185,9 +185,9 @@ class table {
     changed_ = true;
     present_ += n;
     if ((used_slots_ + n) * 2 > slots_.size()) {
-      // Room for half as many again, rounded up to a power of two: the batches of an apply
-      // regrow it every 1.5x to 3x of growth, at a fourth to a sixth of the memory an index
-      // for twice the rows held (its fresh pages are most of a growth's cost).
+      // Room for half as many rows again: the batches of an apply regrow it every 1.5x to 3x
+      // of growth, and it takes as many slots as room for twice the rows would, or half as
+      // many (its fresh pages are most of what a growth costs).
       index_rows(present_ + present_ / 2, threads);
     } else {
       index_range(first, rows(), threads);

@@ -97,7 +97,7 @@ VYRE_KERNEL void count_roots_kernel(const std::uint32_t* parent, std::uint32_t i
     old += root && i < old_ids ? 1 : 0;
   }
   // Summed per block first: an atomic per root thread serializes millions of adds on two
-  // words (5 ms of math.egg's 16M-class rebuild on an H200).
+  // words, a large share of the rebuild of a big e-graph (docs/performance.md).
   using block_reduce = cub::BlockReduce<unsigned long long, block>;
   __shared__ typename block_reduce::TempStorage temp;
   all = block_reduce(temp).Sum(all);
