@@ -1084,7 +1084,9 @@ class refusing_offload final : public eq::iteration_offload {
     return r;
   }
   bool holds_state() const override { return false; }
-  vyre::expected<void> sync(const eq::declarations&, eq::database&) override { return {}; }
+  vyre::expected<void> sync(const eq::declarations&, eq::database&, unsigned) override {
+    return {};
+  }
   std::vector<std::uint64_t> sizes() const override { return {}; }
   std::uint64_t eclasses() const override { return 0; }
   const char* name() const override { return "fake"; }

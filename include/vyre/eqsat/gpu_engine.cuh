@@ -274,11 +274,13 @@ class gpu_engine : private detail::gpu_rebuild {
   //! of their timestamps as the host keeps them; where the engine keeps none,
   //! `device::keeps_timestamps`, all stamped `now()`, new to every rule's next search), the id
   //! space by the device's union-find (the ids made here extend it), and `db.now` moved past
-  //! them. The engine keeps its state and may run on.
+  //! them; their key indexes are filled on up to `threads` threads (0: every core). The engine
+  //! keeps its state and may run on.
   //! @returns / throws: the device's error (the host rows of a table may then be incomplete);
   //!          `errc::out_of_memory` when the host copy does not fit.
-  result<void> download(database& db) const {
-    return apply_error_policy<typename Backend::error_policy>(try_download(db));
+  result<void> download(database& db, unsigned threads = 0) const {
+    return apply_error_policy<typename Backend::error_policy>(
+        try_download(db, vyre::detail::resolve_threads(threads)));
   }
 
  private:
@@ -435,7 +437,7 @@ class gpu_engine : private detail::gpu_rebuild {
     return {};
   }
 
-  expected<void> try_download(database& db) const {
+  expected<void> try_download(database& db, unsigned threads) const {
     const char* what = "eqsat: download the state";
     if (db.tables.size() < function_count_)
       return fail(error(errc::invalid_argument, "eqsat gpu_engine: the database lacks tables")
@@ -497,7 +499,7 @@ class gpu_engine : private detail::gpu_rebuild {
         stamps = std::move(sorted_stamps);
       }
       eqsat::table& host = db.tables[f];
-      VYRE_TRY(host.assign(std::move(cells), std::move(stamps), vyre::detail::resolve_threads(0)));
+      VYRE_TRY(host.assign(std::move(cells), std::move(stamps), threads));
       if (!subsumed.empty())
         for (std::uint32_t i = 0; i < rows; ++i)
           if (subsumed[order.empty() ? i : order[i]] != 0) host.mark_subsumed(i);

@@ -186,10 +186,10 @@ class gpu_offload final : public iteration_offload {
 
   bool holds_state() const override { return engine_.has_value(); }
 
-  expected<void> sync(const declarations& decl, database& db) override {
+  expected<void> sync(const declarations& decl, database& db, unsigned threads) override {
     (void)decl;
     if (!engine_) return {};
-    auto done = caught<void>([&] { return engine_->download(db); });
+    auto done = caught<void>([&] { return engine_->download(db, threads); });
     engine_.reset();  // its memory goes back now: the host holds the state
     plans_.clear();
     return done;

@@ -122,8 +122,9 @@ class iteration_offload {
                                                    std::uint32_t ruleset,
                                                    const iteration_limits& limits) = 0;
   virtual bool holds_state() const = 0;
-  //! Writes the state back into `db` and lets go of it.
-  virtual expected<void> sync(const declarations& decl, database& db) = 0;
+  //! Writes the state back into `db` and lets go of it, the tables' key indexes filled on up
+  //! to `threads` threads.
+  virtual expected<void> sync(const declarations& decl, database& db, unsigned threads) = 0;
   //! Rows per function and e-classes while it holds the state.
   virtual std::vector<std::uint64_t> sizes() const = 0;
   virtual std::uint64_t eclasses() const = 0;
@@ -833,7 +834,7 @@ class session {
   //! Brings the state back from the offload engine, if it holds it.
   expected<void> settle() {
     if (options_.offload && options_.offload->holds_state())
-      VYRE_TRY(options_.offload->sync(state_->decl, state_->db));
+      VYRE_TRY(options_.offload->sync(state_->decl, state_->db, engine_->threads()));
     return {};
   }
 
