@@ -2,9 +2,11 @@
 // bench_eqsat: equality saturation on an egglog program (math.egg by default; the chains of
 // chain_program.py, the terms of terms_program.py), program text to final counts through
 // vyre::eqsat::session, with its iterations on the GPU engine (gpu_offload, every iteration)
-// and on the all-core CPU engine, in one process. JSON lines.
+// and on the all-core CPU engine, in one process; `auto` (off unless asked) is `vyre-eqsat
+// --device auto`: the iterations that start below the crossover on the CPU engine, the others on
+// the GPU engine. JSON lines.
 //
-//   bench_eqsat [--program PATH] [--iterations N[,N...]] [--repeats R] [--engines gpu,cpu]
+//   bench_eqsat [--program PATH] [--iterations N[,N...]] [--repeats R] [--engines gpu,auto,cpu]
 //
 // Per engine and iteration count: one warm-up run, then R timed runs. Each run makes a
 // session, runs the program's text plus a final `(run N)` (math.egg has no run of its own) and
@@ -162,9 +164,11 @@ int main(int argc, char** argv) {
   app.add_option("--program", program_path, "egglog program");
   app.add_option("--iterations", iteration_counts, "iterations to run (a list)")->delimiter(',');
   app.add_option("--repeats", repeats, "timed runs after one warm-up")->check(CLI::Range(1, 100));
-  app.add_option("--engines", engines, "gpu (the GPU engine under the session), cpu")
+  app.add_option("--engines", engines,
+                 "gpu (the GPU engine under the session), auto (the GPU engine from the "
+                 "crossover on), cpu")
       ->delimiter(',')
-      ->check(CLI::IsMember({"gpu", "cpu"}));
+      ->check(CLI::IsMember({"gpu", "auto", "cpu"}));
   CLI11_PARSE(app, argc, argv);
 
   std::ifstream in(program_path);
@@ -181,13 +185,16 @@ int main(int argc, char** argv) {
   const auto wanted = [&](const char* engine) {
     return std::find(engines.begin(), engines.end(), engine) != engines.end();
   };
-  std::shared_ptr<offload_type> offload;
+  std::shared_ptr<offload_type> offload, automatic;
   std::string device = "none";
-  if (wanted("gpu")) {
+  if (wanted("gpu") || wanted("auto")) {
     const auto named = vyre_bench::device_name(bench);
     if (named) {
-      offload = std::make_shared<offload_type>([] { return backend_type::acquire(0); },
-                                               vyre::device_choice::gpu);
+      const auto acquire = [] { return backend_type::acquire(0); };
+      if (wanted("gpu"))
+        offload = std::make_shared<offload_type>(acquire, vyre::device_choice::gpu);
+      if (wanted("auto"))
+        automatic = std::make_shared<offload_type>(acquire, vyre::device_choice::automatic);
       device = *named;
     }
   }
@@ -198,22 +205,26 @@ int main(int argc, char** argv) {
   for (const std::uint64_t iterations : iteration_counts) {
     const std::string program = text + "\n(run " + std::to_string(iterations) + ")\n";
     // In the order `--engines` gives (swap it to see whether the order matters).
-    std::vector<run_record> gpu_runs, cpu_runs;
+    std::vector<run_record> gpu_runs, auto_runs, cpu_runs;
     for (const std::string& engine : engines) {
       if (engine == "gpu" && offload)
         gpu_runs =
             timed_runs(repeats, [&] { return run_session(program, name, threads, offload); });
+      if (engine == "auto" && automatic)
+        auto_runs =
+            timed_runs(repeats, [&] { return run_session(program, name, threads, automatic); });
       if (engine == "cpu")
         cpu_runs =
             timed_runs(repeats, [&] { return run_session(program, name, threads, nullptr); });
     }
-    // Whether one engine's counts equal the other's (null without both).
-    const int agrees =
-        gpu_runs.empty() || cpu_runs.empty()
-            ? -1
-            : (same_counts(gpu_runs[gpu_runs.size() / 2], cpu_runs[cpu_runs.size() / 2]) ? 1 : 0);
-    if (!gpu_runs.empty()) {
-      const run_record& m = gpu_runs[gpu_runs.size() / 2];
+    // Whether a device line's counts equal the CPU engine's (null without both).
+    const auto agrees_with_cpu = [&](const std::vector<run_record>& runs) {
+      if (runs.empty() || cpu_runs.empty()) return -1;
+      return same_counts(runs[runs.size() / 2], cpu_runs[cpu_runs.size() / 2]) ? 1 : 0;
+    };
+    const auto print_device_line = [&](const char* engine, const std::vector<run_record>& runs) {
+      if (runs.empty()) return;
+      const run_record& m = runs[runs.size() / 2];
       const std::uint64_t enodes = m.iterations.empty() ? 1 : m.iterations.back().rows;
       char extra[512];
       std::snprintf(extra, sizeof extra,
@@ -224,8 +235,11 @@ int main(int argc, char** argv) {
                     static_cast<double>(m.peak_device_bytes) / static_cast<double>(enodes),
                     static_cast<unsigned long long>(m.rebuild_graphs.hits),
                     static_cast<unsigned long long>(m.rebuild_graphs.captures));
-      print_line("gpu", name, iterations, gpu_runs, extra, agrees);
-    }
+      print_line(engine, name, iterations, runs, extra, agrees_with_cpu(runs));
+    };
+    print_device_line("gpu", gpu_runs);
+    print_device_line("auto", auto_runs);
+    const int agrees = agrees_with_cpu(gpu_runs.empty() ? auto_runs : gpu_runs);
     if (!cpu_runs.empty()) {
       const std::string extra = "\"cpu\": \"" + vyre_bench::cpu_name() +
                                 "\", \"threads\": " + std::to_string(threads) + ", ";

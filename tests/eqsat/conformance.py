@@ -120,6 +120,7 @@ def main():
     per_folder = {}
     surprises = []
     on_device = [0, 0]  # iterations on the GPU engine, on the CPU engine
+    cpu_reasons = {}  # why the GPU engine handed an iteration back: reason -> (iterations, programs)
     for rel in programs:
         if args.only and args.only not in rel:
             continue
@@ -157,8 +158,16 @@ def main():
             else:
                 ok, why = True, "ran without error (no snapshot)"
         if doc is not None:
+            seen = set()
             for it in doc.get("iterations", []):
                 on_device[0 if it.get("device") == "gpu" else 1] += 1
+                why_cpu = it.get("cpu_reason")
+                if it.get("device") != "gpu" and why_cpu:
+                    # The reason's first clause, without the names and numbers of one program.
+                    key = re.sub(r"`[^`]*`|\d+", "_", why_cpu.split(";")[0])[:120]
+                    n, progs = cpu_reasons.get(key, (0, 0))
+                    cpu_reasons[key] = (n + 1, progs + (key not in seen))
+                    seen.add(key)
         if ok and reason is None:
             tally["pass"] += 1
             print("pass   %s (%.2f s)" % (rel, seconds))
@@ -190,6 +199,8 @@ def main():
     if args.device != "cpu":
         print("iterations on the GPU engine: %d of %d (the others on the CPU engine, each with "
               "its reason in the --json report)" % (on_device[0], sum(on_device)))
+        for key, (n, progs) in sorted(cpu_reasons.items(), key=lambda kv: -kv[1][0])[:15]:
+            print("  on the CPU: %5d iterations of %3d programs: %s" % (n, progs, key))
     return 1 if surprises else 0
 
 

@@ -148,10 +148,6 @@ class congruence_plan : public detail::plan_base<P, detail::congruence_plan_stor
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  congruence_plan(congruence_plan&&) noexcept = default;
-  congruence_plan& operator=(congruence_plan&&) noexcept = default;
-  ~congruence_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
-
   //! Congruence closure of the device image `image` (same contract as `congruence`).
   //! @throws / returns (error policy): a child without rows (`errc::not_found`), a children
   //!         range past the column (`errc::out_of_range`), an input beyond capacity with

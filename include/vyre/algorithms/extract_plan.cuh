@@ -108,10 +108,6 @@ class extract_plan
   template <class T>
   using result = typename backend<P>::template result<T>;
 
-  extract_plan(extract_plan&&) noexcept = default;
-  extract_plan& operator=(extract_plan&&) noexcept = default;
-  ~extract_plan() {}  // user-provided: keeps nvcc from inferring a host-device destructor
-
   //! Extraction over the device image `image` with device `node_cost` (one per row) and host
   //! `roots`; same contract and results as `extract`.
   //! @throws / returns (error policy) as `extract`, plus capacity errors as

@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <mutex>
 #include <type_traits>
-#include <unordered_map>
 #include <utility>
 
 #include <cuda_runtime_api.h>

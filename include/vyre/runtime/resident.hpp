@@ -18,13 +18,11 @@
 
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <span>
-#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>

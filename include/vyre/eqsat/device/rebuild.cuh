@@ -316,11 +316,10 @@ template <int = 0>
 VYRE_KERNEL void fold_values_kernel(table_ref t, const std::uint32_t* position, std::uint32_t* tmp,
                                     std::uint32_t* folded) {
   const std::uint32_t used = t.in_use();
-  const std::uint32_t last = t.width - 1;
   const bool lower = t.merge == device_merge::min;
   VYRE_DETAIL_GRID_LOOP(i, used) {
     if (i == 0 || position[i] != position[i - 1]) continue;  // the first row of its run
-    const std::uint32_t v = t.cells[i * t.width + last];
+    const std::uint32_t v = t.value(i);
     std::uint32_t* kept = tmp + (position[i] - 1);
     const std::uint32_t before = lower ? atomicMin(kept, v) : atomicMax(kept, v);
     if ((lower ? v < before : v > before) && folded != nullptr) atomicOr(folded, 1u);
@@ -366,12 +365,11 @@ VYRE_KERNEL void replace_values_kernel(table_ref t, const std::uint32_t* positio
                                        const std::uint32_t* win, std::uint32_t* tmp,
                                        std::uint32_t* folded) {
   const std::uint32_t used = t.in_use();
-  const std::uint32_t last = t.width - 1;
   VYRE_DETAIL_GRID_LOOP(i, used) {
     if (!last_of_run(position, i, used)) continue;
     const std::uint32_t run = position[i] - 1;
     if (win[run] == 0) continue;
-    const std::uint32_t v = t.cells[std::size_t{win[run] - 1} * t.width + last];
+    const std::uint32_t v = t.value(win[run] - 1);
     if (v != tmp[run] && folded != nullptr) atomicOr(folded, 1u);
     tmp[run] = v;
   }
@@ -387,10 +385,9 @@ VYRE_KERNEL void settle_runs_kernel(table_ref t, const std::uint32_t* position,
                                     const std::uint32_t* tmp, std::uint32_t* out,
                                     std::uint32_t* conflict) {
   const std::uint32_t used = t.in_use();
-  const std::uint32_t last = t.width - 1;
   VYRE_DETAIL_GRID_LOOP(i, used) {
     const std::uint32_t run = position[i] - 1;
-    if (t.cells[i * t.width + last] != tmp[run]) {
+    if (t.value(i) != tmp[run]) {
       if (conflict != nullptr) atomicOr(conflict, 1u);
     } else if (out != nullptr) {
       atomicMin(out + run, t.stamps[i]);

@@ -63,6 +63,10 @@ struct table_ref {
   __device__ std::uint32_t in_use() const noexcept {
     return live != nullptr ? *live : rows;
   }
+  //! The value column (the last) of row `r`.
+  __device__ std::uint32_t value(std::uint64_t r) const noexcept {
+    return cells[r * width + width - 1];
+  }
 #endif
 };
 
