@@ -61,6 +61,7 @@
 
 #include <cuda_runtime_api.h>
 #include <cub/block/block_reduce.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include "vyre/core/config.hpp"
@@ -444,12 +445,13 @@ namespace detail {
 
 //! Per prefix of level `L.k >= 1`: its candidates in atom `k` (`counts`) and the first one's
 //! position (`first`), and their sum added to `*total` (one atomic per block). Prefixes past
-//! those in use (and, at level 1, atom-0 rows that fail their own columns) get none.
-template <class QueryArg>
-VYRE_KERNEL void join_extent_kernel(QueryArg arg, join_level L, std::uint32_t* counts,
-                                    std::uint32_t* first, unsigned long long* total) {
-  const auto& q = kernel_arg(arg);
-  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
+//! those in use (and, at level 1, atom-0 rows that fail their own columns) get none. The
+//! bodies below run in a launch of one query (`join_*_kernel`) or of many, a query per
+//! `blockIdx.y` (`join_*_batch_kernel`); their loops stride over `blockIdx.x` alone.
+template <class Query>
+__device__ void join_extent_body(const Query& q, const join_level& L, std::uint32_t* counts,
+                                 std::uint32_t* first, unsigned long long* total) {
+  using limits = typename Query::limits;
   const std::uint32_t used =
       L.live != nullptr ? *L.live : (L.prefixes == nullptr ? q.atoms[0].in_use() : L.count);
   unsigned long long sum = 0;
@@ -474,11 +476,10 @@ VYRE_KERNEL void join_extent_kernel(QueryArg arg, join_level L, std::uint32_t* c
 }
 
 //! `flags[t]`: whether candidate `t` matches (then scanned into output positions).
-template <class QueryArg>
-VYRE_KERNEL void join_flags_kernel(QueryArg arg, join_level L, std::uint32_t total,
-                                   std::uint32_t* flags) {
-  const auto& q = kernel_arg(arg);
-  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
+template <class Query>
+__device__ void join_flags_body(const Query& q, const join_level& L, std::uint32_t total,
+                                std::uint32_t* flags) {
+  using limits = typename Query::limits;
   VYRE_DETAIL_GRID_LOOP(t, total) {
     std::uint32_t regs[limits::registers], rows[limits::atoms];
     flags[t] = join_candidate(q, L, static_cast<std::uint32_t>(t), regs, rows) ? 1u : 0u;
@@ -487,13 +488,12 @@ VYRE_KERNEL void join_flags_kernel(QueryArg arg, join_level L, std::uint32_t tot
 
 //! Stores every matching candidate: at the last level its saved registers (`q.saved_count`
 //! u32), else its rows (the next level's prefix, `L.k + 1` u32). `inclusive`: the inclusive scan
-//! of `join_flags_kernel`'s flags, which places candidate t at `inclusive[t] - 1` when it
+//! of `join_flags_body`'s flags, which places candidate t at `inclusive[t] - 1` when it
 //! matches; null: every candidate matches and goes to position t.
-template <bool Last, class QueryArg>
-VYRE_KERNEL void join_write_kernel(QueryArg arg, join_level L, std::uint32_t total,
-                                   const std::uint32_t* inclusive, std::uint32_t* out) {
-  const auto& q = kernel_arg(arg);
-  using limits = typename std::remove_cvref_t<decltype(q)>::limits;
+template <bool Last, class Query>
+__device__ void join_write_body(const Query& q, const join_level& L, std::uint32_t total,
+                                const std::uint32_t* inclusive, std::uint32_t* out) {
+  using limits = typename Query::limits;
   VYRE_DETAIL_GRID_LOOP(t, total) {
     std::size_t at = t;
     if (inclusive != nullptr) {
@@ -512,6 +512,87 @@ VYRE_KERNEL void join_write_kernel(QueryArg arg, join_level L, std::uint32_t tot
   }
 }
 
+template <class QueryArg>
+VYRE_KERNEL void join_extent_kernel(QueryArg arg, join_level L, std::uint32_t* counts,
+                                    std::uint32_t* first, unsigned long long* total) {
+  join_extent_body(kernel_arg(arg), L, counts, first, total);
+}
+
+template <class QueryArg>
+VYRE_KERNEL void join_flags_kernel(QueryArg arg, join_level L, std::uint32_t total,
+                                   std::uint32_t* flags) {
+  join_flags_body(kernel_arg(arg), L, total, flags);
+}
+
+template <bool Last, class QueryArg>
+VYRE_KERNEL void join_write_kernel(QueryArg arg, join_level L, std::uint32_t total,
+                                   const std::uint32_t* inclusive, std::uint32_t* out) {
+  join_write_body<Last>(kernel_arg(arg), L, total, inclusive, out);
+}
+
+//! One query's part of a batched launch (`blockIdx.y` picks it): its query in device memory,
+//! its level (whose `count` the extents step covers), its candidates (`n`, what the flags and
+//! write steps cover), and the step's buffers (`a`, `b`: the extents' counts and first
+//! positions; `a`: the flags, or the inclusive scan the write reads, null where every
+//! candidate matches; `out`: the write's rows).
+template <class Query>
+struct join_batch_item {
+  const Query* q = nullptr;
+  join_level L{};
+  std::uint32_t n = 0;
+  std::uint32_t* a = nullptr;
+  std::uint32_t* b = nullptr;
+  unsigned long long* total = nullptr;
+  std::uint32_t* out = nullptr;
+};
+
+template <class Query>
+VYRE_KERNEL void join_extent_batch_kernel(const join_batch_item<Query>* items) {
+  const join_batch_item<Query>& it = items[blockIdx.y];
+  join_extent_body(*it.q, it.L, it.a, it.b, it.total);
+}
+
+template <class Query>
+VYRE_KERNEL void join_flags_batch_kernel(const join_batch_item<Query>* items) {
+  const join_batch_item<Query>& it = items[blockIdx.y];
+  join_flags_body(*it.q, it.L, it.n, it.a);
+}
+
+template <class Query>
+VYRE_KERNEL void join_write_batch_kernel(const join_batch_item<Query>* items) {
+  const join_batch_item<Query>& it = items[blockIdx.y];
+  join_write_body<false>(*it.q, it.L, it.n, it.a, it.out);
+}
+
+//! `data[0, n)` of one array replaced by its exclusive (or inclusive) sum.
+struct scan_batch_item {
+  std::uint32_t* data = nullptr;
+  std::uint32_t n = 0;
+};
+
+//! Scans of short arrays, one block each (`blockIdx.x` picks the array), a block-wide scan a
+//! step with the running sum carried: the short levels of a search scan in one launch instead
+//! of a device-wide scan each.
+template <int = 0>
+VYRE_KERNEL void scan_batch_kernel(const scan_batch_item* items, bool inclusive) {
+  const scan_batch_item it = items[blockIdx.x];
+  using block_scan = cub::BlockScan<std::uint32_t, block>;
+  __shared__ typename block_scan::TempStorage temp;
+  std::uint32_t running = 0;
+  for (std::uint32_t base = 0; base < it.n; base += block) {
+    const std::uint32_t i = base + threadIdx.x;
+    const std::uint32_t v = i < it.n ? it.data[i] : 0u;
+    std::uint32_t sum = 0, step = 0;
+    if (inclusive)
+      block_scan(temp).InclusiveSum(v, sum, step);
+    else
+      block_scan(temp).ExclusiveSum(v, sum, step);
+    if (i < it.n) it.data[i] = running + sum;
+    running += step;
+    __syncthreads();  // `temp` is reused by the next step
+  }
+}
+
 }  // namespace detail
 
 //! The matches of several queries, found level by level so every launch's work is one thread
@@ -520,6 +601,9 @@ VYRE_KERNEL void join_write_kernel(QueryArg arg, join_level L, std::uint32_t tot
 //! search, checks its row and, where atom `k` can reject rows, is compacted by a flag scan.
 //! Levels run for all queries at once, so one host round trip per level reads every query's
 //! candidate total; one more reads the exact match totals of queries whose last atom filters.
+//! A step (extents, scan, flags, write) of the queries whose level is short runs as one launch
+//! for all of them (`batch_limit`), so a small iteration costs a few launches per level, not a
+//! few per query and level.
 //!
 //! Matches come out in the order of the nested loops (atom 0's row, then atom 1's index
 //! position, ...), as a per-row search would give them. Memory: per level and query, two u32
@@ -545,6 +629,7 @@ class join_search {
   //! Adds a query (kept by value); its index is the order of the calls.
   expected<void> add(const flat_query& q) {
     VYRE_TRY(try_reserve(queries_, queries_.size() + 1, what));
+    narrow_on_device_ = device_array<flat_query>{};  // made again, with this one, when used
     state s;
     s.q = q;
     queries_.push_back(std::move(s));
@@ -586,12 +671,13 @@ class join_search {
     VYRE_TRY_ASSIGN(device_array<unsigned long long> totals, allocate<unsigned long long>(n));
     std::vector<unsigned long long> host;
     VYRE_TRY(try_resize(host, n, what));
+    std::vector<std::size_t> at_level, deeper;
+    VYRE_TRY(try_reserve(at_level, n, what));
+    VYRE_TRY(try_reserve(deeper, n, what));
     for (std::uint32_t k = 1; k < deepest; ++k) {
       // Candidates of every query at level k, one read back for all.
       VYRE_CUDA_TRY(cudaMemsetAsync(totals.get(), 0, totals.size_bytes(), stream_), what);
-      for (std::size_t i = 0; i < n; ++i)
-        if (queries_[i].level.k == k && queries_[i].level.count != 0)
-          VYRE_TRY(extents(queries_[i], totals.get() + i));
+      VYRE_TRY(extents(k, totals.get()));
       VYRE_TRY(vyre::detail::copy_to_host(runtime_, host.data(), totals.get(), n, stream_, what));
       // Saturating: a level's candidates can approach 2^64 on a quadratic join.
       const std::uint64_t per_candidate = 4u * (k + 2u);
@@ -605,6 +691,8 @@ class join_search {
         clear();
         return false;
       }
+      at_level.clear();
+      deeper.clear();
       for (std::size_t i = 0; i < n; ++i) {
         state& s = queries_[i];
         if (s.level.k != k) continue;
@@ -616,28 +704,33 @@ class join_search {
                           .with("max", 0x7fffffffull)
                           .fix("stop earlier with --node-limit"));
         s.candidates = static_cast<std::uint32_t>(host[i]);
-        if (s.level.count != 0) VYRE_TRY(scan(s.counts.get(), s.level.count));
-        if (k + 1 < s.q.atom_count) VYRE_TRY(next_level(s));
+        at_level.push_back(i);
+        if (k + 1 < s.q.atom_count) deeper.push_back(i);
       }
+      VYRE_TRY(scan_counts(at_level));
+      VYRE_TRY(next_levels(deeper));
     }
     // The last level of every query: flags where its atom filters, then their exact totals.
     VYRE_TRY_ASSIGN(device_array<std::uint32_t> exact, allocate<std::uint32_t>(n));
     // Read back whole: the totals of the queries whose last level does not filter stay 0.
     VYRE_CUDA_TRY(cudaMemsetAsync(exact.get(), 0, exact.size_bytes(), stream_), what);
     std::vector<std::uint32_t> exact_host;
-    bool filtered = false;
+    std::vector<std::size_t>& flagged = at_level;
+    flagged.clear();
     for (std::size_t i = 0; i < n; ++i) {
       state& s = queries_[i];
       if (s.level.k == 0) s.candidates = s.q.atoms[0].rows;
       s.matches = s.candidates;
-      if (s.candidates == 0 || filter_free(s, s.level.k)) continue;
-      VYRE_TRY(flag(s));
+      if (s.candidates != 0 && !filter_free(s, s.level.k)) flagged.push_back(i);
+    }
+    VYRE_TRY(flag(flagged));
+    for (const std::size_t i : flagged) {
+      const state& s = queries_[i];
       VYRE_CUDA_TRY(cudaMemcpyAsync(exact.get() + i, s.inclusive.get() + s.candidates - 1,
                                     sizeof(std::uint32_t), cudaMemcpyDeviceToDevice, stream_),
                     what);
-      filtered = true;
     }
-    if (filtered) {
+    if (!flagged.empty()) {
       VYRE_TRY(try_resize(exact_host, n, what));
       VYRE_TRY(
           vyre::detail::copy_to_host(runtime_, exact_host.data(), exact.get(), n, stream_, what));
@@ -648,7 +741,10 @@ class join_search {
   }
 
   //! Drops every query and its buffers.
-  void clear() noexcept { queries_.clear(); }
+  void clear() noexcept {
+    queries_.clear();
+    narrow_on_device_ = device_array<flat_query>{};
+  }
   //! Query `i`'s matches (after `run`).
   std::uint32_t matches(std::size_t i) const noexcept { return queries_[i].matches; }
 
@@ -678,6 +774,7 @@ class join_search {
     u32_array first;      // the first candidate's index position per prefix
     u32_array inclusive;  // the level's flags, scanned (where its atom filters)
     u32_array kept;       // the previous level's: its total is this level's prefix count
+    u32_array next;       // the next level's prefixes while they are written
     std::uint32_t candidates = 0;
     std::uint32_t matches = 0;
   };
@@ -701,19 +798,111 @@ class join_search {
     return runtime_.allocate<T>((std::max)(n, std::size_t{1}), stream_, what);
   }
 
-  //! Counts, first positions and their sum (added to `*total`) of `s`'s current level.
-  expected<void> extents(state& s, unsigned long long* total) {
-    const std::uint32_t n = s.level.count;
-    VYRE_TRY(detail::cub_items(n, what));
-    VYRE_TRY_ASSIGN(s.counts, allocate<std::uint32_t>(n));
-    VYRE_TRY_ASSIGN(s.first, allocate<std::uint32_t>(n));
-    launch(s, [&](const auto& arg) {
-      detail::join_extent_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(
-          arg, s.level, s.counts.get(), s.first.get(), total);
-    });
-    s.level.offsets = s.counts.get();
-    s.level.first = s.first.get();
+  //! A level step of at most this many prefixes or candidates of a query joins a batched
+  //! launch (a query per `blockIdx.y`, its query read from device memory); a longer one gets a
+  //! launch of its own, a narrow query by value. The short ones are most of a small iteration's
+  //! launches, the long ones most of a large iteration's time.
+  static constexpr std::uint32_t batch_limit = 1u << 15;
+
+  //! A batched launch's items, the narrow queries' and the wide ones' apart.
+  struct batch {
+    std::vector<detail::join_batch_item<flat_query>> narrow;
+    std::vector<detail::join_batch_item<wide_flat_query>> wide;
+    std::vector<detail::scan_batch_item> scans;
+  };
+
+  //! Adds query `i`'s item to `b` (`item`'s query pointer set here): the narrow queries' device
+  //! copies are made at the first one.
+  expected<void> add_item(batch& b, std::size_t i, detail::join_batch_item<flat_query> item) {
+    const state& s = queries_[i];
+    if (!s.wide.empty()) {
+      detail::join_batch_item<wide_flat_query> wide_item{
+          s.wide_on_device.get(), item.L, item.n, item.a, item.b, item.total, item.out};
+      VYRE_TRY(try_reserve(b.wide, b.wide.size() + 1, what));
+      b.wide.push_back(wide_item);
+      return {};
+    }
+    if (narrow_on_device_.size() == 0) {
+      std::vector<flat_query> copies;
+      VYRE_TRY(try_resize(copies, queries_.size(), what));
+      for (std::size_t c = 0; c < queries_.size(); ++c) copies[c] = queries_[c].q;
+      VYRE_TRY_ASSIGN(narrow_on_device_, allocate<flat_query>(copies.size()));
+      // Pageable: the copy is staged before the call returns.
+      VYRE_CUDA_TRY(
+          cudaMemcpyAsync(narrow_on_device_.get(), copies.data(),
+                          copies.size() * sizeof(flat_query), cudaMemcpyHostToDevice, stream_),
+          what);
+    }
+    item.q = narrow_on_device_.get() + i;
+    VYRE_TRY(try_reserve(b.narrow, b.narrow.size() + 1, what));
+    b.narrow.push_back(item);
+    return {};
+  }
+
+  //! One launch of `kernel` over `items` (a query per `blockIdx.y`, in chunks the grid's y
+  //! dimension holds).
+  template <class Query>
+  expected<void> launch_items(const std::vector<detail::join_batch_item<Query>>& items,
+                              void (*kernel)(const detail::join_batch_item<Query>*)) {
+    constexpr std::size_t most_y = 65535;
+    for (std::size_t from = 0; from < items.size(); from += most_y) {
+      const std::size_t count = (std::min)(most_y, items.size() - from);
+      std::uint32_t widest = 1;
+      for (std::size_t c = from; c < from + count; ++c) widest = (std::max)(widest, items[c].n);
+      VYRE_TRY_ASSIGN(device_array<detail::join_batch_item<Query>> on_device,
+                      allocate<detail::join_batch_item<Query>>(count));
+      // Pageable: the copy is staged before the call returns; the array goes back to the
+      // pool in stream order, after the launch.
+      VYRE_CUDA_TRY(cudaMemcpyAsync(on_device.get(), items.data() + from,
+                                    count * sizeof(detail::join_batch_item<Query>),
+                                    cudaMemcpyHostToDevice, stream_),
+                    what);
+      kernel<<<dim3(detail::grid(widest), static_cast<unsigned>(count)), detail::block, 0,
+               stream_>>>(on_device.get());
+      VYRE_TRY(vyre::detail::launched(what));
+    }
+    return {};
+  }
+
+  //! The short arrays of `b.scans` scanned in one launch (exclusive, or `inclusive`).
+  expected<void> launch_scans(const batch& b, bool inclusive) {
+    if (b.scans.empty()) return {};
+    VYRE_TRY_ASSIGN(device_array<detail::scan_batch_item> on_device,
+                    allocate<detail::scan_batch_item>(b.scans.size()));
+    VYRE_CUDA_TRY(cudaMemcpyAsync(on_device.get(), b.scans.data(),
+                                  b.scans.size() * sizeof(detail::scan_batch_item),
+                                  cudaMemcpyHostToDevice, stream_),
+                  what);
+    detail::scan_batch_kernel<>
+        <<<static_cast<unsigned>(b.scans.size()), detail::block, 0, stream_>>>(on_device.get(),
+                                                                               inclusive);
     return vyre::detail::launched(what);
+  }
+
+  //! Counts, first positions and their sums (added to `totals[i]`) of every query at level `k`.
+  expected<void> extents(std::uint32_t k, unsigned long long* totals) {
+    batch b;
+    for (std::size_t i = 0; i < queries_.size(); ++i) {
+      state& s = queries_[i];
+      const std::uint32_t n = s.level.count;
+      if (s.level.k != k || n == 0) continue;
+      VYRE_TRY(detail::cub_items(n, what));
+      VYRE_TRY_ASSIGN(s.counts, allocate<std::uint32_t>(n));
+      VYRE_TRY_ASSIGN(s.first, allocate<std::uint32_t>(n));
+      s.level.offsets = s.counts.get();
+      s.level.first = s.first.get();
+      if (n <= batch_limit) {
+        VYRE_TRY(add_item(b, i, {nullptr, s.level, n, s.counts.get(), s.first.get(), totals + i}));
+        continue;
+      }
+      launch(s, [&](const auto& arg) {
+        detail::join_extent_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(
+            arg, s.level, s.counts.get(), s.first.get(), totals + i);
+      });
+      VYRE_TRY(vyre::detail::launched(what));
+    }
+    VYRE_TRY(launch_items(b.narrow, detail::join_extent_batch_kernel<flat_query>));
+    return launch_items(b.wide, detail::join_extent_batch_kernel<wide_flat_query>);
   }
 
   //! `data[0, n)` replaced by its exclusive (or `inclusive`) scan.
@@ -728,49 +917,102 @@ class join_search {
         stream_, what);
   }
 
-  //! `s.inclusive`: the inclusive scan of the current level's match flags.
-  expected<void> flag(state& s) {
-    const std::uint32_t n = s.candidates;
-    VYRE_TRY(detail::cub_items(n, what));
-    VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
-    launch(s, [&](const auto& arg) {
-      detail::join_flags_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(arg, s.level, n,
-                                                                                s.inclusive.get());
-    });
-    VYRE_TRY(vyre::detail::launched(what));
-    return scan(s.inclusive.get(), n, true);
+  //! The candidate counts of the queries `at` (their level's prefixes) replaced by their
+  //! exclusive scans: where each prefix's candidates start.
+  expected<void> scan_counts(const std::vector<std::size_t>& at) {
+    batch b;
+    for (const std::size_t i : at) {
+      state& s = queries_[i];
+      const std::uint32_t n = s.level.count;
+      if (n == 0) continue;
+      if (n > batch_limit) {
+        VYRE_TRY(scan(s.counts.get(), n));
+        continue;
+      }
+      VYRE_TRY(try_reserve(b.scans, b.scans.size() + 1, what));
+      b.scans.push_back({s.counts.get(), n});
+    }
+    return launch_scans(b, false);
   }
 
-  //! The matching candidates of `s`'s level become the prefixes of the next level (their exact
-  //! count stays on the device when the level filters; `candidates` bounds it).
-  expected<void> next_level(state& s) {
-    const std::uint32_t n = s.candidates, k = s.level.k;
-    const bool filters = !filter_free(s, k);
-    if (filters && n != 0) VYRE_TRY(flag(s));
-    VYRE_TRY_ASSIGN(u32_array next, allocate<std::uint32_t>(std::size_t{n} * (k + 1)));
-    if (n != 0) {
+  //! `inclusive`: the inclusive scan of the current level's match flags, for every query `at`.
+  expected<void> flag(const std::vector<std::size_t>& at) {
+    batch b;
+    for (const std::size_t i : at) {
+      state& s = queries_[i];
+      const std::uint32_t n = s.candidates;
+      VYRE_TRY(detail::cub_items(n, what));
+      VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
+      if (n <= batch_limit) {
+        VYRE_TRY(add_item(b, i, {nullptr, s.level, n, s.inclusive.get()}));
+        VYRE_TRY(try_reserve(b.scans, b.scans.size() + 1, what));
+        b.scans.push_back({s.inclusive.get(), n});
+        continue;
+      }
+      launch(s, [&](const auto& arg) {
+        detail::join_flags_kernel<<<detail::grid(n), detail::block, 0, stream_>>>(
+            arg, s.level, n, s.inclusive.get());
+      });
+      VYRE_TRY(vyre::detail::launched(what));
+      VYRE_TRY(scan(s.inclusive.get(), n, true));
+    }
+    VYRE_TRY(launch_items(b.narrow, detail::join_flags_batch_kernel<flat_query>));
+    VYRE_TRY(launch_items(b.wide, detail::join_flags_batch_kernel<wide_flat_query>));
+    return launch_scans(b, true);
+  }
+
+  //! The matching candidates of every query `at`'s level become the prefixes of its next level
+  //! (their exact count stays on the device when the level filters; `candidates` bounds it).
+  expected<void> next_levels(const std::vector<std::size_t>& at) {
+    std::vector<std::size_t> filtering;
+    VYRE_TRY(try_reserve(filtering, at.size(), what));
+    for (const std::size_t i : at)
+      if (queries_[i].candidates != 0 && !filter_free(queries_[i], queries_[i].level.k))
+        filtering.push_back(i);
+    VYRE_TRY(flag(filtering));
+    batch b;
+    for (const std::size_t i : at) {
+      state& s = queries_[i];
+      const std::uint32_t n = s.candidates, k = s.level.k;
+      const bool filters = n != 0 && !filter_free(s, k);
+      VYRE_TRY_ASSIGN(s.next, allocate<std::uint32_t>(std::size_t{n} * (k + 1)));
+      if (n == 0) continue;
+      std::uint32_t* inclusive = filters ? s.inclusive.get() : nullptr;
+      if (n <= batch_limit) {
+        VYRE_TRY(add_item(b, i, {nullptr, s.level, n, inclusive, nullptr, nullptr, s.next.get()}));
+        continue;
+      }
       launch(s, [&](const auto& arg) {
         detail::join_write_kernel<false><<<detail::grid(n), detail::block, 0, stream_>>>(
-            arg, s.level, n, filters ? s.inclusive.get() : nullptr, next.get());
+            arg, s.level, n, inclusive, s.next.get());
       });
       VYRE_TRY(vyre::detail::launched(what));
     }
-    // The next level's exact count is the flags' inclusive total: it must outlive this level.
-    s.kept = std::move(s.inclusive);
-    s.prefixes = std::move(next);
-    s.level = join_level{};
-    s.level.prefixes = s.prefixes.get();
-    s.level.count = n;
-    s.level.k = k + 1;
-    if (filters && n != 0) s.level.live = s.kept.get() + n - 1;
-    s.counts = u32_array{};
-    s.first = u32_array{};
+    VYRE_TRY(launch_items(b.narrow, detail::join_write_batch_kernel<flat_query>));
+    VYRE_TRY(launch_items(b.wide, detail::join_write_batch_kernel<wide_flat_query>));
+    for (const std::size_t i : at) {
+      state& s = queries_[i];
+      const std::uint32_t n = s.candidates, k = s.level.k;
+      const bool filters = n != 0 && !filter_free(s, k);
+      // The next level's exact count is the flags' inclusive total: it must outlive this level.
+      s.kept = std::move(s.inclusive);
+      s.prefixes = std::move(s.next);
+      s.level = join_level{};
+      s.level.prefixes = s.prefixes.get();
+      s.level.count = n;
+      s.level.k = k + 1;
+      if (filters) s.level.live = s.kept.get() + n - 1;
+      s.counts = u32_array{};
+      s.first = u32_array{};
+    }
     return {};
   }
 
   vyre::detail::runtime_ref runtime_;
   cudaStream_t stream_;
   std::vector<state> queries_;
+  //! Every query's narrow copy, for the batched launches (made at the first; wide ones unused).
+  device_array<flat_query> narrow_on_device_;
 };
 
 //! The index of a table sorted by its arguments (`rebuild.cuh`'s `sort_rows`) by column 0: the
