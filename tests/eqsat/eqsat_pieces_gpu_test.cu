@@ -293,6 +293,18 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   std::sort(want.begin(), want.end());
   CHECK(got == want);
 
+  // Every step a launch of its own (no batched launches) and every write at once: the same
+  // matches in the same order.
+  dev::join_search unbatched(test_gpu().memory_ref(), s);
+  unbatched.batch_limit(0);
+  REQUIRE_OK(unbatched.add(*q));
+  REQUIRE_OK(unbatched.run());
+  REQUIRE(unbatched.matches(0) == total);
+  auto unbatched_out = make_array<u32>(std::size_t{total} * 2, s);
+  std::uint32_t* const unbatched_outs[] = {unbatched_out.get()};
+  REQUIRE_OK(unbatched.write_all(unbatched_outs));
+  CHECK(download(unbatched_out.get(), std::size_t{total} * 2, s) == flat);
+
   // Two queries in one search, each with its own levels: both find every match, and query
   // `which`'s come out as the search above wrote them.
   const auto check_pair = [&](dev::join_search& pair, std::size_t which) {
@@ -302,6 +314,15 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
     auto written = make_array<u32>(std::size_t{total} * 2, s);
     REQUIRE_OK(pair.write(which, written.get()));
     CHECK(download(written.get(), std::size_t{total} * 2, s) == flat);
+    // Both at once (the batched write): each as the search above wrote it.
+    auto both = make_array<u32>(std::size_t{total} * 4, s);
+    std::uint32_t* const outs[] = {both.get(), both.get() + std::size_t{total} * 2};
+    REQUIRE_OK(pair.write_all(outs));
+    const std::vector<u32> together = download(both.get(), std::size_t{total} * 4, s);
+    CHECK(std::vector<u32>(together.begin(), together.begin() + std::size_t{total} * 2) == flat);
+    CHECK(std::vector<u32>(together.begin() + std::size_t{total} * 2, together.end()) == flat);
+    std::uint32_t* const too_few[] = {both.get()};
+    CHECK_FALSE(pair.write_all(too_few));
   };
   // The same query twice.
   dev::join_search twice(test_gpu().memory_ref(), s);

@@ -933,8 +933,8 @@ class gpu_engine : private detail::gpu_rebuild {
       if (totals[r] == 0) continue;
       matches[r] = arena_.get() + match_at;
       match_at += static_cast<std::size_t>(totals[r] * plans[r].saved.size());
-      VYRE_TRY(search.write(r, matches[r]));
     }
+    VYRE_TRY(search.write_all(matches));
     search.clear();
     indexes.clear();
     VYRE_CUDA_TRY(cudaStreamSynchronize(stream()), "eqsat: search");

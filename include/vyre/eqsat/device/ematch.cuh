@@ -558,10 +558,10 @@ VYRE_KERNEL void join_flags_batch_kernel(const join_batch_item<Query>* items) {
   join_flags_body(*it.q, it.L, it.n, it.a);
 }
 
-template <class Query>
+template <bool Last, class Query>
 VYRE_KERNEL void join_write_batch_kernel(const join_batch_item<Query>* items) {
   const join_batch_item<Query>& it = items[blockIdx.y];
-  join_write_body<false>(*it.q, it.L, it.n, it.a, it.out);
+  join_write_body<Last>(*it.q, it.L, it.n, it.a, it.out);
 }
 
 //! `data[0, n)` of one array replaced by its exclusive (or inclusive) sum.
@@ -602,8 +602,8 @@ VYRE_KERNEL void scan_batch_kernel(const scan_batch_item* items, bool inclusive)
 //! Levels run for all queries at once, so one host round trip per level reads every query's
 //! candidate total; one more reads the exact match totals of queries whose last atom filters.
 //! A step (extents, scan, flags, write) of the queries whose level is short runs as one launch
-//! for all of them (`batch_limit`), so a small iteration costs a few launches per level, not a
-//! few per query and level.
+//! for all of them (`default_batch_limit`), so a small iteration costs a few launches per level,
+//! not a few per query and level.
 //!
 //! Matches come out in the order of the nested loops (atom 0's row, then atom 1's index
 //! position, ...), as a per-row search would give them. Memory: per level and query, two u32
@@ -614,6 +614,7 @@ VYRE_KERNEL void scan_batch_kernel(const scan_batch_item* items, bool inclusive)
 //!     for (auto& q : queries) VYRE_TRY(search.add(q));
 //!     VYRE_TRY(search.run());                    // search.matches(i): query i's match count
 //!     VYRE_TRY(search.write(i, out));            // out: matches(i) * saved_count u32
+//!     // or every query's at once: search.write_all(outs), one pointer (or null) per query
 class join_search {
   using u32_array = device_array<std::uint32_t>;
 
@@ -740,6 +741,15 @@ class join_search {
     return true;
   }
 
+  //! A level step of at most this many prefixes or candidates of a query joins a batched
+  //! launch (a query per `blockIdx.y`, its query read from device memory); a longer one gets a
+  //! launch of its own, a narrow query by value. The short ones are most of a small iteration's
+  //! launches, the long ones most of a large iteration's time.
+  static constexpr std::uint32_t default_batch_limit = 1u << 15;
+  //! Sets the batched launches' limit (0: every step a launch per query; the matches are the
+  //! same either way).
+  void batch_limit(std::uint32_t most) noexcept { batch_limit_ = most; }
+
   //! Drops every query and its buffers.
   void clear() noexcept {
     queries_.clear();
@@ -757,6 +767,30 @@ class join_search {
           arg, s.level, s.candidates, s.inclusive.size() != 0 ? s.inclusive.get() : nullptr, out);
     });
     return vyre::detail::launched("eqsat::device::join_search::write");
+  }
+
+  //! `write` of every query `i` with `outs[i]` not null (`outs`: one per query), the short
+  //! ones in one launch.
+  expected<void> write_all(std::span<std::uint32_t* const> outs) {
+    if (outs.size() != queries_.size())
+      return fail(error(errc::invalid_argument, "eqsat::device::join_search::write_all")
+                      .with("outs", outs.size())
+                      .with("queries", queries_.size())
+                      .fix("pass one output (or null) per query"));
+    batch b;
+    for (std::size_t i = 0; i < queries_.size(); ++i) {
+      const state& s = queries_[i];
+      if (outs[i] == nullptr || s.candidates == 0) continue;
+      if (s.candidates > batch_limit_) {
+        VYRE_TRY(write(i, outs[i]));
+        continue;
+      }
+      std::uint32_t* inclusive = s.inclusive.size() != 0 ? s.inclusive.get() : nullptr;
+      VYRE_TRY(
+          add_item(b, i, {nullptr, s.level, s.candidates, inclusive, nullptr, nullptr, outs[i]}));
+    }
+    VYRE_TRY(launch_items(b.narrow, detail::join_write_batch_kernel<true, flat_query>));
+    return launch_items(b.wide, detail::join_write_batch_kernel<true, wide_flat_query>);
   }
 
  private:
@@ -797,12 +831,6 @@ class join_search {
   expected<device_array<T>> allocate(std::size_t n) const {
     return runtime_.allocate<T>((std::max)(n, std::size_t{1}), stream_, what);
   }
-
-  //! A level step of at most this many prefixes or candidates of a query joins a batched
-  //! launch (a query per `blockIdx.y`, its query read from device memory); a longer one gets a
-  //! launch of its own, a narrow query by value. The short ones are most of a small iteration's
-  //! launches, the long ones most of a large iteration's time.
-  static constexpr std::uint32_t batch_limit = 1u << 15;
 
   //! A batched launch's items, the narrow queries' and the wide ones' apart.
   struct batch {
@@ -891,7 +919,7 @@ class join_search {
       VYRE_TRY_ASSIGN(s.first, allocate<std::uint32_t>(n));
       s.level.offsets = s.counts.get();
       s.level.first = s.first.get();
-      if (n <= batch_limit) {
+      if (n <= batch_limit_) {
         VYRE_TRY(add_item(b, i, {nullptr, s.level, n, s.counts.get(), s.first.get(), totals + i}));
         continue;
       }
@@ -925,7 +953,7 @@ class join_search {
       state& s = queries_[i];
       const std::uint32_t n = s.level.count;
       if (n == 0) continue;
-      if (n > batch_limit) {
+      if (n > batch_limit_) {
         VYRE_TRY(scan(s.counts.get(), n));
         continue;
       }
@@ -943,7 +971,7 @@ class join_search {
       const std::uint32_t n = s.candidates;
       VYRE_TRY(detail::cub_items(n, what));
       VYRE_TRY_ASSIGN(s.inclusive, allocate<std::uint32_t>(n));
-      if (n <= batch_limit) {
+      if (n <= batch_limit_) {
         VYRE_TRY(add_item(b, i, {nullptr, s.level, n, s.inclusive.get()}));
         VYRE_TRY(try_reserve(b.scans, b.scans.size() + 1, what));
         b.scans.push_back({s.inclusive.get(), n});
@@ -978,7 +1006,7 @@ class join_search {
       VYRE_TRY_ASSIGN(s.next, allocate<std::uint32_t>(std::size_t{n} * (k + 1)));
       if (n == 0) continue;
       std::uint32_t* inclusive = filters ? s.inclusive.get() : nullptr;
-      if (n <= batch_limit) {
+      if (n <= batch_limit_) {
         VYRE_TRY(add_item(b, i, {nullptr, s.level, n, inclusive, nullptr, nullptr, s.next.get()}));
         continue;
       }
@@ -988,8 +1016,8 @@ class join_search {
       });
       VYRE_TRY(vyre::detail::launched(what));
     }
-    VYRE_TRY(launch_items(b.narrow, detail::join_write_batch_kernel<flat_query>));
-    VYRE_TRY(launch_items(b.wide, detail::join_write_batch_kernel<wide_flat_query>));
+    VYRE_TRY(launch_items(b.narrow, detail::join_write_batch_kernel<false, flat_query>));
+    VYRE_TRY(launch_items(b.wide, detail::join_write_batch_kernel<false, wide_flat_query>));
     for (const std::size_t i : at) {
       state& s = queries_[i];
       const std::uint32_t n = s.candidates, k = s.level.k;
@@ -1013,6 +1041,7 @@ class join_search {
   std::vector<state> queries_;
   //! Every query's narrow copy, for the batched launches (made at the first; wide ones unused).
   device_array<flat_query> narrow_on_device_;
+  std::uint32_t batch_limit_ = default_batch_limit;
 };
 
 //! The index of a table sorted by its arguments (`rebuild.cuh`'s `sort_rows`) by column 0: the
