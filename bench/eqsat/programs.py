@@ -13,7 +13,7 @@ egglog in a Python process of its own through its compiled module (`from egglog 
 bindings`, or `bindings` from BINDINGS_DIR as the GPU machine carries it), a warm-up run and
 REPEATS timed ones on fresh e-graphs, the process stopped after --egglog-timeout seconds
 (default 600; the runs it finished are kept, the warm-up's alone marked `cold`); a line per program holds every engine's seconds (vyre-eqsat: process start to exit;
-egglog: parse to the last output, its module loaded) and their median, and `agrees` says whether every engine ended with egglog's sizes. NAME
+egglog: parse to the last output, its module loaded) and their median, and `agrees` says whether every engine ended with egglog's sizes (null without them). NAME
 picks programs (file names without `.egg`); the default is egglog's large ones. --baseline
 times a second vyre-eqsat (another build) on the same devices, its runs alternating with the
 first's (keys `baseline-DEVICE`); --egglog-timeout 0 leaves egglog out.
@@ -172,7 +172,8 @@ def main(argv):
                     same = all(got.get(k, 0) == v for k, v in want.items() if v != 0)
                     line[key]["sizes_equal_egglog"] = same
                     agrees = agrees and same
-        line["agrees"] = agrees
+        # Null without egglog's sizes to compare with (egglog not run, or it did not finish).
+        line["agrees"] = agrees if want is not None else None
         print(json.dumps(line), flush=True)
     return 0
 
