@@ -366,6 +366,42 @@ TEST_CASE("eqsat device ematch: matches equal a brute-force enumeration", "[eqsa
   CHECK_THAT(refused.error().message(), Catch::Contains("max_atoms=128"));
 }
 
+TEST_CASE("eqsat device ematch: the batched scan equals a host scan at every step boundary",
+          "[eqsat][gpu][pieces]") {
+  // A block scans 8 values a thread a step (2,048 a step): arrays of no value, one, around a
+  // step and several steps, in one launch, each against std::exclusive_scan / inclusive_scan.
+  const bool inclusive = GENERATE(false, true);
+  CAPTURE(inclusive);
+  const std::vector<u32> sizes{0, 1, 2047, 2048, 2049, 5000, 32768};
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const cudaStream_t s = stream.get();
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<u32> value(0, 40);
+  std::vector<std::vector<u32>> host(sizes.size());
+  std::vector<vyre::device_array<u32>> arrays;
+  std::vector<dev::detail::scan_batch_item> items;
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    host[a].resize(sizes[a]);
+    for (u32& v : host[a]) v = value(rng);
+    arrays.push_back(upload(host[a], s));
+    items.push_back({arrays.back().get(), sizes[a]});
+  }
+  auto on_device = upload(items, s);
+  dev::detail::scan_batch_kernel<>
+      <<<static_cast<unsigned>(items.size()), dev::detail::block, 0, s>>>(on_device.get(),
+                                                                          inclusive);
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  for (std::size_t a = 0; a < sizes.size(); ++a) {
+    CAPTURE(sizes[a]);
+    std::vector<u32> want(sizes[a]);
+    if (inclusive)
+      std::inclusive_scan(host[a].begin(), host[a].end(), want.begin());
+    else
+      std::exclusive_scan(host[a].begin(), host[a].end(), want.begin(), 0u);
+    if (sizes[a] != 0) CHECK(download(arrays[a].get(), sizes[a], s) == want);
+  }
+}
+
 TEST_CASE("eqsat device hashcons: overlapping inserts give one class per distinct row",
           "[eqsat][gpu][pieces]") {
   vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure

@@ -570,24 +570,27 @@ struct scan_batch_item {
   std::uint32_t n = 0;
 };
 
-//! Scans of short arrays, one block each (`blockIdx.x` picks the array), a block-wide scan a
-//! step with the running sum carried: the short levels of a search scan in one launch instead
-//! of a device-wide scan each.
+//! Scans of short arrays, one block each (`blockIdx.x` picks the array), a block-wide scan of
+//! 8 values a thread a step with the running sum carried: the short levels of a search scan in
+//! one launch instead of a device-wide scan each.
 template <int = 0>
 VYRE_KERNEL void scan_batch_kernel(const scan_batch_item* items, bool inclusive) {
+  constexpr std::uint32_t per_thread = 8;
   const scan_batch_item it = items[blockIdx.x];
   using block_scan = cub::BlockScan<std::uint32_t, block>;
   __shared__ typename block_scan::TempStorage temp;
   std::uint32_t running = 0;
-  for (std::uint32_t base = 0; base < it.n; base += block) {
-    const std::uint32_t i = base + threadIdx.x;
-    const std::uint32_t v = i < it.n ? it.data[i] : 0u;
-    std::uint32_t sum = 0, step = 0;
+  for (std::uint32_t base = 0; base < it.n; base += block * per_thread) {
+    const std::uint32_t first = base + threadIdx.x * per_thread;
+    std::uint32_t in[per_thread], sums[per_thread], step = 0;
+    for (std::uint32_t j = 0; j < per_thread; ++j)
+      in[j] = first + j < it.n ? it.data[first + j] : 0u;
     if (inclusive)
-      block_scan(temp).InclusiveSum(v, sum, step);
+      block_scan(temp).InclusiveSum(in, sums, step);
     else
-      block_scan(temp).ExclusiveSum(v, sum, step);
-    if (i < it.n) it.data[i] = running + sum;
+      block_scan(temp).ExclusiveSum(in, sums, step);
+    for (std::uint32_t j = 0; j < per_thread; ++j)
+      if (first + j < it.n) it.data[first + j] = running + sums[j];
     running += step;
     __syncthreads();  // `temp` is reused by the next step
   }
