@@ -95,6 +95,24 @@ TEST_CASE("core: a function's values merge by its :merge on set and on rebuild",
             "(check (= (f 1) 1))") == "");
 }
 
+TEST_CASE("core: a rebuild round's unions land when the round ends, as egglog's do",
+          "[eqsat][core]") {
+  // One iteration unites W with (IntI 0 0) and X with Y. In the rebuild's first round f(X)
+  // and f(Y) collide while their values, U(1 1, 0 0) and U(1 1, W), are still two classes
+  // (their congruence is found in that same round), so the merge makes an M of them; egglog
+  // 13.2.0 prints the same.
+  const std::string rule_unites =
+      "(datatype I (IntI i64 i64) (U I I) (M I I) (W))\n(datatype O (X) (Y))\n"
+      "(function f (O) I :merge (M old new))\n(set (f (X)) (U (IntI 1 1) (IntI 0 0)))\n"
+      "(set (f (Y)) (U (IntI 1 1) (W)))\n(relation go ())\n(go)\n";
+  CHECK(run(rule_unites + "(rule ((go)) ((union (W) (IntI 0 0)) (union (X) (Y))))\n(run 1)\n"
+                          "(print-size M)") == "1\n");
+  // United by commands, each with its rebuild: the values are one class when f's rows
+  // collide, so nothing is merged.
+  CHECK(run(rule_unites + "(union (W) (IntI 0 0))\n(union (X) (Y))\n(run 1)\n(print-size M)") ==
+        "0\n");
+}
+
 TEST_CASE("core: seminaive rules see each match once and an empty query fires once",
           "[eqsat][core]") {
   // A rule whose query is empty runs on its first run only: deleted, it is not made again.

@@ -40,9 +40,12 @@
 //! 4. **Rebuild** (when ids were united): containers holding ids are canonicalized (two that
 //!    become equal are united), then every row with a non-canonical id is written again
 //!    canonical through the merge, which unites colliding constructor rows (congruence); rounds
-//!    until one changes nothing. A constructor table with many such rows writes them at once
-//!    on every thread instead (`rebuild_rows`): their canonical keys grouped as the apply
-//!    groups new keys, one row per key, the unions seen by the next round.
+//!    until one changes nothing. In a program with a `:merge` expression a round's unions are
+//!    made when it ends, as egglog's are, so the expression sees the classes as the round found
+//!    them (without one, nothing can tell, and uniting at once takes fewer rounds). A
+//!    constructor table with many such rows writes them at once on every thread instead
+//!    (`rebuild_rows`): their canonical keys grouped as the apply groups new keys, one row per
+//!    key.
 //! The iteration changed the database when a row was added or changed or ids were united
 //! (deletions alone do not count, as in egglog).
 #pragma once
@@ -1000,6 +1003,18 @@ class cpu_engine {
     return true;
   }
 
+  //! Unites `a` and `b` (`united`: set when that joined two classes): at once, or during a
+  //! rebuild round of a program with a `:merge` expression at the round's end
+  //! (`round_unions_`), as egglog's rebuild does, so that a merge expression later in the round
+  //! still sees the two classes apart.
+  void unite(value a, value b, bool& united) {
+    if (!in_rebuild_round_) {
+      if (db_->ids.unite(a, b)) united = true;
+      return;
+    }
+    if (db_->ids.find(a) != db_->ids.find(b)) round_unions_.emplace_back(a, b);
+  }
+
   //! Writes (keys, v) into `t` at timestamp `ts`: appended when the key is new, else merged
   //! with the present value (see the file comment). `changed`: a row was added or changed.
   expected<void> merge_row(apply_state& state, const function_decl& fn, table& t, const value* keys,
@@ -1016,7 +1031,7 @@ class cpu_engine {
     if (cur != v || (fn.merge == merge_kind::expression && !fn.merge_skips_equal)) {
       switch (fn.merge) {
         case merge_kind::unite:
-          if (db_->ids.unite(cur, v)) state.united = true;
+          unite(cur, v, state.united);
           merged = (std::min)(cur, v);
           break;
         case merge_kind::none:
@@ -1057,6 +1072,21 @@ class cpu_engine {
   expected<void> rebuild_loop(std::uint32_t* rounds = nullptr) {
     database& db = *db_;
     apply_state state(*this, prim_context::write);
+    // Only a `:merge` expression can tell when a round's unions are made: without one the
+    // rounds unite at once, which reaches the same classes in fewer rounds.
+    bool staged = false;
+    for (const function_decl& fn : decl_->functions)
+      staged = staged || fn.merge == merge_kind::expression;
+    struct round_scope {  // `unite` stages the unions until the round ends, on every exit
+      cpu_engine& e;
+      round_scope(cpu_engine& engine, bool on) : e(engine) { e.in_rebuild_round_ = on; }
+      ~round_scope() {
+        e.in_rebuild_round_ = false;
+        e.round_unions_.clear();
+      }
+      round_scope(const round_scope&) = delete;
+      round_scope& operator=(const round_scope&) = delete;
+    } scope(*this, staged);
     for (;;) {
       if (rounds != nullptr) ++*rounds;
       bool round_changed = false;
@@ -1114,6 +1144,10 @@ class cpu_engine {
       bool merged_changed = false;
       VYRE_TRY(state.merge(ts, merged_changed));
       VYRE_TRY(state.failure());
+      // The round's unions, after every merge of the round saw the classes as they were.
+      for (const auto& [a, b] : round_unions_)
+        if (db.ids.unite(a, b)) state.united = true;
+      round_unions_.clear();
       ++db.now;
       if (!round_changed && !state.united) break;
       state.united = false;
@@ -1142,8 +1176,7 @@ class cpu_engine {
   //! where one by one each would go through the merge: a canonical key that a row the rebuild
   //! keeps holds unites their classes (and subsumes that row where a dirty one was); dirty
   //! rows that become one key become one row, of the least of their classes, the others united
-  //! with it. These unions are seen by the next round, where one by one the rows after a union
-  //! see it; the rounds end with the same classes. `united`: set when a union joined two.
+  //! with it, through `unite` as the row-by-row merge's (`united`: set when one joined two).
   expected<void> rebuild_rows(table& t, const std::vector<std::uint32_t>& dirty, std::uint32_t ts,
                               bool& united) {
     database& db = *db_;
@@ -1228,8 +1261,7 @@ class cpu_engine {
     for (const auto& list : subsume)
       for (const std::uint32_t r : list) t.mark_subsumed(r);
     for (const auto& list : unions)
-      for (const auto& [a, b] : list)
-        if (db.ids.unite(a, b)) united = true;
+      for (const auto& [a, b] : list) unite(a, b, united);
     return {};
   }
 
@@ -1938,6 +1970,9 @@ class cpu_engine {
   std::uint64_t index_builds_ = 0;
   mutable std::unordered_map<std::uint64_t, double> fanout_;  // per (function, column)
   std::vector<value> scratch_;                                // a row's keys while it is rewritten
+  //! Unions a rebuild round found (`unite`), applied when the round ends.
+  std::vector<std::pair<value, value>> round_unions_;
+  bool in_rebuild_round_ = false;  //!< inside `rebuild_loop`, staging its unions (`unite`)
   iteration_limits limits_;
   std::atomic<bool> stop_{false};
   std::atomic<iteration_stop> stop_reason_{iteration_stop::none};  //!< set before `stop_`
