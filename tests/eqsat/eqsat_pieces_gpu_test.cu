@@ -97,6 +97,22 @@ __global__ void hashcons_insert_kernel(dev::hashcons_ref h, const u32* rows, u32
     statuses[i] = static_cast<u32>(h.insert(rows + std::size_t{i} * h.arity, 1000 + i).status);
 }
 
+//! A union-find of `ids` classes on the device after the unions (ua[i], ub[i]), made by a
+//! kernel as an engine's apply makes them.
+vyre::device_array<u32> united_classes(u32 ids, const std::vector<u32>& ua,
+                                       const std::vector<u32>& ub, cudaStream_t s) {
+  auto parent = make_array<u32>(ids, s);
+  const dev::union_find_ref uf{parent.get(), ids};
+  REQUIRE_OK(dev::init_classes(uf, 0, ids, s));
+  auto da = upload(ua, s), db = upload(ub, s);
+  auto merges = upload(std::vector<unsigned long long>{0}, s);
+  unite_pairs_kernel<<<1, 64, 0, s>>>(uf, da.get(), db.get(), static_cast<u32>(ua.size()),
+                                      merges.get());
+  REQUIRE(cudaGetLastError() == cudaSuccess);
+  REQUIRE(cudaStreamSynchronize(s) == cudaSuccess);  // before the inputs are freed
+  return parent;
+}
+
 constexpr unsigned blocks = 120;
 constexpr unsigned threads_per_block = 256;
 
@@ -627,14 +643,8 @@ TEST_CASE("eqsat device rebuild: congruence closure equals a host closure",
   INFO((captured ? "captured at a capacity" : "launched"));
   vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
   const cudaStream_t s = stream.get();
-  auto parent = make_array<u32>(ids, s);
+  auto parent = united_classes(ids, ua, ub, s);
   const dev::union_find_ref uf{parent.get(), ids};
-  REQUIRE_OK(dev::init_classes(uf, 0, ids, s));
-  auto da = upload(ua, s), db = upload(ub, s);
-  auto merges = upload(std::vector<unsigned long long>{0}, s);
-  unite_pairs_kernel<<<1, 64, 0, s>>>(uf, da.get(), db.get(), static_cast<u32>(ua.size()),
-                                      merges.get());
-  REQUIRE(cudaGetLastError() == cudaSuccess);
   constexpr u32 padding = 37;
   std::vector<u32> live_rows;
   for (u32 t = 0; t < 2; ++t) live_rows.push_back(static_cast<u32>(tables[t]->size() / widths[t]));
@@ -809,4 +819,171 @@ TEST_CASE(
     (void)fold(dev::device_merge::none, {{1, 5, 3}, {1, 6, now}}, folded, conflict);
     CHECK(conflict == 1);
   }
+}
+
+TEST_CASE("eqsat device rebuild: the batched passes over small tables equal the per-table passes",
+          "[eqsat][gpu][pieces]") {
+  // Tables of every kind the engine keeps, at most small_table_rows rows each: constructors
+  // (narrow, and wide past narrow_limits::width), functions merged by min, max, replace and
+  // none, with and without timestamps, of 0, 1, 2, 300 and small_table_rows rows. Random
+  // classes below 3,000 with 1,500 unions, so rows become congruent over several rounds.
+  // Both ways run the closure to its fixpoint and then the dedupe; everything must agree: the
+  // partition, every table's kept rows, their timestamps, and the folded / conflict flags.
+  // `repeats`: the functions' keys repeat (folds change values, a :no-merge key meets two
+  // values); else every function key is distinct, and neither flag may be set. `live`: the
+  // views cover a capacity past their rows (junk padding) with the rows in use on the device.
+  const bool repeats = GENERATE(false, true);
+  const bool live = GENERATE(false, true);
+  INFO((repeats ? "keys repeat" : "distinct keys") << (live ? ", rows in use on the device" : ""));
+  constexpr u32 ids = 3000, now = 9;
+  struct spec {
+    u32 width, class_mask;
+    dev::device_merge merge;
+    bool stamps;
+    u32 rows;
+  };
+  const u32 most = dev::small_table_rows;
+  const std::vector<spec> specs = {
+      {3, 0b111, dev::device_merge::unite, true, most},
+      {2, 0b11, dev::device_merge::unite, false, 300},
+      {10, 0x3ff, dev::device_merge::unite, true, 300},
+      {1, 0b1, dev::device_merge::unite, false, 2},
+      {3, 0b111, dev::device_merge::unite, true, 1},
+      {2, 0b11, dev::device_merge::unite, true, 0},
+      {2, 0b01, dev::device_merge::min, true, 300},
+      {10, 0x1ff, dev::device_merge::max, false, 300},
+      {3, 0b011, dev::device_merge::replace, true, 300},
+      {2, 0b01, dev::device_merge::replace, false, 300},
+      {2, 0b01, dev::device_merge::none, true, 300},
+  };
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<u32> cls(0, ids - 1), base(0, 99), coin(0, 1);
+  std::vector<std::vector<u32>> cells(specs.size()), stamps(specs.size());
+  std::vector<u32> used(specs.size()), capacity(specs.size());
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    const spec& sp = specs[t];
+    used[t] = live && sp.rows > 2 ? sp.rows - 96 : sp.rows;
+    capacity[t] = sp.rows;
+    const bool function = sp.merge != dev::device_merge::unite;
+    for (u32 r = 0; r < capacity[t]; ++r) {
+      const bool junk = r >= used[t];
+      // A function's first key column: classes 0..39 (keys repeat, also through unions), or
+      // a class of its own per row, past every union (keys stay distinct).
+      for (u32 c = 0; c < sp.width; ++c) {
+        u32 v = ((sp.class_mask >> c) & 1u) != 0 ? cls(rng) : base(rng);
+        if (function && c == 0) v = repeats ? cls(rng) % 40 : ids + r;
+        cells[t].push_back(junk ? 0xdead0000u + r : v);
+      }
+      if (sp.merge == dev::device_merge::none && repeats && !junk) {
+        // one value per key, but key 7 meets two
+        const u32 key = cells[t][std::size_t{r} * sp.width];
+        cells[t].back() = key == 7 && r % 2 == 0 ? 1000 : key * 3;
+      }
+      if (sp.stamps) stamps[t].push_back(coin(rng) != 0 ? now : 3);
+    }
+  }
+  std::vector<u32> ua, ub;
+  for (u32 i = 0; i < 1500; ++i) {
+    ua.push_back(cls(rng));
+    ub.push_back(cls(rng));
+  }
+
+  struct outcome {
+    std::vector<u32> roots, kept, flags;
+    std::vector<std::vector<u32>> cells, stamps;
+    int rounds = 0;
+  };
+  const auto run = [&](bool batched) {
+    vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+    const cudaStream_t s = stream.get();
+    const u32 id_count = ids + most;  // the distinct keys' classes too
+    auto parent = united_classes(id_count, ua, ub, s);
+    const dev::union_find_ref uf{parent.get(), id_count};
+    auto d_now = upload(std::vector<u32>{now}, s);
+    auto d_live = upload(used, s);
+    std::vector<vyre::device_array<u32>> d_cells, d_stamps;
+    std::vector<dev::table_ref> views;
+    std::size_t index_words = 0;
+    for (std::size_t t = 0; t < specs.size(); ++t) {
+      d_cells.push_back(upload(cells[t], s));
+      d_stamps.push_back(upload(stamps[t], s));
+      const spec& sp = specs[t];
+      views.push_back({d_cells.back().get(), capacity[t], sp.width, sp.class_mask,
+                       live ? d_live.get() + t : nullptr, sp.merge,
+                       sp.stamps ? d_stamps.back().get() : nullptr, d_now.get()});
+      index_words += dev::congruence_words(capacity[t]);
+    }
+    auto index_block = make_array<u32>(index_words, s);
+    auto index_control = make_array<u32>(specs.size() * dev::congruence_control_words, s);
+    std::vector<dev::congruence_ref> index;
+    for (std::size_t t = 0, at = 0; t < specs.size(); at += dev::congruence_words(capacity[t++]))
+      index.push_back(dev::congruence_at(index_block.get() + at, capacity[t],
+                                         index_control.get() + t * dev::congruence_control_words));
+    REQUIRE_OK(dev::congruence_start(index_control.get(), specs.size(), s));
+    auto merged = make_array<u32>(1, s);
+    outcome out;
+    for (;; ++out.rounds) {
+      REQUIRE(out.rounds < 100);
+      REQUIRE_OK(dev::compress(uf, s));
+      REQUIRE(cudaMemsetAsync(merged.get(), 0, sizeof(u32), s) == cudaSuccess);
+      if (batched) {
+        REQUIRE_OK(dev::congruence_round_small(views, index, uf, merged.get(), s));
+      } else {
+        for (std::size_t t = 0; t < specs.size(); ++t)
+          REQUIRE_OK(dev::congruence_round(views[t], uf, index[t], merged.get(), s));
+      }
+      if (download(merged.get(), 1, s)[0] == 0) break;
+    }
+    auto kept = make_array<u32>(specs.size(), s);
+    auto flags = upload(std::vector<u32>{0, 0}, s);
+    if (batched) {
+      std::vector<u32*> kept_at;
+      for (std::size_t t = 0; t < specs.size(); ++t) kept_at.push_back(kept.get() + t);
+      REQUIRE_OK(dev::sort_and_dedupe_small(views, kept_at, s, flags.get(), flags.get() + 1));
+    } else {
+      auto scratch = make_array<u32>(4 * most, s);
+      for (std::size_t t = 0; t < specs.size(); ++t) {
+        REQUIRE_OK(dev::sort_rows(test_gpu().memory_ref(), views[t], dev::key_bits{id_count, 100},
+                                  scratch.get(), s));
+        REQUIRE_OK(dev::drop_duplicates(test_gpu().memory_ref(), views[t], scratch.get(),
+                                        kept.get() + t, s, flags.get(), flags.get() + 1));
+      }
+    }
+    out.kept = download(kept.get(), specs.size(), s);
+    out.flags = download(flags.get(), 2, s);
+    const std::vector<u32> p = download(parent.get(), id_count, s);
+    for (u32 x = 0; x < id_count; ++x) {
+      u32 r = x;
+      while (p[r] != r) r = p[r];
+      out.roots.push_back(r);
+    }
+    for (std::size_t t = 0; t < specs.size(); ++t) {
+      out.cells.push_back(download(d_cells[t].get(), std::size_t{out.kept[t]} * specs[t].width, s));
+      out.stamps.push_back(specs[t].stamps ? download(d_stamps[t].get(), out.kept[t], s)
+                                           : std::vector<u32>{});
+    }
+    return out;
+  };
+  const outcome each = run(false), batched = run(true);
+  CHECK(each.rounds >= 2);  // the unions made rows congruent
+  CHECK(batched.rounds >= 2);
+  CHECK(batched.roots == each.roots);
+  CHECK(batched.kept == each.kept);
+  CHECK(batched.flags == each.flags);
+  CHECK(each.flags == (repeats ? std::vector<u32>{1, 1} : std::vector<u32>{0, 0}));
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    INFO("table " << t << " of width " << specs[t].width);
+    CHECK(each.kept[t] <= used[t]);
+    CHECK(batched.cells[t] == each.cells[t]);
+    CHECK(batched.stamps[t] == each.stamps[t]);
+  }
+  CHECK(each.kept[0] < used[0]);  // congruent rows met in the largest constructor
+
+  // A table past the limit is refused, naming it.
+  vyre::stream_lease stream = test_gpu().acquire_stream();  // throws on failure
+  const dev::table_ref large{nullptr, most + 1, 2, 0b11};
+  u32* nowhere = nullptr;
+  const auto refused = dev::sort_and_dedupe_small({&large, 1}, {&nowhere, 1}, stream.get());
+  REQUIRE_FALSE(refused.has_value());
+  CHECK(refused.error().code() == vyre::errc::invalid_argument);
 }

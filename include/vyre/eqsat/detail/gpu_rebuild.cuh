@@ -77,6 +77,9 @@ class gpu_rebuild : protected gpu_state {
         live_rows_(std::move(o.live_rows_)),
         live_rows_host_(std::move(o.live_rows_host_)),
         cub_scratch_(std::move(o.cub_scratch_)),
+        small_tables_(std::move(o.small_tables_)),
+        small_index_(std::move(o.small_index_)),
+        small_kept_(std::move(o.small_kept_)),
         rebuild_graphs_(std::move(o.rebuild_graphs_)),
         shapes_seen_(std::move(o.shapes_seen_)),
         graph_base_bound_(o.graph_base_bound_),
@@ -99,6 +102,9 @@ class gpu_rebuild : protected gpu_state {
     VYRE_TRY_ASSIGN(live_rows_, allocate<std::uint32_t>(inputs, "eqsat: rows in use"));
     VYRE_TRY_ASSIGN(clock_, allocate<std::uint32_t>(1, "eqsat: the rebuild's timestamp"));
     VYRE_TRY(try_resize(live_rows_host_, inputs, "eqsat: rows in use"));
+    VYRE_TRY(try_resize(small_tables_, inputs, "eqsat: the rebuild's small tables"));
+    VYRE_TRY(try_resize(small_index_, inputs, "eqsat: the rebuild's small tables"));
+    VYRE_TRY(try_resize(small_kept_, inputs, "eqsat: the rebuild's small tables"));
     return {};
   }
 
@@ -144,33 +150,52 @@ class gpu_rebuild : protected gpu_state {
   }
 
   //! One rebuild round on `s`: {compress; per table: congruence_round}, `*merged` set when a
-  //! union merged two classes. Written once for the captured graph (tables at their capacity,
-  //! `capacity_view`) and the launched path (`view`); `congruence_start` comes first.
+  //! union merged two classes; tables of at most `device::small_table_rows` rows take one
+  //! launch between them (`congruence_round_small`). Written once for the captured graph
+  //! (tables at their capacity, `capacity_view`) and the launched path (`view`);
+  //! `congruence_start` comes first.
   template <class View>
   expected<void> rebuild_round(cudaStream_t s, View view, device::union_find_ref uf) {
     auto* merged = reinterpret_cast<std::uint32_t*>(&control()->changed);
     VYRE_TRY(device::compress(uf, s));
+    std::size_t small = 0;
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
       if (tables_[c].capacity == 0) continue;
-      VYRE_TRY(device::congruence_round(view(c), uf, congruence(c), merged, s));
+      const device::table_ref t = view(c);
+      if (t.rows > device::small_table_rows) {
+        VYRE_TRY(device::congruence_round(t, uf, congruence(c), merged, s));
+        continue;
+      }
+      small_tables_[small] = t;
+      small_index_[small++] = congruence(c);
     }
-    return {};
+    return device::congruence_round_small({small_tables_.data(), small},
+                                          {small_index_.data(), small}, uf, merged, s);
   }
 
   //! After the last round: every table sorted by its arguments, and the first row of every run
   //! of equal arguments stays (their classes are equal: the last round united nothing); the
-  //! kept counts land in the report.
+  //! kept counts land in the report. Small tables as in `rebuild_round`
+  //! (`sort_and_dedupe_small`).
   template <class View>
   expected<void> rebuild_dedupe(cudaStream_t s, View view, const device::key_bits& bits,
                                 device_resource_ref memory) {
     auto* kept = reinterpret_cast<std::uint32_t*>(report_.get() + report_kept);
+    std::size_t small = 0;
     for (std::uint32_t c = 0; c < tables_.size(); ++c) {
       if (tables_[c].capacity == 0) continue;
       const device::table_ref t = view(c);
-      VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
-      VYRE_TRY(device::drop_duplicates(memory, t, arena_.get(), kept + c, s, folded(), conflict()));
+      if (t.rows > device::small_table_rows) {
+        VYRE_TRY(device::sort_rows(memory, t, bits, arena_.get(), s));
+        VYRE_TRY(
+            device::drop_duplicates(memory, t, arena_.get(), kept + c, s, folded(), conflict()));
+        continue;
+      }
+      small_tables_[small] = t;
+      small_kept_[small++] = kept + c;
     }
-    return {};
+    return device::sort_and_dedupe_small({small_tables_.data(), small}, {small_kept_.data(), small},
+                                         s, folded(), conflict());
   }
 
   using graph_type = graph::graph_cache<on_error::return_expected>::graph_type;
@@ -329,6 +354,11 @@ class gpu_rebuild : protected gpu_state {
   device_array<std::uint32_t> live_rows_;      //!< rows in use per table, for the rebuild graph
   std::vector<std::uint32_t> live_rows_host_;  //!< their upload's source
   device_array<unsigned char> cub_scratch_;    //!< every CUB call of the rebuild graphs
+  // A rebuild pass's tables of at most `device::small_table_rows` rows, one entry per table
+  // (the first ones in use): their views, congruence indexes and kept counts.
+  std::vector<device::table_ref> small_tables_;
+  std::vector<device::congruence_ref> small_index_;
+  std::vector<std::uint32_t*> small_kept_;
   //! One captured rebuild per shape (`rebuild_graph`).
   graph::graph_cache<on_error::return_expected, gpu_rebuild_shape, gpu_rebuild_shape_hash>
       rebuild_graphs_{graph::cache_limits{.max_entries = 16}};

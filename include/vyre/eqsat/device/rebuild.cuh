@@ -23,6 +23,12 @@
 //! the rounds). One sort per table after the loop, where sorting every round would cost a sort per
 //! round (congruence moves one level of the e-graph a round).
 //!
+//! Small tables (at most `small_table_rows` rows) have batched forms of the same passes, a
+//! block per table and many tables a launch: `congruence_round_small` runs a round's passes in
+//! the block, and `sort_and_dedupe_small` sorts the row order in the block and writes the kept
+//! rows over the table, with the same results as `sort_rows` and `drop_duplicates`. A rebuild
+//! of many small tables (most functions of a program) is then a few launches a round.
+//!
 //! Memory: the passes work in place on the table's cells. Each table's congruence index takes
 //! `congruence_words(rows)` u32 (its slots, kept at most three quarters full: moved rows that
 //! would pass that wait for a next round that clears them and inserts every row again; and a
@@ -54,8 +60,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include <cuda_runtime_api.h>
+#include <cub/block/block_merge_sort.cuh>
+#include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
 #include <cuda/atomic>
@@ -123,10 +132,25 @@ inline congruence_ref congruence_at(std::uint32_t* block, std::size_t rows,
 
 namespace detail {
 
-//! One thread: this round's control words of `h` (see `congruence_ref::control`).
-template <int = 0>
-VYRE_KERNEL void congruence_begin_kernel(congruence_ref h) {
-  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+//! The threads a pass over one table runs on: a grid (`grid_threads`: a launch per table) or
+//! one block (`block_threads`: a block per table of a batch). `first` is this thread's first
+//! item, warp-aligned (its lane is `threadIdx.x % 32`); `leader` is one thread of them.
+struct pass_threads {
+  std::uint64_t first = 0;
+  std::uint64_t stride = 1;
+  bool leader = false;
+};
+__device__ inline pass_threads grid_threads() noexcept {
+  return {blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x,
+          std::uint64_t{gridDim.x} * blockDim.x, blockIdx.x == 0 && threadIdx.x == 0};
+}
+__device__ inline pass_threads block_threads() noexcept {
+  return {threadIdx.x, blockDim.x, threadIdx.x == 0};
+}
+
+//! This round's control words of `h` (see `congruence_ref::control`), by the leader.
+__device__ inline void begin_round(const congruence_ref& h, pass_threads th) noexcept {
+  if (!th.leader) return;
   std::uint32_t* w = h.control;
   const bool reset = w[2] >= 2;
   w[0] = 0;
@@ -135,12 +159,11 @@ VYRE_KERNEL void congruence_begin_kernel(congruence_ref h) {
   w[3] = 0;
 }
 
-template <int = 0>
-VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
+//! Every slot of `h` empty, in a round that inserts every row.
+__device__ inline void clear_slots(const congruence_ref& h, pass_threads th) noexcept {
   if (h.control[2] != 1) return;
-  VYRE_DETAIL_GRID_LOOP(i, h.slot_count) {
+  for (std::uint64_t i = th.first; i < h.slot_count; i += th.stride)
     h.slots[i] = congruence_ref::empty;
-  }
 }
 
 //! Every class column of the rows in use replaced by its root; a row whose arguments changed
@@ -150,14 +173,13 @@ VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
 //! and counts them with one atomic. `Width`: the most columns of `t` (`narrow_limits::width`, or
 //! `max_width` for a wider table), the row's old arguments kept per thread.
 template <std::uint32_t Width>
-VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_ref h) {
+__device__ void canonicalize_rows(const table_ref& t, union_find_ref uf, const congruence_ref& h,
+                                  pass_threads th) {
   const std::uint32_t used = t.in_use();
   const bool every_row = h.control[2] == 1;
   const std::uint32_t last = t.width - 1, lane = threadIdx.x % 32;
-  const std::uint64_t stride = std::uint64_t{gridDim.x} * blockDim.x;
   static_assert(block % 32 == 0, "warps take aligned words of rows");
-  for (std::uint64_t r = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; r - lane < used;
-       r += stride) {
+  for (std::uint64_t r = th.first; r - lane < used; r += th.stride) {
     bool moved = false, changed = false;
     if (r < used) {
       std::uint32_t* row = t.cells + r * t.width;
@@ -197,9 +219,8 @@ VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_
 //! Inserts this round's rows (moved, or every row) into `h`; a row that meets one with equal
 //! arguments unites their classes instead (`*merged = 1` when that merged two classes). The
 //! cells are not written here, so a row read through a slot holds its current arguments.
-template <int = 0>
-VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congruence_ref h,
-                                          std::uint32_t* merged) {
+__device__ inline void insert_rows(const table_ref& t, union_find_ref uf, const congruence_ref& h,
+                                   std::uint32_t* merged, pass_threads th) {
   using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
   // A function's values are not united (even ids: `:merge new`): its rows of one key fold
   // in `drop_duplicates`.
@@ -209,20 +230,20 @@ VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congru
   // At most three quarters of the slots are taken, so a probe ends at a free slot or an equal
   // row. Moved rows that would pass that are not inserted: the next round inserts every row
   // into cleared slots (a table's rows take at most half of them), and `*merged` makes sure
-  // there is a next round. Every thread decides alike from words only thread 0 writes.
+  // there is a next round. Every thread decides alike from words only the leader writes.
   const std::uint64_t room = h.slot_count - h.slot_count / 4;
   if (!every_row && std::uint64_t{h.control[1]} + n > room) {
-    if (blockIdx.x == 0 && threadIdx.x == 0) {
+    if (th.leader) {
       h.control[2] = 2;
       *merged = 1;
     }
     return;
   }
-  if (blockIdx.x == 0 && threadIdx.x == 0) h.control[3] = n;
+  if (th.leader) h.control[3] = n;
   if (n == 0) return;
   const std::uint32_t last = t.width - 1;
   const std::uint32_t used = t.in_use();
-  VYRE_DETAIL_GRID_LOOP(i, used) {
+  for (std::uint64_t i = th.first; i < used; i += th.stride) {
     const auto r = static_cast<std::uint32_t>(i);
     if (!every_row && ((h.moved[r / 32] >> (r % 32)) & 1u) == 0) continue;
     const std::uint32_t* row = t.cells + std::size_t{r} * t.width;
@@ -242,6 +263,160 @@ VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congru
       }
     }
   }
+}
+
+template <int = 0>
+VYRE_KERNEL void congruence_begin_kernel(congruence_ref h) {
+  begin_round(h, grid_threads());
+}
+template <int = 0>
+VYRE_KERNEL void congruence_clear_kernel(congruence_ref h) {
+  clear_slots(h, grid_threads());
+}
+template <std::uint32_t Width>
+VYRE_KERNEL void canonicalize_kernel(table_ref t, union_find_ref uf, congruence_ref h) {
+  canonicalize_rows<Width>(t, uf, h, grid_threads());
+}
+template <int = 0>
+VYRE_KERNEL void congruence_insert_kernel(table_ref t, union_find_ref uf, congruence_ref h,
+                                          std::uint32_t* merged) {
+  insert_rows(t, uf, h, merged, grid_threads());
+}
+
+//! Rows a thread of `sort_and_dedupe_small_kernel` holds.
+inline constexpr std::uint32_t small_sort_items = 16;
+//! Tables of one launch of the batched passes: their views travel in the kernel parameters
+//! (`small_batch_args`, under 4 KB).
+inline constexpr std::uint32_t small_batch = 24;
+
+//! The tables of one launch of `congruence_round_small` (with their indexes) or
+//! `sort_and_dedupe_small` (with their kept counts): block b takes entry b.
+struct small_batch_args {
+  table_ref table[small_batch];
+  congruence_ref index[small_batch];
+  std::uint32_t* kept[small_batch];
+};
+static_assert(sizeof(small_batch_args) <= 4000, "kernel parameters stay under 4 KB");
+
+//! `congruence_round` of a batch of tables, a block per table: the four passes one after
+//! another in the block, with barriers where the launches were.
+template <std::uint32_t Width>
+VYRE_KERNEL void congruence_round_small_kernel(small_batch_args batch, union_find_ref uf,
+                                               std::uint32_t* merged) {
+  const table_ref t = batch.table[blockIdx.x];
+  const congruence_ref h = batch.index[blockIdx.x];
+  const pass_threads th = block_threads();
+  begin_round(h, th);
+  __syncthreads();
+  clear_slots(h, th);
+  __syncthreads();
+  canonicalize_rows<Width>(t, uf, h, th);
+  __syncthreads();
+  insert_rows(t, uf, h, merged, th);
+}
+
+//! `sort_rows` then `drop_duplicates` of a batch of tables, a block per table: the row order
+//! sorted in the block (by arguments, ties by row: the order the stable radix sorts give),
+//! then each run's kept value and timestamp folded by the thread that holds its first row,
+//! then the kept rows written over the table a column at a time (every read of a column before
+//! any write of it).
+template <int = 0>
+VYRE_KERNEL void __launch_bounds__(block)
+    sort_and_dedupe_small_kernel(small_batch_args batch, std::uint32_t* folded,
+                                 std::uint32_t* conflict) {
+  constexpr std::uint32_t items = small_sort_items, none = 0xffffffffu;
+  using sort_type = cub::BlockMergeSort<std::uint32_t, block, items>;
+  using scan_type = cub::BlockScan<std::uint32_t, block>;
+  __shared__ union {
+    typename sort_type::TempStorage sort;
+    std::uint32_t order[block * items];  //!< the row at each sorted position
+  } sorted;
+  __shared__ typename scan_type::TempStorage scan;
+  const table_ref t = batch.table[blockIdx.x];
+  const std::uint32_t used = t.in_use(), last = t.width - 1, base = threadIdx.x * items;
+  const auto row = [&](std::uint32_t r) { return t.cells + std::size_t{r} * t.width; };
+  std::uint32_t at[items];  // this thread's sorted positions base + k: their rows
+  for (std::uint32_t k = 0; k < items; ++k) at[k] = base + k < used ? base + k : none;
+  const auto before = [&](std::uint32_t a, std::uint32_t b) {
+    if (a == none || b == none) return a != none;
+    const std::uint32_t *x = row(a), *y = row(b);
+    for (std::uint32_t c = 0; c < last; ++c)
+      if (x[c] != y[c]) return x[c] < y[c];
+    return a < b;
+  };
+  sort_type(sorted.sort).Sort(at, before, static_cast<int>(used), none);
+  __syncthreads();  // the sort's scratch becomes the order
+  for (std::uint32_t k = 0; k < items; ++k) sorted.order[base + k] = at[k];
+  __syncthreads();
+  const std::uint32_t* order = sorted.order;
+  std::uint32_t starts[items], run[items], runs = 0;
+  for (std::uint32_t k = 0; k < items; ++k) {
+    const std::uint32_t i = base + k;
+    starts[k] =
+        i < used && (i == 0 || !eqsat::detail::same_row(row(at[k]), row(order[i - 1]), last)) ? 1u
+                                                                                              : 0u;
+  }
+  scan_type(scan).ExclusiveSum(starts, run, runs);
+  std::uint32_t value[items] = {}, stamp[items] = {};
+  bool changed = false, clash = false;
+  for (std::uint32_t k = 0; k < items; ++k) {
+    if (starts[k] == 0) continue;
+    const std::uint32_t first = base + k, head = t.value(at[k]);
+    std::uint32_t end = first + 1;
+    while (end < used && eqsat::detail::same_row(row(order[end]), row(at[k]), last)) ++end;
+    std::uint32_t v = head;
+    switch (t.merge) {
+      case device_merge::min:
+        for (std::uint32_t j = first + 1; j < end; ++j) {
+          const std::uint32_t w = t.value(order[j]);
+          v = w < v ? w : v;
+        }
+        break;
+      case device_merge::max:
+        for (std::uint32_t j = first + 1; j < end; ++j) {
+          const std::uint32_t w = t.value(order[j]);
+          v = w > v ? w : v;
+        }
+        break;
+      case device_merge::replace:
+        // The last row of the run the iteration wrote (every row, without timestamps).
+        for (std::uint32_t j = end; j-- > first;) {
+          if (t.stamps != nullptr && t.stamps[order[j]] != *t.now) continue;
+          v = t.value(order[j]);
+          break;
+        }
+        break;
+      case device_merge::unite:
+      case device_merge::none:
+        break;
+    }
+    changed = changed || v != head;
+    value[k] = v;
+    std::uint32_t oldest = t.stamps != nullptr ? *t.now : 0u;
+    for (std::uint32_t j = first; j < end; ++j) {
+      const std::uint32_t w = t.value(order[j]);
+      if (w != v)
+        clash = true;
+      else if (t.stamps != nullptr)
+        oldest = t.stamps[order[j]] < oldest ? t.stamps[order[j]] : oldest;
+    }
+    stamp[k] = oldest;
+  }
+  __syncthreads();  // every row read above before one is written
+  for (std::uint32_t col = 0; col < t.width; ++col) {
+    std::uint32_t cell[items];
+    for (std::uint32_t k = 0; k < items; ++k)
+      if (starts[k] != 0) cell[k] = col == last ? value[k] : row(at[k])[col];
+    __syncthreads();
+    for (std::uint32_t k = 0; k < items; ++k)
+      if (starts[k] != 0) row(run[k])[col] = cell[k];
+    __syncthreads();
+  }
+  for (std::uint32_t k = 0; k < items && t.stamps != nullptr; ++k)
+    if (starts[k] != 0) t.stamps[run[k]] = stamp[k];
+  if (threadIdx.x == 0) *batch.kept[blockIdx.x] = runs;
+  if (changed && folded != nullptr) atomicOr(folded, 1u);
+  if (clash && t.merge == device_merge::none && conflict != nullptr) atomicOr(conflict, 1u);
 }
 
 //! tmp[i] = column `col` of row perm[i]: one column of the rows in their sorted order.
@@ -497,6 +672,93 @@ inline expected<void> congruence_round(const table_ref& t, union_find_ref uf,
   detail::congruence_insert_kernel<>
       <<<detail::grid(t.rows), detail::block, 0, stream>>>(t, uf, h, merged);
   return vyre::detail::launched(what);
+}
+
+//! The most rows of a table the batched passes take (`congruence_round_small`,
+//! `sort_and_dedupe_small`): a block holds the table.
+inline constexpr std::uint32_t small_table_rows = detail::block * detail::small_sort_items;
+
+namespace detail {
+//! Fails unless `per_table` (`what`'s array of `name`) holds one entry per table and every
+//! table of `tables` has at most `small_table_rows` rows.
+inline expected<void> check_small(std::span<const table_ref> tables, std::size_t per_table,
+                                  const char* name, const char* what) {
+  if (per_table != tables.size())
+    return fail(error(errc::invalid_argument, what)
+                    .with("tables", tables.size())
+                    .with(name, per_table)
+                    .fix("pass one entry per table"));
+  for (std::size_t i = 0; i < tables.size(); ++i)
+    if (tables[i].rows > small_table_rows)
+      return fail(error(errc::invalid_argument, what)
+                      .with("table", i)
+                      .with("rows", tables[i].rows)
+                      .with("max", small_table_rows)
+                      .fix("run the per-table pass on a table of more rows"));
+  return {};
+}
+}  // namespace detail
+
+//! `congruence_round` of each table of `tables` (with its index, `index[i]`), a block per
+//! table and one launch per `detail::small_batch` tables: for rebuilds of many small tables,
+//! where the per-table launches cost more than their work. Every table has at most
+//! `small_table_rows` rows. The tables' rounds run side by side, so one may see a union
+//! another makes in the same round or not; either way a union sets `*merged`, and the round
+//! that unites nothing sees every root.
+inline expected<void> congruence_round_small(std::span<const table_ref> tables,
+                                             std::span<const congruence_ref> index,
+                                             union_find_ref uf, std::uint32_t* merged,
+                                             cudaStream_t stream) {
+  const char* what = "eqsat::device::congruence_round_small";
+  VYRE_TRY(detail::check_small(tables, index.size(), "indexes", what));
+  detail::small_batch_args batch{};
+  std::uint32_t count = 0;
+  bool wide = false;
+  const auto launch = [&]() -> expected<void> {
+    if (count == 0) return {};
+    if (wide)
+      detail::congruence_round_small_kernel<max_width>
+          <<<count, detail::block, 0, stream>>>(batch, uf, merged);
+    else
+      detail::congruence_round_small_kernel<narrow_limits::width>
+          <<<count, detail::block, 0, stream>>>(batch, uf, merged);
+    count = 0;
+    wide = false;
+    return vyre::detail::launched(what);
+  };
+  for (std::size_t i = 0; i < tables.size(); ++i) {
+    if (tables[i].rows == 0) continue;  // as `congruence_round`: nothing to do
+    batch.table[count] = tables[i];
+    batch.index[count] = index[i];
+    wide = wide || tables[i].width > narrow_limits::width;
+    if (++count == detail::small_batch) VYRE_TRY(launch());
+  }
+  return launch();
+}
+
+//! `sort_rows` then `drop_duplicates` of each table of `tables` (its kept rows to the device
+//! u32 `*kept[i]`), a block per table and one launch per `detail::small_batch` tables, with
+//! the same results: rows, values, timestamps, `*folded` and `*conflict`. Every table has at
+//! most `small_table_rows` rows; no scratch (the block holds the order).
+inline expected<void> sort_and_dedupe_small(std::span<const table_ref> tables,
+                                            std::span<std::uint32_t* const> kept,
+                                            cudaStream_t stream, std::uint32_t* folded = nullptr,
+                                            std::uint32_t* conflict = nullptr) {
+  const char* what = "eqsat::device::sort_and_dedupe_small";
+  VYRE_TRY(detail::check_small(tables, kept.size(), "kept", what));
+  detail::small_batch_args batch{};
+  for (std::size_t at = 0; at < tables.size(); at += detail::small_batch) {
+    const auto count = static_cast<std::uint32_t>(
+        (std::min)(tables.size() - at, std::size_t{detail::small_batch}));
+    for (std::uint32_t b = 0; b < count; ++b) {
+      batch.table[b] = tables[at + b];
+      batch.kept[b] = kept[at + b];
+    }
+    detail::sort_and_dedupe_small_kernel<>
+        <<<count, detail::block, 0, stream>>>(batch, folded, conflict);
+    VYRE_TRY(vyre::detail::launched(what));
+  }
+  return {};
 }
 
 //! Sorts the rows of `t` by their arguments (lexicographically; the class column is carried):
