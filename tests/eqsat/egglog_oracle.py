@@ -70,6 +70,23 @@ FIXED = {
 (rewrite (Mul (Num a) (Num b)) (Num (* a b)))
 (rewrite (Add a b) (Add b a))
 (Add (Mul (Num 2) (Num 3)) (Add (Num 4) (Num 5)))""",
+    # A term no table holds, made by several matches of one iteration (through a lookup in a
+    # container and a function): one id, so a `:merge` that builds a term sees one value.
+    "new_term_of_many_matches": """(datatype I (U I I) (X I I) (C i64))
+(datatype O (o i64))
+(sort VO (Vec O))
+(datatype W (Wr VO))
+(function g (O) I :merge (X old new))
+(function f (O) I :merge (X old new))
+(relation r (O W i64))
+(set (g (o 10)) (C 1))
+(set (g (o 11)) (C 0))
+(r (o 1) (Wr (vec-of (o 11) (o 10))) 1)
+(r (o 1) (Wr (vec-of (o 11) (o 10))) 2)
+(r (o 2) (Wr (vec-of (o 10) (o 11))) 3)
+(union (o 1) (o 2))
+(rule ((r k (Wr v) n) (= x (g (vec-get v 1))) (= y (g (vec-get v 0)))) ((set (f k) (U x y))))
+(rule ((= u (U x y))) ((set (g (o 12)) u)))""",
     "relation_and_rule": """(datatype N (Z) (S N))
 (relation lt (N N))
 (rule ((= a (S b))) ((lt b a)))
