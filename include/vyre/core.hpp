@@ -13,3 +13,4 @@
 #include "vyre/core/fault_injection.hpp"
 #include "vyre/core/policies.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/core/union_find.hpp"

@@ -25,6 +25,7 @@
 #include "vyre/core/checked.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/core/union_find.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/egraph/image.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -191,36 +192,6 @@ inline host_rows rows_of(const image_columns& image) noexcept {
                    image.child_count()};
 }
 
-//! Union-find over dense indices with path halving; the root of a set is its smallest index
-//! (so, with ascending ids, its smallest original e-class id).
-class union_find {
- public:
-  expected<void> init(std::size_t count) {
-    VYRE_TRY(try_resize(parent_, count, "reference: union-find parents"));
-    for (std::size_t i = 0; i < count; ++i) parent_[i] = static_cast<std::uint32_t>(i);
-    return {};
-  }
-  std::uint32_t find(std::uint32_t x) noexcept {
-    while (parent_[x] != x) {
-      parent_[x] = parent_[parent_[x]];
-      x = parent_[x];
-    }
-    return x;
-  }
-  //! Joins the sets of `a` and `b`; returns the root that stopped being a root, or -1.
-  std::int64_t unite(std::uint32_t a, std::uint32_t b) noexcept {
-    a = find(a);
-    b = find(b);
-    if (a == b) return -1;
-    if (b < a) std::swap(a, b);
-    parent_[b] = a;
-    return b;
-  }
-
- private:
-  std::vector<std::uint32_t> parent_;
-};
-
 //! Hash and equality of rows by (op, canonical children); `canon` is indexed like the
 //! children column.
 struct canonical_row_hash {
@@ -247,8 +218,8 @@ struct canonical_row_equal {
 inline expected<congruence_result> congruence(const host_rows& rows, const dense_classes& dense) {
   const std::uint32_t row_count = rows.row_count;
   const auto class_count = static_cast<std::uint32_t>(dense.ids.size());
-  union_find sets;
-  VYRE_TRY(sets.init(class_count));
+  host_union_find<> sets;  // the smallest dense index of a set is its root
+  VYRE_TRY(sets.grow(class_count, "reference: union-find parents"));
 
   // Canonical children (dense indices), rewritten in place when a row is re-canonicalised.
   std::vector<std::uint32_t> canon;
@@ -303,18 +274,18 @@ inline expected<congruence_result> congruence(const host_rows& rows, const dense
           in_memo[r] = 1;
           continue;
         }
-        const std::int64_t loser = sets.unite(dense.of_row[r], dense.of_row[*it]);
-        if (loser < 0) continue;
+        const std::uint32_t loser = sets.unite(dense.of_row[r], dense.of_row[*it]);
+        if (loser == sets.none) continue;
         ++result.merges;
         // Rows naming the old root must be re-canonicalised; its parents now belong to the
         // surviving root.
-        auto& moved = parents[static_cast<std::size_t>(loser)];
+        auto& moved = parents[loser];
         for (const std::uint32_t p : moved)
           if (queued[p] == 0) {
             queued[p] = 1;
             next.push_back(p);
           }
-        auto& kept = parents[sets.find(static_cast<std::uint32_t>(loser))];
+        auto& kept = parents[sets.find(loser)];
         kept.insert(kept.end(), moved.begin(), moved.end());
         std::vector<std::uint32_t>().swap(moved);
       }

@@ -10,8 +10,8 @@
 //! - the hash-cons is a flat open-addressing table of (row signature, row) words, so a probe
 //!   compares stored signatures and never re-hashes a row;
 //! - parent lists are one CSR array whose per-class segments are linked on union; the union-find
-//!   joins by parent count (the smaller side's parents are re-canonicalised) and tracks the
-//!   smallest member, which is the reported representative;
+//!   (`host_union_find`, joined with `link`) joins by parent count (the smaller side's parents
+//!   are re-canonicalised) and tracks the smallest member, which is the reported representative;
 //! - the rebuild needs no second hash pass: each row remembers the row it matched when last
 //!   stored, and the first row of each resulting tree is the first occurrence of its key;
 //! - extraction runs Knuth's generalisation of Dijkstra when every node cost is non-negative
@@ -54,6 +54,7 @@
 #include "vyre/algorithms/raw_rows.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
+#include "vyre/core/union_find.hpp"
 #include "vyre/detail/host_special_members.hpp"
 #include "vyre/detail/parallel.hpp"
 #include "vyre/egraph/signature.hpp"
@@ -390,19 +391,18 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
         for (u32 k = 0; k < rows.row_children_lens[r]; ++k)
           parent_rows[cursor[canon[rows.row_children_offsets[r] + k]]++] = r;
     }
-    big_vector<u32> parent(class_count), weight(class_count), smallest(class_count),
-        chain_next(class_count, none), chain_tail(class_count);
+    // The classes' union-find, joined by parent count (`link`: the side with fewer parents
+    // joins the other, so fewer rows are re-canonicalised); per root: its parents' count, its
+    // smallest member (the representative reported) and its chain of CSR segments.
+    host_union_find<big_vector<u32>> sets;
+    VYRE_TRY(sets.grow(class_count, "cpu_engine::congruence: union-find parents"));
+    big_vector<u32> weight(class_count), smallest(class_count), chain_next(class_count, none),
+        chain_tail(class_count);
     for (u32 g = 0; g < class_count; ++g) {
-      parent[g] = smallest[g] = chain_tail[g] = g;
+      smallest[g] = chain_tail[g] = g;
       weight[g] = parent_start[g + 1] - parent_start[g];
     }
-    const auto find = [&](u32 x) {
-      while (parent[x] != x) {
-        parent[x] = parent[parent[x]];
-        x = parent[x];
-      }
-      return x;
-    };
+    const auto find = [&](u32 x) { return sets.find(x); };
 
     big_vector<char> queued(row_count, 0), in_memo(row_count, 0);
     // The row each row matched when last stored (itself when it was stored): rows linked this
@@ -425,7 +425,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
             next.push_back(p);
           }
         }
-      parent[a] = b;
+      sets.link(a, b);
       weight[b] += weight[a];
       smallest[b] = (std::min)(smallest[a], smallest[b]);
       chain_next[chain_tail[b]] = a;
@@ -462,10 +462,7 @@ inline expected<congruence_result> congruence(const rows_view& rows, const dense
 
     // Later rounds: canonicalise the queued rows as a batch (parallel, read-only finds), then
     // re-store them one by one, uniting on a match.
-    const auto root_of = [&](u32 x) {
-      while (parent[x] != x) x = parent[x];
-      return x;
-    };
+    const auto root_of = [&](u32 x) { return sets.find_const(x); };
     while (!next.empty()) {
       pending.swap(next);
       next.clear();

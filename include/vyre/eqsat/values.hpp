@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "vyre/core/error.hpp"
+#include "vyre/core/union_find.hpp"
 #include "vyre/detail/host_special_members.hpp"
 
 namespace vyre::eqsat {
@@ -236,64 +237,51 @@ class base_values {
 };
 VYRE_HOST_SPECIAL_MEMBERS_DEFAULTED(base_values);
 
-//! The ids of e-classes and containers: one counter, one union-find (the smaller id of a class
-//! is its representative, as egglog's), and a bit per id that says it is no longer one (what
-//! the rebuild asks of every id of every row: 32 times denser than the parents, so the answers
-//! stay in cache).
+//! The ids of e-classes and containers: one counter, one union-find (`host_union_find`: the
+//! smaller id of a class is its representative, as egglog's), and a bit per id that says it is
+//! no longer one (what the rebuild asks of every id of every row: 32 times denser than the
+//! parents, so the answers stay in cache).
 class id_space {
  public:
   VYRE_HOST_SPECIAL_MEMBERS(id_space);
 
   //! A fresh id. @returns `errc::abi_limit` once 2^32 - 1 ids exist.
   expected<value> make() {
-    if (parent_.size() >= no_value)
+    if (sets_.size() >= no_value)
       return fail(error(errc::abi_limit, "more e-class and container ids than a u32 holds")
-                      .with("ids", parent_.size())
+                      .with("ids", sets_.size())
                       .fix("stop earlier with --node-limit, or split the program"));
-    const auto id = static_cast<value>(parent_.size());
+    const auto id = static_cast<value>(sets_.size());
     if ((id & 63u) == 0) united_away_.push_back(0);  // first: a failing push leaves the ids whole
-    parent_.push_back(id);
+    sets_.add();
     return id;
   }
   //! `n` fresh ids, consecutive. @returns the first, or `errc::abi_limit` (nothing made) when
   //! they would pass 2^32 - 1 ids.
   expected<value> make_many(std::size_t n) {
-    const std::size_t first = parent_.size();
+    const std::size_t first = sets_.size();
     if (n > no_value - first)
       return fail(error(errc::abi_limit, "more e-class and container ids than a u32 holds")
                       .with("ids", first)
                       .with("asked", n)
                       .fix("stop earlier with --node-limit, or split the program"));
     united_away_.resize((first + n + 63) / 64, 0);  // first: a failing resize leaves them whole
-    parent_.resize(first + n);
-    for (std::size_t i = first; i < first + n; ++i) parent_[i] = static_cast<value>(i);
+    VYRE_TRY(sets_.grow(n, "eqsat: e-class and container ids"));
     return static_cast<value>(first);
   }
-  std::size_t size() const noexcept { return parent_.size(); }
+  std::size_t size() const noexcept { return sets_.size(); }
 
   //! The representative of `x`, halving the path on the way (not thread safe).
-  value find(value x) noexcept {
-    while (parent_[x] != x) {
-      parent_[x] = parent_[parent_[x]];
-      x = parent_[x];
-    }
-    return x;
-  }
+  value find(value x) noexcept { return sets_.find(x); }
   //! The representative of `x` without writing (safe beside other readers).
-  value find_const(value x) const noexcept {
-    while (parent_[x] != x) x = parent_[x];
-    return x;
-  }
+  value find_const(value x) const noexcept { return sets_.find_const(x); }
   bool is_root(value x) const noexcept { return ((united_away_[x >> 6] >> (x & 63u)) & 1u) == 0; }
   //! Unites the classes of `a` and `b`; the smaller representative stays. @returns whether
   //! they were apart.
   bool unite(value a, value b) noexcept {
-    a = find(a);
-    b = find(b);
-    if (a == b) return false;
-    if (a > b) std::swap(a, b);
-    parent_[b] = a;
-    united_away_[b >> 6] |= std::uint64_t{1} << (b & 63u);
+    const value away = sets_.unite(a, b);
+    if (away == sets_.none) return false;
+    united_away_[away >> 6] |= std::uint64_t{1} << (away & 63u);
     ++unions_;
     return true;
   }
@@ -303,21 +291,23 @@ class id_space {
   //! representative; ids past the old size are new ones) and the union counter by `unions`: how
   //! an engine that ran iterations elsewhere (the GPU engine) hands the ids back.
   void assign(std::vector<value> parent, std::uint64_t unions) {
-    parent_ = std::move(parent);
+    sets_.assign(std::move(parent));
     unions_ = unions;
-    united_away_.assign((parent_.size() + 63) / 64, 0);
-    for (std::size_t i = 0; i < parent_.size(); ++i)
-      if (parent_[i] != i) united_away_[i >> 6] |= std::uint64_t{1} << (i & 63u);
+    const std::vector<value>& p = sets_.parents();
+    united_away_.assign((p.size() + 63) / 64, 0);
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (p[i] != i) united_away_[i >> 6] |= std::uint64_t{1} << (i & 63u);
   }
   //! Roots among ids below `n`.
   std::uint64_t roots_below(std::size_t n) const noexcept {
     std::uint64_t r = 0;
-    for (std::size_t i = 0; i < n && i < parent_.size(); ++i) r += parent_[i] == i ? 1 : 0;
+    for (std::size_t i = 0; i < n && i < sets_.size(); ++i)
+      r += sets_.is_root(static_cast<value>(i)) ? 1 : 0;
     return r;
   }
 
  private:
-  std::vector<value> parent_;
+  host_union_find<std::vector<value>> sets_;
   std::vector<std::uint64_t> united_away_;  // bit i: id i is not a representative
   std::uint64_t unions_ = 0;
 };
