@@ -1,12 +1,24 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::host_union_find`: the union-find of vyre's host code over dense ids (the e-classes of
-//! `vyre::eqsat`'s CPU engine, the classes of `vyre::algorithms`' congruence on the host). The
-//! smallest id of a set is its root, as egglog's union-find keeps it, so every engine names a
-//! class by the same id, and the device's union-find (`vyre::eqsat::device::union_find_ref`)
-//! agrees with it (`link` joins by another rule, for a caller that keeps its own
-//! representatives); `find` halves the path it walks. `Parents`: the vector of u32 that holds
-//! every id's parent (`std::vector`, or one with another allocator).
+//! vyre's union-find over dense ids, on the host (`host_union_find`: the e-classes of
+//! `vyre::eqsat`'s CPU engine, the classes of `vyre::algorithms`' congruence on the host) and on
+//! the device (`union_find_ref`: the GPU engine's e-classes, the device congruence's classes).
+//! The smallest id of a set is its root, as egglog's union-find keeps it, so every engine names
+//! a class by the same id.
+//!
+//! `host_union_find`: `find` halves the path it walks; `link` joins by another rule, for a
+//! caller that keeps its own representatives. `Parents`: the vector of u32 that holds every
+//! id's parent (`std::vector`, or one with another allocator).
+//!
+//! `union_find_ref`: a view of `parent[0, size)` in device memory the caller owns, lock-free:
+//! `unite` links the larger root under the smaller with one CAS on the larger root's own slot,
+//! so the representative never depends on the order of concurrent unions and no cycle can
+//! form; `find` does not compress (it reads volatile: other threads link roots meanwhile).
+//! Only root slots are written during a kernel, and a slot, once not a root, never changes
+//! until the caller compresses the paths between kernels; a `find` that reads a stale root
+//! makes `unite`'s CAS fail, and it retries from the new parent. Lock-free, not wait-free: a
+//! failed CAS means another thread's CAS on that slot succeeded. The passes around it (init,
+//! compress, root counts) are `vyre::eqsat::device`'s (`eqsat/device/union_find.cuh`).
 //!
 //!     vyre::host_union_find<> sets;
 //!     VYRE_TRY(sets.grow(4, "my classes"));        // ids 0..3, each alone
@@ -19,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
 #include "vyre/core/reserve.hpp"
 
@@ -78,6 +91,39 @@ class host_union_find {
 
  private:
   Parents parent_;
+};
+
+//! A union-find in device memory (see the file comment): `parent[0, size)`, each at most its id.
+struct union_find_ref {
+  std::uint32_t* parent = nullptr;
+  std::uint32_t size = 0;  //!< ids `[0, size)`
+
+#if defined(__CUDACC__)
+  //! The root (smallest id) of `x`'s set. No path compression.
+  __device__ std::uint32_t find(std::uint32_t x) const {
+    for (;;) {
+      const std::uint32_t p = *static_cast<const volatile std::uint32_t*>(parent + x);
+      if (p == x) return x;
+      x = p;
+    }
+  }
+
+  //! Joins the sets of `a` and `b`; true when they were apart (this call linked them).
+  __device__ bool unite(std::uint32_t a, std::uint32_t b) const {
+    for (;;) {
+      a = find(a);
+      b = find(b);
+      if (a == b) return false;
+      if (a > b) {
+        const std::uint32_t t = a;
+        a = b;
+        b = t;
+      }
+      if (atomicCAS(parent + b, b, a) == b) return true;
+      // b stopped being a root meanwhile: find again.
+    }
+  }
+#endif
 };
 
 }  // namespace vyre

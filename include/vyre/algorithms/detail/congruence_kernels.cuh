@@ -31,40 +31,20 @@
 #include "vyre/algorithms/detail/device_support.cuh"
 #include "vyre/algorithms/detail/plan_params.cuh"
 #include "vyre/core/error.hpp"
+#include "vyre/core/union_find.hpp"
 #include "vyre/egraph/signature.hpp"
 
 namespace vyre::algorithms::detail {
 
 using atomic_u32 = cuda::atomic_ref<std::uint32_t, cuda::thread_scope_device>;
 
-VYRE_DEVICE inline std::uint32_t load_relaxed(std::uint32_t* p) noexcept {
-  return atomic_u32(*p).load(cuda::std::memory_order_relaxed);
-}
-
-VYRE_DEVICE inline std::uint32_t find_root(std::uint32_t* parent, std::uint32_t x) noexcept {
-  for (std::uint32_t up = load_relaxed(parent + x); up != x; up = load_relaxed(parent + x)) x = up;
-  return x;
-}
-
-//! Lock-free union: hook the larger root under the smaller with a CAS; retry when another
-//! thread re-hooked that root first. Hooks only go from larger to smaller ids, so no cycle
-//! can form and a set's root is its smallest member.
-VYRE_DEVICE inline void hook(std::uint32_t* parent, std::uint32_t a, std::uint32_t b,
-                             device_status* status) noexcept {
-  for (;;) {
-    a = find_root(parent, a);
-    b = find_root(parent, b);
-    if (a == b) return;
-    const std::uint32_t high = a > b ? a : b;
-    const std::uint32_t low = a > b ? b : a;
-    std::uint32_t expected = high;
-    if (atomic_u32(parent[high])
-            .compare_exchange_strong(expected, low, cuda::std::memory_order_relaxed)) {
-      atomicAdd(&status->merges, 1ull);
-      status->changed = 1;
-      return;
-    }
-  }
+//! Joins the groups' sets of `a` and `b` in the union-find `parent` (`vyre::union_find_ref`,
+//! whose roots are the smallest ids); a union that merged two sets counts and marks the round.
+VYRE_DEVICE inline void hook(std::uint32_t* parent, std::uint32_t groups, std::uint32_t a,
+                             std::uint32_t b, device_status* status) noexcept {
+  if (!union_find_ref{parent, groups}.unite(a, b)) return;
+  atomicAdd(&status->merges, 1ull);
+  status->changed = 1;
 }
 
 //! run_start[p] = p where a new signature starts, else 0 (a max-scan then spreads it).
@@ -171,7 +151,7 @@ VYRE_KERNEL void leaders_kernel(Image input, const std::uint32_t* canon,
         break;
       }
     leader_flag[r] = leader == r ? 1 : 0;
-    if (leader != r) hook(parent, dense_row[r], dense_row[leader], status);
+    if (leader != r) hook(parent, image.group_count(), dense_row[r], dense_row[leader], status);
   }
 }
 
@@ -182,7 +162,8 @@ VYRE_KERNEL void flatten_kernel(Image input, std::uint32_t* parent, const device
   if (!ok) return;
   VYRE_DETAIL_GRID_LOOP(i, groups) {
     const auto g = static_cast<std::uint32_t>(i);
-    atomic_u32(parent[g]).store(find_root(parent, g), cuda::std::memory_order_relaxed);
+    atomic_u32(parent[g]).store(union_find_ref{parent, groups}.find(g),
+                                cuda::std::memory_order_relaxed);
   }
 }
 

@@ -1,22 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! @file
-//! `vyre::eqsat::device::union_find_ref`: a lock-free union-find over e-class ids on the
-//! device, callable from any kernel, plus host launchers for the passes around it.
+//! `vyre::eqsat::device::union_find_ref` (`vyre::union_find_ref`, `vyre/core/union_find.hpp`:
+//! a lock-free union-find over e-class ids on the device, callable from any kernel; how it
+//! links and what its `find` reads is described there) and host launchers for the passes
+//! around it.
 //!
 //! Memory: one u32 per class id, `parent[x]`, owned by the caller (a slice of its state block,
 //! a `device_array`, ...). Invariant: `parent[x] <= x`; the root of a class is its smallest id.
-//! `unite` links the larger root under the smaller one with one CAS on the larger root's own
-//! slot, so the representative never depends on the order of concurrent unions and no cycle can
-//! form. `find` does not compress (it reads volatile: other threads link roots meanwhile);
-//! `compress` flattens every path between kernels.
-//!
-//! Memory ordering: only root slots are ever written during a kernel (by the CAS), and a slot,
-//! once not a root, never changes again until `compress`. A `find` that reads a stale root
-//! simply makes `unite`'s CAS fail, and it retries from the new parent. A kernel that unites
-//! and another that reads are ordered by the stream (or a grid-wide sync).
-//!
-//! Limits: ids below 2^32 - 1 (the caller's). Progress: a failed CAS means another thread's
-//! CAS on that slot succeeded (lock-free, not wait-free).
+//! `compress` flattens every path between kernels. A kernel that unites and another that reads
+//! are ordered by the stream (or a grid-wide sync). Limits: ids below 2^32 - 1 (the caller's).
 //!
 //!     namespace dev = vyre::eqsat::device;
 //!     dev::union_find_ref uf{parent, ids};
@@ -33,6 +25,7 @@
 
 #include "vyre/core/config.hpp"
 #include "vyre/core/error.hpp"
+#include "vyre/core/union_find.hpp"
 #include "vyre/detail/device_support.cuh"
 #include "vyre/eqsat/device/table.cuh"
 
@@ -40,36 +33,9 @@
 
 namespace vyre::eqsat::device {
 
-//! A non-owning view of a union-find: `parent[0, size)` on the device.
-struct union_find_ref {
-  std::uint32_t* parent = nullptr;
-  std::uint32_t size = 0;  //!< class ids `[0, size)`
-
-  //! The representative (smallest id) of `x`'s class. No path compression.
-  __device__ std::uint32_t find(std::uint32_t x) const {
-    for (;;) {
-      const std::uint32_t p = *static_cast<const volatile std::uint32_t*>(parent + x);
-      if (p == x) return x;
-      x = p;
-    }
-  }
-
-  //! Merges the classes of `a` and `b`; true when they were different (this call linked them).
-  __device__ bool unite(std::uint32_t a, std::uint32_t b) const {
-    for (;;) {
-      a = find(a);
-      b = find(b);
-      if (a == b) return false;
-      if (a > b) {
-        const std::uint32_t t = a;
-        a = b;
-        b = t;
-      }
-      if (atomicCAS(parent + b, b, a) == b) return true;
-      // b stopped being a root meanwhile: find again.
-    }
-  }
-};
+//! The device union-find of every vyre engine (`vyre/core/union_find.hpp`), here by the name
+//! engine authors' kernels use beside the passes below.
+using union_find_ref = vyre::union_find_ref;
 
 namespace detail {
 
