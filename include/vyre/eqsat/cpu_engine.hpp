@@ -22,8 +22,9 @@
 //! 2. **Apply.** Every match runs the rule's actions in order, rule by rule. Writes are staged:
 //!    a constructor row that is not in the database yet gets its fresh id when first asked for
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
-//!    A rule of many matches whose head only makes rows and unites, or ends in a set of a
-//!    constructor row (a rewrite), runs an action at a time over all its matches instead, on
+//!    A rule of many matches whose head only makes rows (constructor rows, relation facts) and
+//!    unites, or ends in a set of a constructor row (a rewrite), runs an action at a time over
+//!    all its matches instead, on
 //!    every thread: each match looks its row up in the table and the staged rows; the keys
 //!    found in neither are grouped by key (in fixed hash buckets), each gets one fresh id in
 //!    the order of its first match, and their rows are appended to the table at once, where
@@ -995,9 +996,11 @@ class cpu_engine {
       if (a.op != action_op::make &&
           (!sets || a.op != action_op::set || k + 1 != head.actions.size()))
         return false;
-      // (`target` names a function only for a make or a set: checked first.)
+      // (`target` names a function only for a make or a set: checked first.) A relation's
+      // facts are made like a constructor's rows (a fresh id each), never set.
       const function_decl& fn = decl_->functions[a.target];
-      if (fn.kind != function_kind::constructor || fn.relation || fn.merge != merge_kind::unite)
+      if (fn.kind != function_kind::constructor || fn.merge != merge_kind::unite ||
+          (fn.relation && a.op != action_op::make))
         return false;
     }
     return true;
