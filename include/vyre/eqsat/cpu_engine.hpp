@@ -24,15 +24,14 @@
 //!    (later asks in the iteration get the same id), `set`, `delete`, `subsume` and unions wait.
 //!    A rule of many matches whose head only makes rows (constructor rows, relation facts) and
 //!    unites, or ends in a set of a constructor row (a rewrite), runs an action at a time over
-//!    all its matches instead, on
-//!    every thread: each match looks its row up in the table and the staged rows; the keys
-//!    found in neither are grouped by key (in fixed hash buckets), each gets one fresh id in
-//!    the order of its first match, and their rows are appended to the table at once, where
-//!    later actions and rules find them. A set of a row that exists only unites (dropped when
-//!    its classes are one already; the rebuild writes the row with its class's id); a set of
-//!    a staged row is staged as above. Which ids are made does not depend on the threads. A key
-//!    that holds an id the apply made is in no table the apply did not append to: it is not
-//!    looked up there, and a set of it that nothing staged before is staged as a new row.
+//!    all its matches instead, on every thread: each match looks its row up in the table and
+//!    the staged rows; the keys found in neither are grouped by key (in fixed hash buckets),
+//!    each gets one fresh id in the order of its first match, and their rows are appended to
+//!    the table at once, where later actions and rules find them. A set of a row that exists only
+//!    unites (dropped when its classes are one already; the rebuild writes the row with its class's
+//!    id); a set of a staged row is staged as above. Which ids are made does not depend on the
+//!    threads. A key that holds an id the apply made is in no table the apply did not append to: it
+//!    is not looked up there, and a set of it that nothing staged before is staged as a new row.
 //! 3. **Merge.** Per table, staged deletions first, then staged rows in order: a new key is
 //!    appended, an existing key's value is merged (constructors: the ids are united and the
 //!    smaller kept; `:merge`: its expression over `old` and `new`; `:no-merge`: must be equal).
